@@ -1,0 +1,79 @@
+#include "cli_support.h"
+
+#include <sstream>
+
+#include "io/errors.h"
+
+namespace mumoe::cli {
+
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    try {
+      out.push_back(std::stoll(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size())
+      throw UsageError(what + ": '" + item + "' is not an integer (expected e.g. 3,17)");
+  }
+  if (out.empty()) throw UsageError(what + ": empty list");
+  return out;
+}
+
+std::vector<std::string> parse_name_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) out.push_back(item);
+  return out;
+}
+
+nn::ExpertAblation parse_ablation(const std::string& text) {
+  nn::ExpertAblation ablation;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t mode = 0;
+    auto colon = item.find(':');
+    if (colon != std::string::npos) {
+      mode = static_cast<size_t>(parse_int_list(item.substr(0, colon), "--ablate mode")[0]);
+      item = item.substr(colon + 1);
+    }
+    const auto expert = parse_int_list(item, "--ablate")[0];
+    if (ablation.experts_per_mode.size() <= mode) ablation.experts_per_mode.resize(mode + 1);
+    ablation.experts_per_mode[mode].push_back(expert);
+  }
+  if (ablation.empty()) throw UsageError("--ablate: empty list");
+  return ablation;
+}
+
+}  // namespace mumoe::cli
+
+#include "model_options.h"
+
+namespace mumoe::cli {
+
+void ModelOptions::add_to(CLI::App* app) {
+  app->add_option("MODEL", model, "Model file (.safetensors: a mumoe model or a PyTorch state_dict)")
+      ->required();
+  app->add_option("--activation", activation,
+                  "Gate activation for a plain state_dict: entmax15 (default) or softmax");
+  app->add_option("--gate-norm", gate_norm,
+                  "Gate normalisation for a state_dict without BatchNorm buffers: layernorm "
+                  "(default) or none");
+  app->add_option("--labels", labels, "Comma-separated output (label) names");
+}
+
+model::LayoutOverrides ModelOptions::overrides() const {
+  model::LayoutOverrides o;
+  if (!activation.empty()) o.gate_activation = nn::parse_gate_activation(activation);
+  if (!gate_norm.empty()) o.gate_norm_without_bn = nn::parse_gate_norm(gate_norm);
+  if (!labels.empty()) o.label_names = parse_name_list(labels);
+  return o;
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,36 @@
+// Shared helpers of the `mumoe` command-line tool: list parsing and the exit-code contract.
+//
+// Exit codes: 0 success, 1 usage error, 2 unreadable or invalid input (the message names the
+// file and what is wrong).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "nn/expert_ablation.h"
+
+namespace mumoe::cli {
+
+enum ExitCode { kSuccess = 0, kUsage = 1, kBadInput = 2 };
+
+/// "3,17" → {3, 17}. Throws UsageError naming `what` on anything that is not a list of integers.
+std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
+/// "a,b,c" → {"a","b","c"} (empty text → empty list).
+std::vector<std::string> parse_name_list(const std::string& text);
+/// "3,17" ablates experts 3 and 17 of the first expert mode; "1:5" expert 5 of mode 1.
+nn::ExpertAblation parse_ablation(const std::string& text);
+
+/// Every subcommand registers itself on the app; `run` is called after parsing succeeded.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+Command add_info_command(CLI::App& parent);
+Command add_forward_command(CLI::App& parent);
+Command add_init_command(CLI::App& parent);
+
+}  // namespace mumoe::cli

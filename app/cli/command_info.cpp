@@ -1,0 +1,89 @@
+// mumoe info MODEL [--json] [--activation A]: layers, variant, experts, ranks, parameter counts.
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli_support.h"
+#include "model/model_summary.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct InfoOptions {
+  std::string model;
+  bool json = false;
+  std::string activation;
+};
+
+std::string join(const std::vector<int64_t>& v, const char* sep) {
+  std::ostringstream out;
+  for (size_t i = 0; i < v.size(); ++i) out << (i ? sep : "") << v[i];
+  return out.str();
+}
+
+std::string grouped(int64_t n) {  // 1069568 → 1,069,568
+  auto s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+void print_text(const model::ModelSummary& s) {
+  std::cout << s.path << " (" << grouped(static_cast<int64_t>(s.file_bytes)) << " bytes)\n"
+            << "  format:       "
+            << (s.inferred ? "PyTorch state_dict (configuration inferred from key names and shapes)"
+                           : "mumoe model file v" + std::to_string(s.format_version))
+            << "\n  architecture: " << s.architecture << "\n"
+            << "  tensors:      " << s.tensor_count << "\n"
+            << "  parameters:   " << grouped(s.total_parameters()) << " in μMoE layers\n";
+  for (const auto& l : s.layers) {
+    const auto& c = l.config;
+    std::cout << "\n  layer '" << l.name << "'" << (l.prefix.empty() ? "" : " (keys " + l.prefix + "*)") << "\n"
+              << "    variant:     " << c.variant_name() << (c.is_block() ? " two-layer block" : " layer")
+              << ", hierarchy " << c.hierarchy() << "\n"
+              << "    experts:     " << join(c.expert_dims, " × ") << " = " << c.total_experts() << "\n"
+              << "    ranks:       "
+              << (c.factorization == nn::Factorization::CP ? "R = " + std::to_string(c.cp_rank)
+                                                           : "(" + join(c.tr_ranks, ", ") + ")")
+              << "\n    shape:       " << c.input_dim << " → " << c.output_dim
+              << (c.is_block() ? " → GELU → " + std::to_string(c.second_dim) : "")
+              << (c.use_bias ? " (with bias)" : " (no bias)") << "\n"
+              << "    gating:      " << nn::to_string(c.gate_norm) << " + " << nn::to_string(c.gate_activation)
+              << (c.input_layer_norm ? ", input LayerNorm" : "") << "\n"
+              << "    parameters:  " << grouped(l.parameters.total()) << " (factors "
+              << grouped(l.parameters.factors) << ", gating " << grouped(l.parameters.gating)
+              << (l.parameters.input_norm ? ", input norm " + grouped(l.parameters.input_norm) : "")
+              << ")\n";
+  }
+  if (!s.label_names.empty()) {
+    std::cout << "\n  labels (" << s.label_names.size() << "):";
+    for (const auto& n : s.label_names) std::cout << " " << n;
+    std::cout << "\n";
+  }
+  if (!s.attribute_names.empty()) {
+    std::cout << "  attributes (" << s.attribute_names.size() << "):";
+    for (const auto& n : s.attribute_names) std::cout << " " << n;
+    std::cout << "\n";
+  }
+  if (s.provenance_json != "{}") std::cout << "  provenance:   " << s.provenance_json << "\n";
+}
+
+}  // namespace
+
+Command add_info_command(CLI::App& parent) {
+  auto opts = std::make_shared<InfoOptions>();
+  auto* app = parent.add_subcommand("info", "Show a model's layers, experts, ranks and parameter counts");
+  app->add_option("MODEL", opts->model, "Model file (.safetensors)")->required();
+  app->add_flag("--json", opts->json, "Print JSON");
+  app->add_option("--activation", opts->activation,
+                  "Gate activation of a plain state_dict (entmax15 or softmax; cannot be inferred)");
+  return {app, [opts]() {
+            const auto summary = model::summarize_model_file(opts->model, opts->activation);
+            if (opts->json)
+              std::cout << model::summary_to_json(summary) << "\n";
+            else
+              print_text(summary);
+            return 0;
+          }};
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,41 @@
+// `mumoe`: the command-line face of the core. Every subcommand prints machine-readable JSON on
+// request; errors are reported here, at the boundary, with the exit-code contract of
+// cli_support.h. Nothing below main() prints errors or exits.
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "cli_support.h"
+#include "io/errors.h"
+
+int main(int argc, char** argv) {
+  using namespace mumoe::cli;
+  CLI::App app{"mumoe — inspect, run and edit Multilinear Mixture-of-Experts models"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string(MUMOE_VERSION));
+  std::vector<Command> commands = {add_info_command(app), add_forward_command(app),
+                                   add_init_command(app)};
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kSuccess : kUsage;
+  }
+  try {
+    for (auto& c : commands)
+      if (c.app->parsed()) return c.run();
+  } catch (const mumoe::UsageError& e) {
+    std::cerr << "mumoe: " << e.what() << "\n";
+    return kUsage;
+  } catch (const mumoe::Error& e) {
+    std::cerr << "mumoe: " << e.what() << "\n";
+    return kBadInput;
+  } catch (const c10::Error& e) {
+    std::cerr << "mumoe: " << e.what_without_backtrace() << "\n";
+    return kBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "mumoe: " << e.what() << "\n";
+    return kBadInput;
+  }
+  return kUsage;
+}

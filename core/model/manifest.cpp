@@ -1,0 +1,116 @@
+#include "model/manifest.h"
+
+#include "io/errors.h"
+
+namespace mumoe::model {
+namespace {
+
+template <typename T>
+T field(const nlohmann::json& j, const char* key, const std::string& path, const std::string& where) {
+  if (!j.contains(key)) throw FileError(path, "manifest: " + where + " lacks '" + key + "'");
+  try {
+    return j.at(key).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    throw FileError(path, "manifest: " + where + "." + key + " has the wrong type: " + j.at(key).dump());
+  }
+}
+
+template <typename T>
+T optional_field(const nlohmann::json& j, const char* key, T fallback, const std::string& path,
+                 const std::string& where) {
+  return j.contains(key) ? field<T>(j, key, path, where) : fallback;
+}
+
+}  // namespace
+
+nlohmann::json to_json(const nn::LayerConfig& c) {
+  nlohmann::json j = {{"factorization", nn::to_string(c.factorization)},
+                      {"input_dim", c.input_dim},
+                      {"output_dim", c.output_dim},
+                      {"expert_dims", c.expert_dims},
+                      {"use_bias", c.use_bias},
+                      {"gate_norm", nn::to_string(c.gate_norm)},
+                      {"gate_activation", nn::to_string(c.gate_activation)},
+                      {"input_layer_norm", c.input_layer_norm},
+                      {"second_dim", c.second_dim},
+                      {"norm_eps", c.norm_eps}};
+  if (c.factorization == nn::Factorization::CP)
+    j["cp_rank"] = c.cp_rank;
+  else
+    j["tr_ranks"] = c.tr_ranks;
+  return j;
+}
+
+nlohmann::json to_json(const Manifest& m) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : m.layers) {
+    nlohmann::json entry = {{"name", l.name}, {"prefix", l.prefix}, {"config", to_json(l.config)}};
+    if (l.legacy_factor_keys) entry["legacy_factor_keys"] = true;
+    layers.push_back(entry);
+  }
+  return {{"format", kFormatName},           {"format_version", m.format_version},
+          {"architecture", m.architecture},  {"layers", layers},
+          {"label_names", m.label_names},    {"attribute_names", m.attribute_names},
+          {"provenance", m.provenance}};
+}
+
+nn::LayerConfig layer_config_from_json(const nlohmann::json& j, const std::string& path) {
+  const std::string where = "layer config";
+  if (!j.is_object()) throw FileError(path, "manifest: layer config is not an object");
+  nn::LayerConfig c;
+  try {
+    c.factorization = nn::parse_factorization(field<std::string>(j, "factorization", path, where));
+    c.gate_norm = nn::parse_gate_norm(optional_field<std::string>(j, "gate_norm", "batchnorm", path, where));
+    c.gate_activation = nn::parse_gate_activation(
+        optional_field<std::string>(j, "gate_activation", "entmax15", path, where));
+  } catch (const UsageError& e) {
+    throw FileError(path, std::string("manifest: ") + e.what());
+  }
+  c.input_dim = field<int64_t>(j, "input_dim", path, where);
+  c.output_dim = field<int64_t>(j, "output_dim", path, where);
+  c.expert_dims = field<std::vector<int64_t>>(j, "expert_dims", path, where);
+  if (c.factorization == nn::Factorization::CP)
+    c.cp_rank = field<int64_t>(j, "cp_rank", path, where);
+  else
+    c.tr_ranks = field<std::vector<int64_t>>(j, "tr_ranks", path, where);
+  c.use_bias = optional_field<bool>(j, "use_bias", true, path, where);
+  c.input_layer_norm = optional_field<bool>(j, "input_layer_norm", false, path, where);
+  c.second_dim = optional_field<int64_t>(j, "second_dim", 0, path, where);
+  c.norm_eps = optional_field<double>(j, "norm_eps", 1e-5, path, where);
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    throw FileError(path, std::string("manifest: ") + e.what());
+  }
+  return c;
+}
+
+Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
+  if (!j.is_object()) throw FileError(path, "manifest is not a JSON object");
+  const std::string where = "manifest";
+  if (field<std::string>(j, "format", path, where) != kFormatName)
+    throw FileError(path, "manifest: format is not '" + std::string(kFormatName) + "'");
+  Manifest m;
+  m.format_version = field<int>(j, "format_version", path, where);
+  if (m.format_version < 1 || m.format_version > kFormatVersion)
+    throw FileError(path, "manifest: format_version " + std::to_string(m.format_version) +
+                              " is not supported by this build (supports 1–" +
+                              std::to_string(kFormatVersion) + "); is the file from a newer mumoe?");
+  m.architecture = field<std::string>(j, "architecture", path, where);
+  const auto layers = field<nlohmann::json>(j, "layers", path, where);
+  if (!layers.is_array()) throw FileError(path, "manifest: layers is not a list");
+  for (const auto& l : layers) {
+    ModelLayer layer;
+    layer.name = field<std::string>(l, "name", path, "layer");
+    layer.prefix = field<std::string>(l, "prefix", path, "layer " + layer.name);
+    layer.config = layer_config_from_json(field<nlohmann::json>(l, "config", path, "layer " + layer.name), path);
+    layer.legacy_factor_keys = optional_field<bool>(l, "legacy_factor_keys", false, path, "layer");
+    m.layers.push_back(std::move(layer));
+  }
+  m.label_names = optional_field<std::vector<std::string>>(j, "label_names", {}, path, where);
+  m.attribute_names = optional_field<std::vector<std::string>>(j, "attribute_names", {}, path, where);
+  m.provenance = optional_field<nlohmann::json>(j, "provenance", nlohmann::json::object(), path, where);
+  return m;
+}
+
+}  // namespace mumoe::model

@@ -1,0 +1,47 @@
+// The manifest stored in a mumoe model file's safetensors "__metadata__" (key "mumoe.manifest").
+//
+// It makes a model file self-describing: format version, architecture, every μMoE layer's
+// configuration and where its tensors live (prefix), label and attribute names, and provenance
+// (training command, data, metrics, edits …) as free-form JSON.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "nn/layer_config.h"
+
+namespace mumoe::model {
+
+inline constexpr const char* kManifestMetadataKey = "mumoe.manifest";
+inline constexpr const char* kFormatName = "mumoe-studio-model";
+inline constexpr int kFormatVersion = 1;
+
+/// One μMoE layer or block of a model: its tensors are "<prefix><reference key>".
+struct ModelLayer {
+  std::string name;    ///< what users type after --layer ("head", "transformer.h.0.mlp.MuMoE_layer")
+  std::string prefix;  ///< "" or ends with '.'
+  nn::LayerConfig config;
+  /// Pre-release (MMoE) checkpoints store "factors.k" where the current code has "MuMoE.factors.k".
+  bool legacy_factor_keys = false;
+};
+
+struct Manifest {
+  int format_version = kFormatVersion;
+  /// "mumoe-layers": the file is a set of standalone μMoE layers/blocks.
+  std::string architecture = "mumoe-layers";
+  std::vector<ModelLayer> layers;
+  std::vector<std::string> label_names;
+  std::vector<std::string> attribute_names;
+  nlohmann::json provenance = nlohmann::json::object();
+};
+
+nlohmann::json to_json(const nn::LayerConfig& config);
+nlohmann::json to_json(const Manifest& manifest);
+
+/// Parses and validates; throws FileError(path, "manifest: …") naming the bad field.
+nn::LayerConfig layer_config_from_json(const nlohmann::json& json, const std::string& path);
+Manifest manifest_from_json(const nlohmann::json& json, const std::string& path);
+
+}  // namespace mumoe::model

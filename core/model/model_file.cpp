@@ -1,0 +1,135 @@
+#include "model/model_file.h"
+
+#include <torch/torch.h>
+
+#include "io/errors.h"
+
+namespace mumoe::model {
+namespace {
+
+std::string layer_names(const Manifest& m) {
+  std::string out;
+  for (const auto& l : m.layers) out += (out.empty() ? "" : ", ") + l.name;
+  return out;
+}
+
+}  // namespace
+
+ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overrides) {
+  ModelFile model(io::SafetensorsFile::open(path));
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& e : model.file_.entries()) {
+    const auto stripped = strip_wrapper_prefixes(e.name);
+    if (!model.original_name_.emplace(stripped, e.name).second)
+      throw FileError(path, "tensors '" + model.original_name_[stripped] + "' and '" + e.name +
+                                "' have the same name once 'module.'/'_orig_mod.' are removed");
+    shapes[stripped] = e.shape;
+  }
+
+  const auto& meta = model.file_.metadata();
+  auto it = meta.find(kManifestMetadataKey);
+  if (it != meta.end()) {
+    nlohmann::json json;
+    try {
+      json = nlohmann::json::parse(it->second);
+    } catch (const nlohmann::json::exception& e) {
+      throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
+    }
+    model.manifest_ = manifest_from_json(json, path);
+  } else {
+    model.inferred_ = true;
+    model.manifest_.layers = infer_layers(shapes, overrides, path);
+    model.manifest_.provenance = {{"source", "PyTorch state_dict; configuration inferred from key names and shapes"}};
+  }
+  if (!overrides.label_names.empty()) model.manifest_.label_names = overrides.label_names;
+  for (const auto& layer : model.manifest_.layers) model.check_layer_shapes(layer);
+  return model;
+}
+
+void ModelFile::check_layer_shapes(const ModelLayer& layer) const {
+  for (const auto& [key, shape] : expected_shapes(layer.config)) {
+    const auto name = file_key(layer, key);
+    auto it = original_name_.find(name);
+    const bool optional = key.find("num_batches_tracked") != std::string::npos;
+    if (it == original_name_.end()) {
+      if (optional) continue;
+      throw FileError(path(), "layer '" + layer.name + "': tensor '" + name + "' is missing");
+    }
+    const auto& entry = file_.entry(it->second);
+    if (entry.shape != shape && !(optional && entry.numel() == 1))
+      throw FileError(path(), "layer '" + layer.name + "': tensor '" + name + "' has shape " +
+                                  c10::str(c10::IntArrayRef(entry.shape)) + ", expected " +
+                                  c10::str(c10::IntArrayRef(shape)));
+  }
+}
+
+const ModelLayer& ModelFile::layer(const std::string& name) const {
+  for (const auto& l : manifest_.layers)
+    if (l.name == name) return l;
+  throw UsageError(path() + " has no μMoE layer named '" + name + "' (layers: " +
+                   layer_names(manifest_) + ")");
+}
+
+const ModelLayer& ModelFile::single_layer() const {
+  if (manifest_.layers.size() != 1)
+    throw UsageError(path() + " has " + std::to_string(manifest_.layers.size()) +
+                     " μMoE layers; choose one with --layer (" + layer_names(manifest_) + ")");
+  return manifest_.layers.front();
+}
+
+std::vector<std::string> ModelFile::tensor_names() const {
+  std::vector<std::string> names;
+  for (const auto& [stripped, original] : original_name_) names.push_back(stripped);
+  return names;
+}
+
+torch::Tensor ModelFile::read_tensor(const std::string& name) const {
+  auto it = original_name_.find(name);
+  if (it == original_name_.end()) throw FileError(path(), "no tensor named '" + name + "'");
+  return file_.read(it->second);
+}
+
+nn::MuMoEBlock ModelFile::build_layer(const std::string& name, torch::Dtype dtype) const {
+  const auto& spec = layer(name);
+  nn::MuMoEBlock block(spec.config);
+  torch::NoGradGuard no_grad;
+  auto assign = [&](const std::string& key, torch::Tensor& target, bool optional) {
+    const auto stored = file_key(spec, key);
+    if (!original_name_.count(stored)) {
+      if (optional) return;
+      throw FileError(path(), "layer '" + name + "': tensor '" + stored + "' is missing");
+    }
+    auto value = read_tensor(stored);
+    if (target.is_floating_point()) {
+      if (!value.is_floating_point())
+        throw FileError(path(), "tensor '" + stored + "' has dtype " +
+                                    file_.entry(original_name_.at(stored)).dtype +
+                                    "; parameters must be F32, F64, F16 or BF16");
+      if (!torch::isfinite(value).all().item<bool>())
+        throw FileError(path(), "tensor '" + stored + "' contains NaN or infinite values");
+      target.copy_(value.to(target.dtype()).view(target.sizes()));
+    } else {
+      target.copy_(value.to(target.dtype()).reshape(target.sizes()));
+    }
+  };
+  for (auto& p : block->named_parameters()) assign(p.key(), p.value(), false);
+  for (auto& b : block->named_buffers())
+    assign(b.key(), b.value(), b.key().find("num_batches_tracked") != std::string::npos);
+  block->to(dtype);
+  block->eval();
+  return block;
+}
+
+std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MuMoEBlock& block) {
+  std::vector<io::NamedTensor> out;
+  for (const auto& p : block->named_parameters()) out.push_back({file_key(layer, p.key()), p.value()});
+  for (const auto& b : block->named_buffers()) out.push_back({file_key(layer, b.key()), b.value()});
+  return out;
+}
+
+void save_model_file(const std::string& path, const Manifest& manifest,
+                     const std::vector<io::NamedTensor>& tensors, const io::WriteProgress& progress) {
+  io::write_safetensors(path, tensors, {{kManifestMetadataKey, to_json(manifest).dump()}}, progress);
+}
+
+}  // namespace mumoe::model

@@ -1,0 +1,69 @@
+// Loading and saving μMoE model files.
+//
+// A mumoe model file is ONE safetensors file: the tensors in the reference implementation's key
+// layout (spec §2) under each layer's prefix, and a JSON manifest in "__metadata__" under
+// "mumoe.manifest". A plain state_dict written by PyTorch users
+// (safetensors.torch.save_file(model.state_dict(), path)) loads too: its layers are inferred from
+// key names and shapes (state_dict_layout.h).
+//
+// load() validates the file header, the manifest, and that every layer's tensors exist with the
+// right shapes before any tensor data is read; build_layer() reads only that layer's tensors and
+// rejects non-float parameters and NaN/inf values, naming the tensor.
+#pragma once
+
+#include <torch/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "model/manifest.h"
+#include "model/state_dict_layout.h"
+#include "nn/mumoe_block.h"
+
+namespace mumoe::model {
+
+class ModelFile {
+ public:
+  /// Throws FileError naming the file and the problem.
+  static ModelFile load(const std::string& path, const LayoutOverrides& overrides = {});
+
+  const std::string& path() const { return file_.path(); }
+  const Manifest& manifest() const { return manifest_; }
+  /// True when the file had no manifest and the layers were inferred from a plain state_dict.
+  bool inferred() const { return inferred_; }
+
+  /// The layer called `name`; throws UsageError listing the available names.
+  const ModelLayer& layer(const std::string& name) const;
+  /// The only layer; throws UsageError (listing names) when the model has several.
+  const ModelLayer& single_layer() const;
+
+  /// Builds the layer's module in eval mode with its weights, as `dtype` on the CPU.
+  nn::MuMoEBlock build_layer(const std::string& name, torch::Dtype dtype = torch::kFloat32) const;
+
+  /// Every tensor name in the file after prefix stripping.
+  std::vector<std::string> tensor_names() const;
+  /// Reads one tensor by its (prefix-stripped) name.
+  torch::Tensor read_tensor(const std::string& name) const;
+
+ private:
+  explicit ModelFile(io::SafetensorsFile file) : file_(std::move(file)) {}
+  void check_layer_shapes(const ModelLayer& layer) const;
+
+  io::SafetensorsFile file_;
+  std::map<std::string, std::string> original_name_;  ///< stripped name → name in the file
+  Manifest manifest_;
+  bool inferred_ = false;
+};
+
+/// The tensors of one block under `layer.prefix`, in the reference key layout (parameters and
+/// buffers, including num_batches_tracked as I64).
+std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MuMoEBlock& block);
+
+/// Writes tensors and the manifest atomically (temp file + rename).
+void save_model_file(const std::string& path, const Manifest& manifest,
+                     const std::vector<io::NamedTensor>& tensors,
+                     const io::WriteProgress& progress = {});
+
+}  // namespace mumoe::model

@@ -1,0 +1,71 @@
+#include "model/model_summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "model/manifest.h"
+#include "model/model_file.h"
+
+namespace mumoe::model {
+
+int64_t ModelSummary::total_parameters() const {
+  int64_t total = 0;
+  for (const auto& l : layers) total += l.parameters.total();
+  return total;
+}
+
+ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation) {
+  LayoutOverrides overrides;
+  if (!gate_activation.empty()) overrides.gate_activation = nn::parse_gate_activation(gate_activation);
+  const auto file = ModelFile::load(path, overrides);
+  ModelSummary s;
+  s.path = path;
+  std::error_code ec;
+  s.file_bytes = std::filesystem::file_size(path, ec);
+  s.inferred = file.inferred();
+  s.format_version = file.inferred() ? 0 : file.manifest().format_version;
+  s.architecture = file.inferred() ? "pytorch-state-dict" : file.manifest().architecture;
+  for (const auto& l : file.manifest().layers)
+    s.layers.push_back({l.name, l.prefix, l.config, nn::count_parameters(l.config)});
+  s.label_names = file.manifest().label_names;
+  s.attribute_names = file.manifest().attribute_names;
+  s.provenance_json = file.manifest().provenance.dump();
+  s.tensor_count = static_cast<int64_t>(file.tensor_names().size());
+  return s;
+}
+
+std::string summary_to_json(const ModelSummary& s, int indent) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : s.layers) {
+    auto config = to_json(l.config);
+    layers.push_back({{"name", l.name},
+                      {"prefix", l.prefix},
+                      {"variant", l.config.variant_name()},
+                      {"hierarchy", l.config.hierarchy()},
+                      {"experts_per_mode", l.config.expert_dims},
+                      {"total_experts", l.config.total_experts()},
+                      {"two_layer_block", l.config.is_block()},
+                      {"config", config},
+                      {"parameters",
+                       {{"factors", l.parameters.factors},
+                        {"gating", l.parameters.gating},
+                        {"input_norm", l.parameters.input_norm},
+                        {"total", l.parameters.total()}}}});
+  }
+  nlohmann::json j = {{"file", s.path},
+                      {"file_bytes", s.file_bytes},
+                      {"format", s.inferred ? "pytorch-state-dict" : kFormatName},
+                      {"format_version", s.format_version},
+                      {"architecture", s.architecture},
+                      {"inferred", s.inferred},
+                      {"tensor_count", s.tensor_count},
+                      {"layers", layers},
+                      {"total_parameters", s.total_parameters()},
+                      {"label_names", s.label_names},
+                      {"attribute_names", s.attribute_names},
+                      {"provenance", nlohmann::json::parse(s.provenance_json)}};
+  return j.dump(indent);
+}
+
+}  // namespace mumoe::model

@@ -1,0 +1,48 @@
+// Recognising μMoE layers in a plain PyTorch state_dict saved as safetensors (spec §2).
+//
+// Works from tensor names and shapes only: strips DataParallel ("module.") and torch.compile
+// ("_orig_mod.") prefixes, finds every μMoE wrapper by its gating weights "…projs.0", and infers
+// CP vs TR, expert counts, ranks, hierarchy, bias, BatchNorm vs LayerNorm gating, input LayerNorm
+// and the two-layer block. What names and shapes cannot tell (the gate activation, LayerNorm vs
+// no gate normalisation, label names) comes from LayoutOverrides.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/manifest.h"
+
+namespace mumoe::model {
+
+struct LayoutOverrides {
+  std::optional<nn::GateActivationKind> gate_activation;  ///< default entmax15
+  /// Used when the checkpoint has no BatchNorm buffers (default: LayerNorm, the reference's
+  /// only other choice).
+  std::optional<nn::GateNorm> gate_norm_without_bn;
+  std::vector<std::string> label_names;
+};
+
+/// "module._orig_mod.head.projs.0" → "head.projs.0".
+std::string strip_wrapper_prefixes(const std::string& key);
+
+/// Infers every μMoE layer from normalised key → shape. Throws FileError(path, …) when a layer is
+/// incomplete or inconsistent, or when the file holds no μMoE layer at all.
+std::vector<ModelLayer> infer_layers(const std::map<std::string, std::vector<int64_t>>& shapes,
+                                     const LayoutOverrides& overrides, const std::string& path);
+
+/// The file key of a block's own parameter/buffer key ("MuMoE.factors.0") for `layer`.
+std::string file_key(const ModelLayer& layer, const std::string& module_key);
+
+}  // namespace mumoe::model
+
+namespace mumoe::model {
+
+/// Every tensor a block with `config` has, by its module key ("projs.0", "bn.0.running_mean",
+/// "MuMoE.factors.0", …), with its shape. BatchNorm's num_batches_tracked is listed with shape
+/// {} and is optional in files.
+std::map<std::string, std::vector<int64_t>> expected_shapes(const nn::LayerConfig& config);
+
+}  // namespace mumoe::model

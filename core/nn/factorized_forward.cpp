@@ -1,0 +1,45 @@
+#include "nn/factorized_forward.h"
+
+#include <torch/torch.h>
+
+namespace mumoe::nn {
+namespace {
+
+// Batched mode-2 product of a core F [Ra, D, Rb] with rows v [M, D]: [M, Ra, Rb].
+// Done as one matrix product (v @ F viewed as [D, Ra·Rb]) instead of an einsum so the
+// intermediate is exactly M·Ra·Rb.
+torch::Tensor mode2_product(const torch::Tensor& core, const torch::Tensor& rows) {
+  const auto ra = core.size(0), d = core.size(1), rb = core.size(2);
+  auto flat = core.permute({1, 0, 2}).reshape({d, ra * rb});
+  return rows.matmul(flat).view({rows.size(0), ra, rb});
+}
+
+}  // namespace
+
+torch::Tensor with_bias_column(const torch::Tensor& z) {
+  return torch::cat({z, torch::ones({z.size(0), 1}, z.options())}, 1);
+}
+
+torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
+                         const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z) {
+  const size_t modes = coefficients.size();
+  TORCH_CHECK(factors.size() == modes + 2, "cp_forward: expected ", modes + 2, " factors");
+  auto hidden = z.matmul(factors[modes]);  // [M, R]
+  for (size_t e = 0; e < modes; ++e) hidden = hidden * coefficients[e].matmul(factors[e]);
+  return hidden.matmul(factors[modes + 1].t());  // [M, O]
+}
+
+torch::Tensor tr_forward(const std::vector<torch::Tensor>& factors,
+                         const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z) {
+  const size_t modes = coefficients.size();
+  TORCH_CHECK(factors.size() == modes + 2, "tr_forward: expected ", modes + 2, " factors");
+  auto chain = mode2_product(factors[0], coefficients[0]);  // [M, R1, R2]
+  for (size_t e = 1; e < modes; ++e) chain = chain.bmm(mode2_product(factors[e], coefficients[e]));
+  chain = chain.bmm(mode2_product(factors[modes], z));  // [M, R1, R_last]
+  const auto& out = factors[modes + 1];                 // [R_last, O, R1]
+  const auto r_last = out.size(0), o = out.size(1), r1 = out.size(2);
+  auto out_flat = out.permute({2, 0, 1}).reshape({r1 * r_last, o});
+  return chain.reshape({chain.size(0), r1 * r_last}).matmul(out_flat);
+}
+
+}  // namespace mumoe::nn
