@@ -15,7 +15,7 @@ MultilinearLayerImpl::MultilinearLayerImpl(const LayerConfig& config, int layer)
       hierarchy_(config.hierarchy()) {
   config.validate();
   for (const auto& shape : config.factor_shapes(layer))
-    factors_->append(torch::empty(shape));
+    factors_->append(torch::empty(shape).requires_grad_());  // append() keeps the flag
   register_module("factors", factors_);
   reset_parameters();
 }

@@ -9,7 +9,7 @@ namespace mumoe::nn {
 
 MuMoEBlockImpl::MuMoEBlockImpl(LayerConfig config) : config_(std::move(config)) {
   config_.validate();
-  for (auto n : config_.expert_dims) projs_->append(torch::zeros({config_.input_dim, n}));
+  for (auto n : config_.expert_dims) projs_->append(torch::zeros({config_.input_dim, n}).requires_grad_());
   register_module("projs", projs_);
   if (config_.gate_norm == GateNorm::BatchNorm) {
     for (auto n : config_.expert_dims)

@@ -1,0 +1,143 @@
+// The `mumoe` command-line contract: JSON output, the forward files, and the exit codes
+// (0 success, 1 usage error, 2 unreadable or invalid input) — never a crash.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdio>
+
+#include "io/safetensors.h"
+#include "model/model_file.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using mumoe::testkit::TempDir;
+
+namespace {
+
+struct Run {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Run mumoe_cli(const std::string& args) {
+  const std::string command = std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1";
+  Run run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  EXPECT_TRUE(WIFEXITED(status)) << "mumoe " << args << " was killed by a signal:\n" << run.out;
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.file("m.safetensors");
+    auto r = mumoe_cli("init --output " + model_ + " --input-dim 6 --output-dim 4 --experts 8,3 --rank 5 --labels a,b,c,d --seed 4");
+    ASSERT_EQ(r.code, 0) << r.out;
+    // Give the gating real weights so the coefficients are not uniform.
+    auto file = model::ModelFile::load(model_);
+    auto block = file.build_layer("mumoe");
+    {
+      torch::NoGradGuard g;
+      for (auto& p : block->named_parameters())
+        if (p.key().rfind("projs", 0) == 0) p.value().normal_();
+    }
+    model::save_model_file(model_, file.manifest(), model::layer_tensors(file.single_layer(), block));
+  }
+  TempDir dir_;
+  std::string model_;
+};
+
+TEST_F(Cli, InfoJsonDescribesTheModel) {
+  auto r = mumoe_cli("info " + model_ + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["layers"].size(), 1u);
+  const auto& layer = j["layers"][0];
+  EXPECT_EQ(layer["variant"], "CP");
+  EXPECT_EQ(layer["total_experts"], 24);
+  EXPECT_EQ(layer["experts_per_mode"], (std::vector<int>{8, 3}));
+  // §3: R(N1 + N2 + I + 1 + O) + I(N1 + N2) = 5·(8+3+7+4) + 6·11
+  EXPECT_EQ(layer["parameters"]["total"], 5 * (8 + 3 + 7 + 4) + 6 * 11);
+  EXPECT_EQ(j["label_names"], (std::vector<std::string>{"a", "b", "c", "d"}));
+  auto text = mumoe_cli("info " + model_);
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("8 × 3 = 24"), std::string::npos) << text.out;
+}
+
+TEST_F(Cli, ForwardWritesOutputsAndCoefficientsThatMatchTheLibrary) {
+  const auto in = dir_.file("in.safetensors"), out = dir_.file("out.safetensors");
+  auto x = torch::randn({3, 5, 6});
+  io::write_safetensors(in, {{"input", x}});
+  auto r = mumoe_cli("forward " + model_ + " --input " + in + " --output " + out + " --ablate 2,5,1:0 --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["output_shape"], (std::vector<int>{3, 5, 4}));
+
+  auto block = model::ModelFile::load(model_).build_layer("mumoe");
+  torch::NoGradGuard g;
+  nn::ExpertAblation ablation{{{2, 5}, {0}}};
+  auto expected = block->forward(x, ablation);
+  auto f = io::SafetensorsFile::open(out);
+  EXPECT_TRUE(torch::allclose(f.read("output"), expected.output, 1e-6, 1e-6));
+  EXPECT_TRUE(torch::equal(f.read("coefficients.0"), expected.coefficients[0]));
+  EXPECT_TRUE(torch::equal(f.read("coefficients.1"), expected.coefficients[1]));
+  EXPECT_EQ(f.read("coefficients.0").select(-1, 5).abs().sum().item<float>(), 0.0f);
+}
+
+TEST_F(Cli, ForwardRunsInFloat64ForFloat64Input) {
+  const auto in = dir_.file("in.safetensors"), out = dir_.file("out.safetensors");
+  io::write_safetensors(in, {{"input", torch::randn({4, 6}, torch::kFloat64)}});
+  ASSERT_EQ(mumoe_cli("forward " + model_ + " --input " + in + " --output " + out).code, 0);
+  EXPECT_EQ(io::SafetensorsFile::open(out).entry("output").dtype, "F64");
+}
+
+TEST_F(Cli, UsageErrorsExitWithOne) {
+  const auto in = dir_.file("in.safetensors");
+  io::write_safetensors(in, {{"input", torch::randn({2, 6})}});
+  for (const std::string& args : std::vector<std::string>{"", "info", "nonsense " + model_, "forward " + model_ + " --input " + in,
+                                 "forward " + model_ + " --input " + in + " --output o --ablate x",
+                                 "forward " + model_ + " --input " + in + " --output o --ablate 99",
+                                 "forward " + model_ + " --input " + in + " --output o --layer nope",
+                                 "info " + model_ + " --activation sparsemax"}) {
+    auto r = mumoe_cli(args);
+    EXPECT_EQ(r.code, 1) << "mumoe " << args << "\n" << r.out;
+  }
+}
+
+TEST_F(Cli, InvalidInputExitsWithTwoAndNamesTheFile) {
+  const auto garbage = dir_.file("garbage.safetensors");
+  testkit::write_bytes(garbage, "this is not a model");
+  const auto no_input = dir_.file("noinput.safetensors");
+  io::write_safetensors(no_input, {{"x", torch::randn({2, 6})}});
+  const auto wrong_shape = dir_.file("shape.safetensors");
+  io::write_safetensors(wrong_shape, {{"input", torch::randn({2, 7})}});
+  const auto nan_input = dir_.file("nan.safetensors");
+  auto nan = torch::randn({2, 6});
+  nan[1][3] = std::numeric_limits<float>::quiet_NaN();
+  io::write_safetensors(nan_input, {{"input", nan}});
+  const auto out = dir_.file("out.safetensors");
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"info " + dir_.file("missing.safetensors"), "missing.safetensors: cannot open"},
+      {"info " + garbage, "garbage.safetensors: not a safetensors file"},
+      {"forward " + garbage + " --input " + no_input + " --output " + out, "garbage.safetensors"},
+      {"forward " + model_ + " --input " + no_input + " --output " + out, "noinput.safetensors: no tensor named 'input'"},
+      {"forward " + model_ + " --input " + wrong_shape + " --output " + out, "shape.safetensors: tensor 'input' has shape"},
+      {"forward " + model_ + " --input " + nan_input + " --output " + out, "nan.safetensors: tensor 'input' contains NaN"},
+  };
+  for (const auto& [args, message] : cases) {
+    auto r = mumoe_cli(args);
+    EXPECT_EQ(r.code, 2) << "mumoe " << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(out));  // nothing half-written
+}
+
+}  // namespace

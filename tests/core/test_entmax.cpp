@@ -1,0 +1,85 @@
+// entmax15: exact sort-based forward vs an independent bisection solver; closed-form backward vs
+// central finite differences.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "nn/entmax.h"
+#include "reference_math.h"
+
+using mumoe::nn::entmax15;
+using mumoe::testkit::entmax15_bisect;
+
+namespace {
+
+void expect_matches_bisection(const torch::Tensor& rows) {
+  auto p = entmax15(rows);
+  for (int64_t r = 0; r < rows.size(0); ++r) {
+    std::vector<double> x(rows.size(1));
+    for (int64_t j = 0; j < rows.size(1); ++j) x[j] = rows[r][j].item<double>();
+    const auto ref = entmax15_bisect(x);
+    for (int64_t j = 0; j < rows.size(1); ++j)
+      ASSERT_NEAR(p[r][j].item<double>(), ref[j], 1e-12) << "row " << r << " entry " << j;
+  }
+}
+
+}  // namespace
+
+TEST(Entmax15, MatchesBisectionOnRandomRows) {
+  torch::manual_seed(1);
+  for (int64_t d : {1, 2, 3, 7, 64, 257}) {
+    for (double scale : {0.1, 1.0, 5.0, 50.0}) {
+      expect_matches_bisection(torch::randn({6, d}, torch::kFloat64) * scale);
+    }
+  }
+}
+
+TEST(Entmax15, HandlesTiesShiftsAndConstantRows) {
+  auto rows = torch::tensor({{1.0, 1.0, 1.0, 1.0},
+                             {3.0, 3.0, -1.0, -1.0},
+                             {1000.0, 999.0, 0.0, -1000.0},
+                             {0.0, 0.0, 0.0, 5.0}},
+                            torch::kFloat64);
+  expect_matches_bisection(rows);
+  auto p = entmax15(rows);
+  EXPECT_NEAR(p[0][0].item<double>(), 0.25, 1e-15);
+  EXPECT_EQ(p[3][3].item<double>(), 1.0);  // a gap of 5 > 2 leaves one expert
+  EXPECT_EQ(p[3][0].item<double>(), 0.0);
+}
+
+TEST(Entmax15, IsSparseAndSumsToOneInFloat32AndHigherRank) {
+  torch::manual_seed(2);
+  auto x = torch::randn({4, 5, 128}) * 3;
+  auto p = entmax15(x);
+  ASSERT_EQ(p.sizes(), x.sizes());
+  EXPECT_TRUE(torch::allclose(p.sum(-1), torch::ones({4, 5}), 1e-5, 1e-5));
+  EXPECT_GT((p == 0).sum().item<int64_t>(), p.numel() / 2);  // most coefficients are exactly 0
+  EXPECT_TRUE((p >= 0).all().item<bool>());
+}
+
+TEST(Entmax15, GradientMatchesFiniteDifferences) {
+  torch::manual_seed(3);
+  for (int64_t d : {2, 5, 16}) {
+    auto x = (torch::randn({3, d}, torch::kFloat64) * 2).requires_grad_(true);
+    auto v = torch::randn({3, d}, torch::kFloat64);
+    auto loss = (entmax15(x) * v).sum();
+    auto grad = torch::autograd::grad({loss}, {x})[0];
+    const double h = 1e-6;
+    auto xd = x.detach();
+    for (int64_t r = 0; r < 3; ++r)
+      for (int64_t j = 0; j < d; ++j) {
+        auto plus = xd.clone(), minus = xd.clone();
+        plus[r][j] += h;
+        minus[r][j] -= h;
+        const double fd = ((entmax15(plus) * v).sum() - (entmax15(minus) * v).sum()).item<double>() / (2 * h);
+        EXPECT_NEAR(grad[r][j].item<double>(), fd, 1e-6) << "d=" << d << " row " << r << " entry " << j;
+      }
+  }
+}
+
+TEST(Entmax15, GradientIsZeroOutsideTheSupportAndSumsToZero) {
+  auto x = torch::tensor({{0.0, 0.0, 0.0, 5.0, 4.5}}, torch::kFloat64).requires_grad_(true);
+  auto v = torch::tensor({{1.0, 2.0, 3.0, 4.0, -1.0}}, torch::kFloat64);
+  auto grad = torch::autograd::grad({(entmax15(x) * v).sum()}, {x})[0];
+  EXPECT_EQ(grad[0][0].item<double>(), 0.0);
+  EXPECT_NEAR(grad.sum().item<double>(), 0.0, 1e-12);  // coefficients always sum to 1
+}

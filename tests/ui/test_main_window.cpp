@@ -1,0 +1,114 @@
+// UI tests (offscreen): the layer table model under QAbstractItemModelTester, and the main
+// window opening real model files written through the core — and keeping the open model when
+// a bad file is opened.
+#include <QAbstractItemModelTester>
+#include <QStandardPaths>
+#include <QTableView>
+#include <QTextBrowser>
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include "main_window.h"
+#include "model/model_file.h"
+#include "model_overview_model.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+
+namespace {
+
+nn::LayerConfig config(int64_t experts, int64_t rank, int64_t second_dim = 0) {
+  nn::LayerConfig c;
+  c.input_dim = 12;
+  c.output_dim = 10;
+  c.expert_dims = {experts};
+  c.cp_rank = rank;
+  c.second_dim = second_dim;
+  return c;
+}
+
+// Writes a model file with the given layers through the core's own writer.
+std::string writeModel(const testkit::TempDir& dir, const std::string& name,
+                       const std::vector<std::pair<std::string, nn::LayerConfig>>& layers) {
+  model::Manifest manifest;
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& [layerName, c] : layers) {
+    model::ModelLayer layer{layerName, layerName + ".", c, false};
+    manifest.layers.push_back(layer);
+    nn::MuMoEBlock block(c);
+    for (auto& t : model::layer_tensors(layer, block)) tensors.push_back(t);
+  }
+  manifest.label_names = {"t-shirt", "trouser"};
+  const auto path = dir.file(name);
+  model::save_model_file(path, manifest, tensors);
+  return path;
+}
+
+}  // namespace
+
+class MainWindowTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
+
+  void overviewModelPassesTheModelTester() {
+    ui::ModelOverviewModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    model::ModelSummary summary;
+    for (int i = 0; i < 3; ++i)
+      summary.layers.push_back({"layer" + std::to_string(i), "", config(8 << i, 4), nn::count_parameters(config(8 << i, 4))});
+    model.setSummary(summary);
+    QCOMPARE(model.rowCount(), 3);
+    QCOMPARE(model.columnCount(), int(ui::ModelOverviewModel::ColumnCount));
+    QCOMPARE(model.index(2, ui::ModelOverviewModel::Experts).data().toString(), QStringLiteral("32"));
+    QCOMPARE(model.index(2, ui::ModelOverviewModel::Parameters).data(ui::ModelOverviewModel::SortRole).toLongLong(),
+             qlonglong(nn::count_parameters(config(32, 4)).total()));
+    model.clear();
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void opensAModelFileAndShowsItsLayers() {
+    testkit::TempDir dir;
+    const auto path = writeModel(dir, "two.safetensors", {{"small", config(16, 4)}, {"large", config(64, 8, 5)}});
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    QSignalSpy opened(&window, &ui::MainWindow::modelOpened);
+    QVERIFY2(window.openModel(QString::fromStdString(path)), qPrintable(window.lastError()));
+    QCOMPARE(opened.count(), 1);
+    QVERIFY(window.windowTitle().contains(QStringLiteral("two.safetensors")));
+
+    auto* table = window.layerTable();
+    QCOMPARE(table->model()->rowCount(), 2);
+    // Sorting by parameters (descending) puts the two-layer block first.
+    table->sortByColumn(ui::ModelOverviewModel::Parameters, Qt::DescendingOrder);
+    QCOMPARE(table->model()->index(0, ui::ModelOverviewModel::Name).data().toString(), QStringLiteral("large"));
+    QCOMPARE(table->model()->index(0, ui::ModelOverviewModel::Variant).data().toString(), QStringLiteral("CP block"));
+    QCOMPARE(table->model()->index(0, ui::ModelOverviewModel::Shape).data().toString(), QStringLiteral("12 → 10 → GELU → 5"));
+
+    table->selectRow(1);
+    const QString details = window.detailsView()->toPlainText();
+    QVERIFY2(details.contains(QStringLiteral("Layer small")), qPrintable(details));
+    QVERIFY(details.contains(QStringLiteral("t-shirt, trouser")));
+  }
+
+  void aBadFileKeepsTheOpenModelAndNamesTheFile() {
+    testkit::TempDir dir;
+    const auto good = writeModel(dir, "good.safetensors", {{"head", config(16, 4)}});
+    const auto bad = dir.file("broken.safetensors");
+    testkit::write_bytes(bad, std::string("\x10\x00\x00\x00\x00\x00\x00\x00{\"a\":", 13));
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    QVERIFY(window.openModel(QString::fromStdString(good)));
+    QVERIFY(!window.openModel(QString::fromStdString(bad)));
+    QVERIFY2(window.lastError().contains(QStringLiteral("broken.safetensors")), qPrintable(window.lastError()));
+    QVERIFY(window.currentModelPath().endsWith(QStringLiteral("good.safetensors")));
+    QCOMPARE(window.overviewModel()->rowCount(), 1);
+    QVERIFY(!window.openModel(QString::fromStdString(dir.file("missing.safetensors"))));
+    QCOMPARE(window.overviewModel()->rowCount(), 1);
+  }
+};
+
+QTEST_MAIN(MainWindowTest)
+#include "test_main_window.moc"
