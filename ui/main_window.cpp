@@ -55,8 +55,9 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   table_->setSelectionMode(QAbstractItemView::SingleSelection);
   table_->setAlternatingRowColors(true);
   table_->verticalHeader()->hide();
-  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->horizontalHeader()->setStretchLastSection(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(ModelOverviewModel::Gating, QHeaderView::Stretch);
 
   details_ = new QTextBrowser;
   details_->setOpenLinks(false);

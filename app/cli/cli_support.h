@@ -32,5 +32,7 @@ struct Command {
 Command add_info_command(CLI::App& parent);
 Command add_forward_command(CLI::App& parent);
 Command add_init_command(CLI::App& parent);
+Command add_train_command(CLI::App& parent);
+Command add_evaluate_command(CLI::App& parent);
 
 }  // namespace mumoe::cli

@@ -49,7 +49,8 @@ nlohmann::json to_json(const Manifest& m) {
     layers.push_back(entry);
   }
   return {{"format", kFormatName},           {"format_version", m.format_version},
-          {"architecture", m.architecture},  {"layers", layers},
+          {"architecture", m.architecture},  {"architecture_config", m.architecture_config},
+          {"layers", layers},
           {"label_names", m.label_names},    {"attribute_names", m.attribute_names},
           {"provenance", m.provenance}};
 }
@@ -97,6 +98,8 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
                               " is not supported by this build (supports 1–" +
                               std::to_string(kFormatVersion) + "); is the file from a newer mumoe?");
   m.architecture = field<std::string>(j, "architecture", path, where);
+  m.architecture_config =
+      optional_field<nlohmann::json>(j, "architecture_config", nlohmann::json::object(), path, where);
   const auto layers = field<nlohmann::json>(j, "layers", path, where);
   if (!layers.is_array()) throw FileError(path, "manifest: layers is not a list");
   for (const auto& l : layers) {

@@ -29,8 +29,11 @@ struct ModelLayer {
 
 struct Manifest {
   int format_version = kFormatVersion;
-  /// "mumoe-layers": the file is a set of standalone μMoE layers/blocks.
+  /// "mumoe-layers": the file is a set of standalone μMoE layers/blocks;
+  /// "image-classifier": a CNN backbone ("backbone.*") with a μMoE head ("head.*").
   std::string architecture = "mumoe-layers";
+  /// What the architecture needs beyond its μMoE layers (e.g. {"backbone": {...}}).
+  nlohmann::json architecture_config = nlohmann::json::object();
   std::vector<ModelLayer> layers;
   std::vector<std::string> label_names;
   std::vector<std::string> attribute_names;

@@ -89,32 +89,37 @@ torch::Tensor ModelFile::read_tensor(const std::string& name) const {
   return file_.read(it->second);
 }
 
-nn::MuMoEBlock ModelFile::build_layer(const std::string& name, torch::Dtype dtype) const {
-  const auto& spec = layer(name);
-  nn::MuMoEBlock block(spec.config);
+void ModelFile::load_into(torch::nn::Module& module,
+                          const std::function<std::string(const std::string&)>& file_key_of) const {
   torch::NoGradGuard no_grad;
   auto assign = [&](const std::string& key, torch::Tensor& target, bool optional) {
-    const auto stored = file_key(spec, key);
+    const auto stored = file_key_of(key);
     if (!original_name_.count(stored)) {
       if (optional) return;
-      throw FileError(path(), "layer '" + name + "': tensor '" + stored + "' is missing");
+      throw FileError(path(), "tensor '" + stored + "' is missing");
     }
     auto value = read_tensor(stored);
+    if (value.numel() != target.numel() || (target.dim() > 0 && value.sizes() != target.sizes()))
+      throw FileError(path(), "tensor '" + stored + "' has shape " + c10::str(value.sizes()) + ", expected " +
+                                  c10::str(target.sizes()));
     if (target.is_floating_point()) {
       if (!value.is_floating_point())
-        throw FileError(path(), "tensor '" + stored + "' has dtype " +
-                                    file_.entry(original_name_.at(stored)).dtype +
+        throw FileError(path(), "tensor '" + stored + "' has dtype " + file_.entry(original_name_.at(stored)).dtype +
                                     "; parameters must be F32, F64, F16 or BF16");
       if (!torch::isfinite(value).all().item<bool>())
         throw FileError(path(), "tensor '" + stored + "' contains NaN or infinite values");
-      target.copy_(value.to(target.dtype()).view(target.sizes()));
-    } else {
-      target.copy_(value.to(target.dtype()).reshape(target.sizes()));
     }
+    target.copy_(value.to(target.dtype()).reshape(target.sizes()));
   };
-  for (auto& p : block->named_parameters()) assign(p.key(), p.value(), false);
-  for (auto& b : block->named_buffers())
+  for (auto& p : module.named_parameters()) assign(p.key(), p.value(), false);
+  for (auto& b : module.named_buffers())
     assign(b.key(), b.value(), b.key().find("num_batches_tracked") != std::string::npos);
+}
+
+nn::MuMoEBlock ModelFile::build_layer(const std::string& name, torch::Dtype dtype) const {
+  const auto& spec = layer(name);
+  nn::MuMoEBlock block(spec.config);
+  load_into(*block, [&spec](const std::string& key) { return file_key(spec, key); });
   block->to(dtype);
   block->eval();
   return block;

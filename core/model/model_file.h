@@ -13,6 +13,7 @@
 
 #include <torch/types.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ class ModelFile {
 
   /// Builds the layer's module in eval mode with its weights, as `dtype` on the CPU.
   nn::MuMoEBlock build_layer(const std::string& name, torch::Dtype dtype = torch::kFloat32) const;
+
+  /// Copies the file's tensors into every parameter and buffer of `module`; `file_key_of` maps
+  /// a module key to a (prefix-stripped) file key. Missing or mis-shaped tensors, non-float
+  /// parameters and NaN/inf values are errors naming the tensor; BatchNorm's
+  /// num_batches_tracked is optional.
+  void load_into(torch::nn::Module& module,
+                 const std::function<std::string(const std::string&)>& file_key_of) const;
 
   /// Every tensor name in the file after prefix stripping.
   std::vector<std::string> tensor_names() const;

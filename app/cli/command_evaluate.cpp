@@ -1,0 +1,79 @@
+// mumoe evaluate MODEL --data SPEC [--ablate 3,17] [--json]: accuracy overall and per class.
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <iomanip>
+#include <iostream>
+
+#include "cli_support.h"
+#include "data/image_data.h"
+#include "io/errors.h"
+#include "model/classifier_file.h"
+#include "train/classifier_training.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct EvaluateOptions {
+  std::string model, data = "fashion-mnist:test", ablate, device = "cpu";
+  int64_t batch_size = 500;
+  bool json = false;
+};
+
+int run_evaluate(const EvaluateOptions& o) {
+  const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
+  const auto file = model::ModelFile::load(o.model);
+  auto classifier = model::load_image_classifier(file);
+  const auto data = data::load_image_data(o.data);
+  const auto& labels = file.manifest().label_names;
+  if (!labels.empty() && labels.size() != data.class_names.size())
+    throw UsageError(o.model + " has " + std::to_string(labels.size()) + " labels but " + o.data + " has " +
+                     std::to_string(data.class_names.size()) + " classes");
+  const auto b = classifier->backbone_config();
+  if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size)
+    throw UsageError(o.data + " has images of shape " + c10::str(data.images.sizes().slice(1)) +
+                     " but the model expects [" + std::to_string(b.in_channels) + ", " +
+                     std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "]");
+  const auto start = std::chrono::steady_clock::now();
+  const auto e = train::evaluate_classifier(classifier, data, o.batch_size, o.device, ablation);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.json) {
+    std::cout << nlohmann::json({{"model", o.model},
+                                 {"data", o.data},
+                                 {"samples", e.samples},
+                                 {"accuracy", e.accuracy},
+                                 {"mean_loss", e.mean_loss},
+                                 {"class_names", data.class_names},
+                                 {"per_class_accuracy", e.per_class_accuracy},
+                                 {"per_class_count", e.per_class_count},
+                                 {"ablated", o.ablate},
+                                 {"seconds", seconds}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
+  std::cout << o.model << " on " << o.data << " (" << e.samples << " samples"
+            << (o.ablate.empty() ? "" : ", experts " + o.ablate + " ablated") << ")\n"
+            << "  accuracy " << std::fixed << std::setprecision(4) << e.accuracy << ", mean loss " << e.mean_loss
+            << "\n";
+  for (size_t c = 0; c < e.per_class_accuracy.size(); ++c)
+    std::cout << "  " << std::left << std::setw(14) << data.class_names[c] << std::right << std::setw(8)
+              << e.per_class_accuracy[c] << "  (" << e.per_class_count[c] << ")\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_evaluate_command(CLI::App& parent) {
+  auto o = std::make_shared<EvaluateOptions>();
+  auto* app = parent.add_subcommand("evaluate", "Accuracy of an image classifier, overall and per class");
+  app->add_option("MODEL", o->model, "Model file")->required();
+  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test)");
+  app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
+  app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
+  app->add_option("--device", o->device, "cpu (default) or cuda[:N]");
+  app->add_flag("--json", o->json, "Print JSON");
+  return {app, [o]() { return run_evaluate(*o); }};
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,204 @@
+// mumoe train --data SPEC --output FILE [...]: trains a CNN + μMoE-head image classifier,
+// with progress and ETA on stderr, a checkpoint after every epoch, --resume, and a final
+// evaluation on --test-data recorded in the model file's provenance.
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli_support.h"
+#include "data/image_data.h"
+#include "io/errors.h"
+#include "model/classifier_file.h"
+#include "train/classifier_training.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct TrainCommandOptions {
+  std::string data = "fashion-mnist:train", test_data = "fashion-mnist:test", output, config_file;
+  std::string variant = "cp", experts = "128", tr_ranks = "4,4,32", activation = "entmax15";
+  int64_t rank = 64, feature_dim = 128;
+  train::TrainOptions train;
+  bool json = false, quiet = false, overwrite = false;
+  std::string command_line;
+};
+
+// Values from a JSON config file; command-line flags given explicitly win (CLI11 applies the
+// file first through the config mechanism, so here we simply read known keys).
+void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
+  if (o.config_file.empty()) return;
+  std::ifstream in(o.config_file);
+  if (!in) throw FileError(o.config_file, "cannot open the training configuration");
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(o.config_file, std::string("not valid JSON: ") + e.what());
+  }
+  auto take = [&](const char* key, const char* flag, auto& target) {
+    if (j.contains(key) && app.count(flag) == 0) {
+      try {
+        j.at(key).get_to(target);
+      } catch (const nlohmann::json::exception&) {
+        throw FileError(o.config_file, std::string("'") + key + "' has the wrong type");
+      }
+    }
+  };
+  take("data", "--data", o.data);
+  take("test_data", "--test-data", o.test_data);
+  take("variant", "--variant", o.variant);
+  take("experts", "--experts", o.experts);
+  take("rank", "--rank", o.rank);
+  take("tr_ranks", "--tr-ranks", o.tr_ranks);
+  take("activation", "--activation", o.activation);
+  take("feature_dim", "--feature-dim", o.feature_dim);
+  take("epochs", "--epochs", o.train.epochs);
+  take("batch_size", "--batch-size", o.train.batch_size);
+  take("learning_rate", "--lr", o.train.learning_rate);
+  take("weight_decay", "--weight-decay", o.train.weight_decay);
+  take("schedule", "--schedule", o.train.schedule);
+  take("seed", "--seed", o.train.seed);
+  take("device", "--device", o.train.device);
+}
+
+std::string duration(double seconds) {
+  char buf[32];
+  const int s = static_cast<int>(seconds + 0.5);
+  std::snprintf(buf, sizeof buf, "%d:%02d:%02d", s / 3600, (s / 60) % 60, s % 60);
+  return buf;
+}
+
+int run_train(TrainCommandOptions& o, const CLI::App& app) {
+  apply_config_file(o, app);
+  std::error_code ec;
+  if (!o.overwrite && !o.train.resume && std::filesystem::exists(o.output, ec))
+    throw UsageError(o.output + " exists; pass --overwrite to replace it (or --resume to continue)");
+
+  nn::LayerConfig head;
+  head.factorization = nn::parse_factorization(o.variant);
+  head.input_dim = o.feature_dim;
+  head.expert_dims = parse_int_list(o.experts, "--experts");
+  if (head.factorization == nn::Factorization::CP) head.cp_rank = o.rank;
+  else head.tr_ranks = parse_int_list(o.tr_ranks, "--tr-ranks");
+  head.gate_activation = nn::parse_gate_activation(o.activation);
+
+  const auto train_data = data::load_image_data(o.data);
+  const auto test_data = o.test_data.empty() ? data::LabelledImages{} : data::load_image_data(o.test_data);
+  head.output_dim = static_cast<int64_t>(train_data.class_names.size());
+  nn::BackboneConfig backbone;
+  backbone.in_channels = train_data.images.size(1);
+  backbone.image_size = train_data.images.size(2);
+  backbone.feature_dim = o.feature_dim;
+
+  torch::manual_seed(o.train.seed);
+  nn::ImageClassifier classifier(backbone, head);
+  nlohmann::json provenance = {{"command", o.command_line},
+                               {"data", o.data},
+                               {"train_samples", train_data.size()},
+                               {"seed", o.train.seed},
+                               {"epochs", o.train.epochs},
+                               {"batch_size", o.train.batch_size},
+                               {"learning_rate", o.train.learning_rate},
+                               {"weight_decay", o.train.weight_decay},
+                               {"schedule", o.train.schedule},
+                               {"optimizer", "AdamW"},
+                               {"device", o.train.device},
+                               {"libtorch", TORCH_VERSION}};
+
+  // The checkpoint is the output file itself, rewritten atomically after every epoch.
+  o.train.checkpoint_path = o.output;
+  auto write_checkpoint = [&](const std::string& path, int64_t completed) {
+    auto p = provenance;
+    p["completed_epochs"] = completed;
+    model::save_image_classifier(path, classifier,
+                                 model::image_classifier_manifest(classifier, train_data.class_names, p));
+  };
+  auto read_checkpoint = [&](const std::string& path) -> int64_t {
+    const auto file = model::ModelFile::load(path);
+    file.load_into(*classifier, [](const std::string& key) { return key; });
+    const int64_t done = file.manifest().provenance.value("completed_epochs", int64_t{0});
+    if (!o.quiet) std::cerr << "resuming " << path << " after epoch " << done << "\n";
+    return done;
+  };
+
+  auto last_print = std::chrono::steady_clock::now() - std::chrono::seconds(10);
+  auto on_progress = [&](const train::TrainProgress& p) {
+    const auto now = std::chrono::steady_clock::now();
+    if (!o.quiet && (now - last_print > std::chrono::seconds(2) || p.step == p.steps_per_epoch)) {
+      last_print = now;
+      std::cerr << "\repoch " << p.epoch + 1 << "/" << p.epochs << "  step " << p.step << "/" << p.steps_per_epoch
+                << "  loss " << p.loss << "  elapsed " << duration(p.elapsed_seconds) << "  ETA "
+                << duration(p.eta_seconds) << "   " << (p.step == p.steps_per_epoch ? "\n" : "") << std::flush;
+    }
+    return true;
+  };
+  const auto result = train::train_classifier(classifier, train_data, o.train, on_progress, write_checkpoint,
+                                              read_checkpoint);
+  provenance["train_seconds_this_run"] = result.seconds;
+  provenance["epoch_losses_this_run"] = result.epoch_losses;
+  provenance["completed_epochs"] = o.train.epochs;
+  nlohmann::json metrics = nlohmann::json::object();
+  if (test_data.size() > 0) {
+    const auto eval = train::evaluate_classifier(classifier, test_data, 500, o.train.device);
+    metrics = {{"data", o.test_data},
+               {"samples", eval.samples},
+               {"accuracy", eval.accuracy},
+               {"mean_loss", eval.mean_loss},
+               {"per_class_accuracy", eval.per_class_accuracy}};
+    provenance["test_metrics"] = metrics;
+  }
+  classifier->to(torch::kCPU);
+  model::save_image_classifier(o.output, classifier,
+                               model::image_classifier_manifest(classifier, train_data.class_names, provenance));
+  if (o.json) {
+    std::cout << nlohmann::json({{"output", o.output}, {"seconds", result.seconds}, {"test", metrics}}).dump(2) << "\n";
+  } else {
+    std::cout << "wrote " << o.output << " after " << duration(result.seconds);
+    if (test_data.size() > 0) std::cout << "; test accuracy " << metrics["accuracy"].get<double>();
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_train_command(CLI::App& parent) {
+  auto o = std::make_shared<TrainCommandOptions>();
+  auto* app = parent.add_subcommand("train", "Train a CNN + μMoE-head image classifier");
+  app->add_option("--output", o->output, "Model file to write (also the per-epoch checkpoint)")->required();
+  app->add_option("--data", o->data, "Training data SPEC (default fashion-mnist:train)");
+  app->add_option("--test-data", o->test_data, "Evaluation data SPEC (default fashion-mnist:test; '' for none)");
+  app->add_option("--config", o->config_file, "JSON file with any of the options below (flags win)");
+  app->add_option("--variant", o->variant, "Head factorization: cp (default), tr or tt");
+  app->add_option("--experts", o->experts, "Experts per mode (default 128)");
+  app->add_option("--rank", o->rank, "CP rank (default 64)");
+  app->add_option("--tr-ranks", o->tr_ranks, "TR ranks (default 4,4,32)");
+  app->add_option("--activation", o->activation, "entmax15 (default) or softmax");
+  app->add_option("--feature-dim", o->feature_dim, "Backbone feature width = head input (default 128)");
+  app->add_option("--epochs", o->train.epochs, "Epochs (default 10)");
+  app->add_option("--batch-size", o->train.batch_size, "Batch size (default 128)");
+  app->add_option("--lr", o->train.learning_rate, "Peak learning rate (default 2e-3)");
+  app->add_option("--weight-decay", o->train.weight_decay, "AdamW weight decay (default 1e-4)");
+  app->add_option("--schedule", o->train.schedule, "cosine (default) or constant");
+  app->add_option("--seed", o->train.seed, "Random seed (default 0)");
+  app->add_option("--device", o->train.device, "cpu (default) or cuda[:N]");
+  app->add_flag("--resume", o->train.resume, "Continue from the checkpoint in --output");
+  app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
+  app->add_flag("--quiet", o->quiet, "No progress output");
+  app->add_flag("--json", o->json, "Print a JSON summary");
+  return {app, [o, app]() {
+            o->command_line = "mumoe train";
+            for (const auto* opt : app->get_options())
+              if (opt->count() > 0 && opt->get_name() != "--help") {
+                o->command_line += " " + opt->get_name();
+                for (const auto& r : opt->results()) o->command_line += " " + r;
+              }
+            return run_train(*o, *app);
+          }};
+}
+
+}  // namespace mumoe::cli

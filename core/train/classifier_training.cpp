@@ -1,0 +1,137 @@
+#include "train/classifier_training.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include "io/errors.h"
+
+namespace mumoe::train {
+namespace {
+
+torch::Device parse_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (name.rfind("cuda", 0) == 0) {
+    if (!torch::cuda::is_available()) throw UsageError("device " + name + ": CUDA is not available");
+    return torch::Device(name);
+  }
+  throw UsageError("device must be cpu or cuda[:N], got '" + name + "'");
+}
+
+double learning_rate_at(const TrainOptions& o, int64_t global_step, int64_t total_steps) {
+  if (o.schedule == "constant") return o.learning_rate;
+  const double progress = total_steps > 1 ? static_cast<double>(global_step) / (total_steps - 1) : 1.0;
+  return o.learning_rate * 0.5 * (1 + std::cos(M_PI * progress));
+}
+
+}  // namespace
+
+TrainResult train_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
+                             const TrainOptions& o, const TrainCallback& progress,
+                             const CheckpointWriter& write_checkpoint,
+                             const std::function<int64_t(const std::string&)>& read_checkpoint) {
+  if (o.epochs <= 0 || o.batch_size <= 0 || o.learning_rate <= 0)
+    throw UsageError("epochs, batch size and learning rate must be positive");
+  if (o.schedule != "cosine" && o.schedule != "constant")
+    throw UsageError("unknown schedule '" + o.schedule + "' (expected cosine or constant)");
+  if (data.size() == 0) throw UsageError("the training data (" + data.identity + ") is empty");
+  const auto device = parse_device(o.device);
+  torch::manual_seed(o.seed);
+  classifier->to(device);
+
+  torch::optim::AdamW optimizer(classifier->parameters(),
+                                torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay));
+  TrainResult result;
+  const std::string optimizer_path = o.checkpoint_path + ".optim.pt";
+  if (o.resume && !o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
+    result.first_epoch = read_checkpoint(o.checkpoint_path);
+    classifier->to(device);
+    if (std::filesystem::exists(optimizer_path)) torch::load(optimizer, optimizer_path);
+  }
+
+  const int64_t n = data.size();
+  const int64_t steps_per_epoch = (n + o.batch_size - 1) / o.batch_size;
+  const int64_t total_steps = steps_per_epoch * o.epochs;
+  const auto start = std::chrono::steady_clock::now();
+  int64_t steps_done_here = 0;
+
+  for (int64_t epoch = result.first_epoch; epoch < o.epochs; ++epoch) {
+    classifier->train();
+    // Seeded per epoch: shuffling and dropout do not depend on whether the run was resumed.
+    torch::manual_seed(o.seed * 1000003 + static_cast<uint64_t>(epoch));
+    const auto order = torch::randperm(n, torch::kLong);
+    double loss_sum = 0;
+    for (int64_t step = 0; step < steps_per_epoch; ++step) {
+      const auto idx = order.slice(0, step * o.batch_size, std::min(n, (step + 1) * o.batch_size));
+      const auto images = data::to_float_images(data.images.index_select(0, idx)).to(device);
+      const auto labels = data.labels.index_select(0, idx).to(device);
+      for (auto& group : optimizer.param_groups())
+        static_cast<torch::optim::AdamWOptions&>(group.options())
+            .lr(learning_rate_at(o, epoch * steps_per_epoch + step, total_steps));
+      optimizer.zero_grad();
+      auto loss = torch::cross_entropy_loss(classifier->forward(images).output, labels);
+      loss.backward();
+      optimizer.step();
+      loss_sum += loss.item<double>();
+      ++steps_done_here;
+
+      if (progress) {
+        TrainProgress p;
+        p.epoch = epoch;
+        p.epochs = o.epochs;
+        p.step = step + 1;
+        p.steps_per_epoch = steps_per_epoch;
+        p.loss = loss_sum / (step + 1);
+        p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const int64_t remaining = total_steps - (epoch * steps_per_epoch + step + 1);
+        p.eta_seconds = p.elapsed_seconds / steps_done_here * remaining;
+        if (!progress(p)) throw Cancelled();
+      }
+    }
+    result.epoch_losses.push_back(loss_sum / steps_per_epoch);
+    if (!o.checkpoint_path.empty()) {
+      write_checkpoint(o.checkpoint_path, epoch + 1);
+      torch::save(optimizer, optimizer_path);
+    }
+  }
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  classifier->eval();
+  return result;
+}
+
+Evaluation evaluate_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
+                               int64_t batch_size, const std::string& device_name,
+                               const nn::ExpertAblation& ablation) {
+  const auto device = parse_device(device_name);
+  classifier->to(device);
+  classifier->eval();
+  torch::NoGradGuard no_grad;
+  const int64_t classes = static_cast<int64_t>(data.class_names.size());
+  auto correct = torch::zeros({classes}, torch::kLong);
+  auto count = torch::zeros({classes}, torch::kLong);
+  double loss_sum = 0;
+  for (int64_t start = 0; start < data.size(); start += batch_size) {
+    const int64_t end = std::min(data.size(), start + batch_size);
+    const auto images = data::to_float_images(data.images.slice(0, start, end)).to(device);
+    const auto labels = data.labels.slice(0, start, end);
+    const auto logits = classifier->forward(images, ablation).output.cpu();
+    loss_sum += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
+    const auto hit = (logits.argmax(1) == labels).to(torch::kLong);
+    correct.index_add_(0, labels, hit);
+    count.index_add_(0, labels, torch::ones_like(labels));
+  }
+  Evaluation e;
+  e.samples = data.size();
+  e.accuracy = e.samples ? correct.sum().item<double>() / e.samples : 0;
+  e.mean_loss = e.samples ? loss_sum / e.samples : 0;
+  for (int64_t c = 0; c < classes; ++c) {
+    const auto n = count[c].item<int64_t>();
+    e.per_class_count.push_back(n);
+    e.per_class_accuracy.push_back(n ? correct[c].item<double>() / n : 0.0);
+  }
+  return e;
+}
+
+}  // namespace mumoe::train

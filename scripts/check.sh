@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install what is missing, build, and run every test (core, CLI, UI).
+#   scripts/check.sh           the default build
+#   scripts/check.sh --asan    the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
+#   scripts/check.sh --all     both
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+case "${1:-}" in
+  --asan) presets=(asan) ;;
+  --all) presets=(default asan) ;;
+  "") presets=(default) ;;
+  *) echo "usage: scripts/check.sh [--asan|--all]" >&2; exit 1 ;;
+esac
+for preset in "${presets[@]}"; do
+  echo "=== $preset: build"
+  scripts/build.sh "$preset"
+  echo "=== $preset: test"
+  ctest --preset "$preset"
+done

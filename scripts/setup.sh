@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package mumoe-studio needs to build, test and run. Idempotent: only
+# missing packages are installed, and apt is not touched when nothing is missing.
+# Runs as root, or through sudo.
+set -euo pipefail
+
+PACKAGES=(
+  # toolchain
+  g++ cmake ninja-build pkg-config
+  # LibTorch (CPU) and the BLAS that keeps its matrix products fast (30x slower without it)
+  libtorch-dev libopenblas0-pthread
+  # Qt 6: Widgets, Charts (needs the OpenGL dev package too), Sql (+SQLite driver), Svg, Test
+  qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-svg-dev
+  # images, cache
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libsqlite3-dev
+  # header-only helpers: JSON, command line, logging; tests
+  nlohmann-json3-dev libcli11-dev libspdlog-dev libgtest-dev libgmock-dev
+  # data the demos and tests use
+  dataset-fashion-mnist fortunes
+  # screenshots without a display
+  xvfb xauth
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages are installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  SUDO="sudo"
+fi
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
