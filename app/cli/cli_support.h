@@ -34,5 +34,6 @@ Command add_forward_command(CLI::App& parent);
 Command add_init_command(CLI::App& parent);
 Command add_train_command(CLI::App& parent);
 Command add_evaluate_command(CLI::App& parent);
+Command add_features_command(CLI::App& parent);
 
 }  // namespace mumoe::cli

@@ -17,7 +17,7 @@ namespace {
 
 struct ForwardOptions {
   ModelOptions model;
-  std::string input, output, layer, ablate, device = "cpu";
+  std::string input, input_tensor = "input", output, layer, ablate, device = "cpu";
   bool json = false;
 };
 
@@ -37,14 +37,15 @@ int run_forward(const ForwardOptions& o) {
   const auto& layer = o.layer.empty() ? model.single_layer() : model.layer(o.layer);
 
   const auto in_file = io::SafetensorsFile::open(o.input);
-  auto input = in_file.read("input");
+  auto input = in_file.read(o.input_tensor);
+  const std::string what = "tensor '" + o.input_tensor + "'";
   if (!input.is_floating_point())
-    throw FileError(o.input, "tensor 'input' must be floating point");
+    throw FileError(o.input, what + " must be floating point");
   if (!torch::isfinite(input).all().item<bool>())
-    throw FileError(o.input, "tensor 'input' contains NaN or infinite values");
+    throw FileError(o.input, what + " contains NaN or infinite values");
   const auto& c = layer.config;
   if ((input.dim() != 2 && input.dim() != 3) || input.size(-1) != c.input_dim)
-    throw FileError(o.input, "tensor 'input' has shape " + c10::str(input.sizes()) + "; layer '" +
+    throw FileError(o.input, what + " has shape " + c10::str(input.sizes()) + "; layer '" +
                                  layer.name + "' expects [B, " + std::to_string(c.input_dim) +
                                  "] or [B, T, " + std::to_string(c.input_dim) + "]");
   // Float64 inputs run in float64 (exactness checks); everything else in float32.
@@ -89,6 +90,7 @@ Command add_forward_command(CLI::App& parent) {
       "forward", "Run a μMoE layer on tensor 'input'; write 'output' and 'coefficients.{e}'");
   opts->model.add_to(app);
   app->add_option("--input", opts->input, "Safetensors file with tensor 'input' [B,I] or [B,T,I]")->required();
+  app->add_option("--tensor", opts->input_tensor, "Input tensor name (default input; features for files from mumoe features)");
   app->add_option("--output", opts->output, "Safetensors file to write")->required();
   app->add_option("--layer", opts->layer, "Name of the μMoE layer (needed when the model has several)");
   app->add_option("--ablate", opts->ablate, "Experts to ablate: 3,17 (first mode) or MODE:EXPERT");

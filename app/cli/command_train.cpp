@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -154,6 +155,8 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   classifier->to(torch::kCPU);
   model::save_image_classifier(o.output, classifier,
                                model::image_classifier_manifest(classifier, train_data.class_names, provenance));
+  // The run is complete: there is nothing left to resume, so the optimizer state goes.
+  std::filesystem::remove(o.output + ".optim.pt", ec);
   if (o.json) {
     std::cout << nlohmann::json({{"output", o.output}, {"seconds", result.seconds}, {"test", metrics}}).dump(2) << "\n";
   } else {

@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string(MUMOE_VERSION));
   std::vector<Command> commands = {add_info_command(app), add_forward_command(app),
                                    add_init_command(app), add_train_command(app),
-                                   add_evaluate_command(app)};
+                                   add_evaluate_command(app), add_features_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

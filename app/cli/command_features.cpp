@@ -1,0 +1,62 @@
+// mumoe features MODEL --data SPEC --output F.safetensors: the inputs of the model's μMoE head
+// for every sample ("features" [S, I]) with "labels" [S], so Python users and outside checks can
+// reuse them (e.g. `mumoe forward MODEL --layer head --input …`).
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <iostream>
+
+#include "cli_support.h"
+#include "data/image_data.h"
+#include "io/safetensors.h"
+#include "model/classifier_file.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct FeaturesOptions {
+  std::string model, data = "fashion-mnist:test", output;
+  int64_t batch_size = 500, limit = 0;
+  bool json = false;
+};
+
+int run_features(const FeaturesOptions& o) {
+  const auto file = model::ModelFile::load(o.model);
+  auto classifier = model::load_image_classifier(file);
+  auto data = data::load_image_data(o.data);
+  const int64_t n = o.limit > 0 ? std::min(o.limit, data.size()) : data.size();
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> chunks;
+  for (int64_t start = 0; start < n; start += o.batch_size)
+    chunks.push_back(classifier->features(
+        data::to_float_images(data.images.slice(0, start, std::min(n, start + o.batch_size)))));
+  const auto features = torch::cat(chunks);
+  const auto labels = data.labels.slice(0, 0, n);
+  io::write_safetensors(o.output, {{"features", features}, {"labels", labels}},
+                        {{"mumoe.model", o.model},
+                         {"mumoe.data", o.data},
+                         {"mumoe.layer", "head"},
+                         {"mumoe.class_names", nlohmann::json(data.class_names).dump()}});
+  if (o.json)
+    std::cout << nlohmann::json({{"output", o.output}, {"samples", n}, {"feature_dim", features.size(1)}}).dump(2)
+              << "\n";
+  else
+    std::cout << "wrote " << o.output << ": features [" << n << ", " << features.size(1) << "] and labels\n";
+  return 0;
+}
+
+}  // namespace
+
+Command add_features_command(CLI::App& parent) {
+  auto o = std::make_shared<FeaturesOptions>();
+  auto* app = parent.add_subcommand("features", "Write the inputs of a classifier's μMoE head for a data set");
+  app->add_option("MODEL", o->model, "Image classifier model file")->required();
+  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test)");
+  app->add_option("--output", o->output, "Safetensors file to write (features, labels)")->required();
+  app->add_option("--limit", o->limit, "Only the first N samples");
+  app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
+  app->add_flag("--json", o->json, "Print JSON");
+  return {app, [o]() { return run_features(*o); }};
+}
+
+}  // namespace mumoe::cli

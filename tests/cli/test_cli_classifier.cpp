@@ -1,0 +1,106 @@
+// The CLI on an image classifier: evaluate, features, and forward of the head on those features,
+// each checked against the library on a tiny IDX data set the test writes.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdio>
+
+#include "data/image_data.h"
+#include "io/safetensors.h"
+#include "model/classifier_file.h"
+#include "temp_dir.h"
+#include "train/classifier_training.h"
+
+using namespace mumoe;
+using testkit::TempDir;
+
+namespace {
+
+std::pair<int, std::string> mumoe_cli(const std::string& args) {
+  FILE* pipe = ::popen((std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+}
+
+std::string be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
+}
+
+class CliClassifier : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    torch::manual_seed(5);
+    // 40 random 8×8 images with labels 0..2 as IDX test split.
+    images_ = torch::randint(0, 256, {40, 8, 8}, torch::kLong).to(torch::kUInt8);
+    labels_ = torch::randint(0, 3, {40}, torch::kLong);
+    std::string img = std::string("\0\0\x08\x03", 4) + be32(40) + be32(8) + be32(8);
+    img.append(static_cast<const char*>(images_.data_ptr()), 40 * 64);
+    std::string lab = std::string("\0\0\x08\x01", 4) + be32(40);
+    for (int i = 0; i < 40; ++i) lab += static_cast<char>(labels_[i].item<int64_t>());
+    testkit::write_bytes(dir_.file("t10k-images-idx3-ubyte"), img);
+    testkit::write_bytes(dir_.file("t10k-labels-idx1-ubyte"), lab);
+    spec_ = "idx:" + dir_.path().string() + ":test";
+
+    nn::BackboneConfig b;
+    b.image_size = 8;
+    b.channels1 = 4;
+    b.channels2 = 4;
+    b.feature_dim = 6;
+    nn::LayerConfig head;
+    head.input_dim = 6;
+    head.output_dim = 3;
+    head.expert_dims = {5};
+    head.cp_rank = 4;
+    classifier_ = nn::ImageClassifier(b, head);
+    classifier_->eval();
+    model_ = dir_.file("clf.safetensors");
+    model::save_image_classifier(model_, classifier_, model::image_classifier_manifest(classifier_, {"a", "b", "c"}, {}));
+  }
+  TempDir dir_;
+  torch::Tensor images_, labels_;
+  std::string spec_, model_;
+  nn::ImageClassifier classifier_{nullptr};
+};
+
+TEST_F(CliClassifier, EvaluateMatchesTheLibrary) {
+  auto [code, out] = mumoe_cli("evaluate " + model_ + " --data " + spec_ + " --json --ablate 1");
+  ASSERT_EQ(code, 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  const auto data = data::load_image_data(spec_);
+  const auto expected = train::evaluate_classifier(classifier_, data, 500, "cpu", nn::ExpertAblation::first_mode({1}));
+  EXPECT_EQ(j["samples"], 40);
+  EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), expected.accuracy);
+  EXPECT_EQ(j["per_class_accuracy"].get<std::vector<double>>(), expected.per_class_accuracy);
+}
+
+TEST_F(CliClassifier, FeaturesThenForwardOfTheHeadReproducesTheLogits) {
+  const auto features = dir_.file("f.safetensors"), out = dir_.file("o.safetensors");
+  auto [code, text] = mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features);
+  ASSERT_EQ(code, 0) << text;
+  auto f = io::SafetensorsFile::open(features);
+  const auto x = data::to_float_images(images_.unsqueeze(1));
+  torch::NoGradGuard g;
+  EXPECT_TRUE(torch::allclose(f.read("features"), classifier_->features(x), 1e-6, 1e-6));
+  EXPECT_TRUE(torch::equal(f.read("labels"), labels_));
+  auto [code2, text2] = mumoe_cli("forward " + model_ + " --layer head --tensor features --input " + features +
+                                  " --output " + out);
+  ASSERT_EQ(code2, 0) << text2;
+  EXPECT_TRUE(torch::allclose(io::SafetensorsFile::open(out).read("output"), classifier_->forward(x).output, 1e-5, 1e-5));
+}
+
+TEST_F(CliClassifier, EvaluateOnALayerOnlyModelIsAClearError) {
+  const auto layer_model = dir_.file("layer.safetensors");
+  ASSERT_EQ(mumoe_cli("init --output " + layer_model + " --input-dim 4 --output-dim 3").first, 0);
+  auto [code, out] = mumoe_cli("evaluate " + layer_model + " --data " + spec_);
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find("not an image classifier"), std::string::npos) << out;
+}
+
+}  // namespace
