@@ -3,6 +3,9 @@
 //
 //   factorised    the core's cp_forward: contract a and z with their factors, then U_out (§1)
 //   einsum3       the reference's 3-operand einsum 'btr,btr,or->bto' over the same factors
+//                 (tokens are split into 8 sequences; --tokens must be a multiple of 8)
+//   broadcast     the left-to-right order the spec warns about: multiply the three operands
+//                 elementwise into a tokens × R × O intermediate, then sum over R
 //   materialised  build W ∈ R^{N×(I+1)×O} from the factors, then y = Σ_n a_n W_nᵀ z'
 //
 // Usage: mumoe-bench-forward --method M [--tokens 512] [--input 768] [--output 768]
@@ -47,8 +50,12 @@ int main(int argc, char** argv) {
     else if (key == "--repeats") repeats = std::stoll(value);
     else { std::cerr << "unknown option " << key << "\n"; return 1; }
   }
-  if (method != "factorised" && method != "einsum3" && method != "materialised") {
-    std::cerr << "usage: mumoe-bench-forward --method factorised|einsum3|materialised [...]\n";
+  if (method != "factorised" && method != "einsum3" && method != "broadcast" && method != "materialised") {
+    std::cerr << "usage: mumoe-bench-forward --method factorised|einsum3|broadcast|materialised [...]\n";
+    return 1;
+  }
+  if (tokens % 8 != 0) {
+    std::cerr << "--tokens must be a multiple of 8\n";
     return 1;
   }
   torch::manual_seed(0);
@@ -61,8 +68,16 @@ int main(int argc, char** argv) {
 
   auto run = [&]() -> torch::Tensor {
     if (method == "factorised") return mumoe::nn::cp_forward(factors, {a}, z);
-    if (method == "einsum3")
-      return torch::einsum("tr,tr,or->to", {a.matmul(factors[0]), z.matmul(factors[1]), factors[2]});
+    if (method == "einsum3") {
+      // As the reference writes it, over [batch, tokens, ·] (8 sequences of tokens/8 tokens).
+      auto f1 = a.matmul(factors[0]).view({8, tokens / 8, rank});
+      auto f2 = z.matmul(factors[1]).view({8, tokens / 8, rank});
+      return torch::einsum("btr,btr,or->bto", {f1, f2, factors[2]}).reshape({tokens, out});
+    }
+    if (method == "broadcast") {
+      auto h = a.matmul(factors[0]) * z.matmul(factors[1]);                // [T, R]
+      return (h.unsqueeze(2) * factors[2].t().unsqueeze(0)).sum(1);         // [T, R, O] → [T, O]
+    }
     auto w = torch::einsum("nr,ir,or->nio", {factors[0], factors[1], factors[2]});  // [N, I+1, O]
     return torch::einsum("tn,ti,nio->to", {a, z, w});
   };

@@ -9,6 +9,7 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QJsonDocument>
+#include <QJsonObject>
 #include <QLabel>
 #include <QMenuBar>
 #include <QMessageBox>
@@ -164,6 +165,14 @@ void MainWindow::showLayerDetails() {
   html += htmlRow(tr("Size"), tr("%1 bytes").arg(groupedNumber(static_cast<int64_t>(summary.file_bytes))));
   html += htmlRow(tr("Format"), summary.inferred ? tr("PyTorch state_dict (configuration inferred)")
                                                  : tr("mumoe model file, version %1").arg(summary.format_version));
+  html += htmlRow(tr("Architecture"), QString::fromStdString(summary.architecture));
+  const auto provenance = QJsonDocument::fromJson(QByteArray::fromStdString(summary.provenance_json)).object();
+  const auto test = provenance.value(QStringLiteral("test_metrics")).toObject();
+  if (test.contains(QStringLiteral("accuracy")))
+    html += htmlRow(tr("Test accuracy"), tr("%1 % on %2 (%3 samples)")
+                                             .arg(test.value(QStringLiteral("accuracy")).toDouble() * 100, 0, 'f', 2)
+                                             .arg(test.value(QStringLiteral("data")).toString())
+                                             .arg(test.value(QStringLiteral("samples")).toInt()));
   auto list = [](const std::vector<std::string>& names) {
     QStringList out;
     for (const auto& n : names) out << QString::fromStdString(n);

@@ -198,7 +198,8 @@ Command add_train_command(CLI::App& parent) {
             for (const auto* opt : app->get_options())
               if (opt->count() > 0 && opt->get_name() != "--help") {
                 o->command_line += " " + opt->get_name();
-                for (const auto& r : opt->results()) o->command_line += " " + r;
+                if (opt->get_expected_min() > 0)  // flags carry no value worth recording
+                  for (const auto& r : opt->results()) o->command_line += " " + r;
               }
             return run_train(*o, *app);
           }};
