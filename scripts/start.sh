@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # Quick start: install what is missing, build, and open the bundled demo model in mumoe-studio.
 # Extra arguments go to mumoe-studio (e.g. a model file to open instead of the demo).
+# Without a display (ssh, CI) the window is rendered offscreen to build/mumoe-studio.png instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh default
+if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ -z "${QT_QPA_PLATFORM:-}" ]; then
+  echo "start: no display found; rendering the main window to build/mumoe-studio.png instead"
+  QT_QPA_PLATFORM=offscreen build/app/gui/mumoe-studio --screenshot build/mumoe-studio.png "$@"
+  echo "start: wrote build/mumoe-studio.png"
+  exit 0
+fi
 exec build/app/gui/mumoe-studio "$@"

@@ -1,10 +1,12 @@
 // mumoe features MODEL --data SPEC --output F.safetensors: the inputs of the model's μMoE head
 // for every sample ("features" [S, I]) with "labels" [S], so Python users and outside checks can
-// reuse them (e.g. `mumoe forward MODEL --layer head --input …`).
+// reuse them (e.g. `mumoe forward MODEL --layer head --input …`). The file is also a
+// `features:FILE` data SPEC (core/data/feature_data.h).
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include <iostream>
+#include <map>
 
 #include "cli_support.h"
 #include "data/image_data.h"
@@ -32,11 +34,16 @@ int run_features(const FeaturesOptions& o) {
         data::to_float_images(data.images.slice(0, start, std::min(n, start + o.batch_size)))));
   const auto features = torch::cat(chunks);
   const auto labels = data.labels.slice(0, 0, n);
-  io::write_safetensors(o.output, {{"features", features}, {"labels", labels}},
-                        {{"mumoe.model", o.model},
-                         {"mumoe.data", o.data},
-                         {"mumoe.layer", "head"},
-                         {"mumoe.class_names", nlohmann::json(data.class_names).dump()}});
+  std::vector<io::NamedTensor> tensors = {{"features", features}, {"labels", labels}};
+  std::map<std::string, std::string> metadata = {{"mumoe.model", o.model},
+                                                 {"mumoe.data", o.data},
+                                                 {"mumoe.layer", "head"},
+                                                 {"mumoe.class_names", nlohmann::json(data.class_names).dump()}};
+  if (data.attributes.defined()) {
+    tensors.push_back({"attributes", data.attributes.slice(0, 0, n)});
+    metadata["mumoe.attribute_names"] = nlohmann::json(data.attribute_names).dump();
+  }
+  io::write_safetensors(o.output, tensors, metadata);
   if (o.json)
     std::cout << nlohmann::json({{"output", o.output}, {"samples", n}, {"feature_dim", features.size(1)}}).dump(2)
               << "\n";

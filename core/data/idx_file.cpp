@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "io/errors.h"
@@ -9,6 +10,8 @@
 namespace mumoe::data {
 
 std::vector<uint8_t> read_maybe_gzipped(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory, not a data file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the file (missing or unreadable)");
   std::vector<uint8_t> raw((std::istreambuf_iterator<char>(in)), {});

@@ -5,6 +5,9 @@
 #include <filesystem>
 
 #include "data/idx_file.h"
+#ifdef MUMOE_WITH_OPENCV
+#include "data/image_files.h"
+#endif
 #include "io/errors.h"
 
 namespace mumoe::data {
@@ -83,7 +86,18 @@ LabelledImages load_image_data(const std::string& spec) {
   if (parts[0] == "fashion-mnist" && parts.size() == 2)
     return load_idx_directory(kFashionMnistDir, parts[1], fashion_mnist_class_names(), spec);
   if (parts[0] == "idx" && parts.size() == 3) return load_idx_directory(parts[1], parts[2], {}, spec);
-  throw UsageError("unknown data SPEC '" + spec + "' (expected fashion-mnist:train|test or idx:DIR:train|test)");
+  if ((parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3)) {
+#ifdef MUMOE_WITH_OPENCV
+    auto out = parts[0] == "folder" ? load_image_folder(parts[1]) : load_celeba(parts[1], parts[2]);
+    out.identity = spec;
+    return out;
+#else
+    throw UsageError("data SPEC '" + spec + "' needs OpenCV, which this build was configured without");
+#endif
+  }
+  throw UsageError("unknown data SPEC '" + spec +
+                   "' (expected fashion-mnist:train|test, idx:DIR:train|test, folder:DIR or "
+                   "celeba:DIR:train|valid|test)");
 }
 
 torch::Tensor to_float_images(const torch::Tensor& images) { return images.to(torch::kFloat32) / 255.0; }

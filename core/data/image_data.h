@@ -13,6 +13,10 @@ struct LabelledImages {
   torch::Tensor images;  ///< [S, C, H, W] uint8
   torch::Tensor labels;  ///< [S] int64, in [0, class_names.size())
   std::vector<std::string> class_names;
+  /// Optional named binary attributes per sample ([S, K] int64 of 0/1; undefined when none):
+  /// they define subpopulations (e.g. CelebA's 40 attributes).
+  torch::Tensor attributes;
+  std::vector<std::string> attribute_names;
   std::string identity;  ///< the SPEC it was loaded from, e.g. "fashion-mnist:test"
 
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
@@ -33,7 +37,8 @@ LabelledImages load_idx_pair(const std::string& images_path, const std::string& 
 LabelledImages load_idx_directory(const std::string& dir, const std::string& split,
                                   std::vector<std::string> class_names, std::string identity);
 
-/// Parses and loads an image data SPEC: "fashion-mnist:train|test", "idx:DIR:train|test".
+/// Parses and loads an image data SPEC: "fashion-mnist:train|test", "idx:DIR:train|test",
+/// "folder:DIR" (ImageFolder), "celeba:DIR:train|valid|test" (the last two need OpenCV).
 /// Throws UsageError for an unknown SPEC, FileError for unreadable data.
 LabelledImages load_image_data(const std::string& spec);
 

@@ -2,6 +2,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -43,6 +44,8 @@ int64_t TensorEntry::numel() const {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory, not a safetensors file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the file (missing or unreadable)");
   in.seekg(0, std::ios::end);
@@ -52,7 +55,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     throw FileError(path, "not a safetensors file: " + std::to_string(file_size) +
                               " bytes is shorter than the 8-byte header length");
   unsigned char len_bytes[8];
-  in.read(reinterpret_cast<char*>(len_bytes), 8);
+  if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) throw FileError(path, "could not read the header length");
   const uint64_t header_len = read_le_u64(len_bytes);
   if (header_len > kMaxHeaderBytes || header_len > file_size - 8)
     throw FileError(path, "not a safetensors file: header length " + std::to_string(header_len) +

@@ -131,6 +131,11 @@ TEST_P(MalformedFile, IsRejectedWithAClearMessage) {
 INSTANTIATE_TEST_SUITE_P(Cases, MalformedFile, ::testing::ValuesIn(malformed_cases()),
                          [](const auto& info) { return info.param.name; });
 
+TEST(Safetensors, ADirectoryIsRejectedByName) {
+  TempDir dir;
+  expect_rejected(dir.path().string(), "is a directory");
+}
+
 TEST(Safetensors, TruncatedCopyOfAValidFileIsRejected) {
   TempDir dir;
   const auto path = dir.file("full.safetensors");

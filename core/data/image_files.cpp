@@ -1,0 +1,164 @@
+#include "data/image_files.h"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "io/errors.h"
+
+namespace mumoe::data {
+namespace fs = std::filesystem;
+namespace {
+
+bool is_image(const fs::path& p) {
+  auto ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
+}
+
+// Decodes every path into one uint8 tensor [S, C, H, W] with a fixed size and channel count.
+torch::Tensor decode_all(const std::vector<std::string>& paths, ImageDecodeOptions options) {
+  std::vector<torch::Tensor> images;
+  int64_t height = options.size, width = options.size;
+  for (const auto& path : paths) {
+    cv::Mat image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    if (image.empty()) throw FileError(path, "cannot decode the image (corrupt or not an image)");
+    if (image.depth() != CV_8U) image.convertTo(image, CV_8U, 1.0 / 256);
+    if (options.channels == 0) options.channels = image.channels() == 1 ? 1 : 3;
+    if (options.channels == 1 && image.channels() != 1)
+      cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
+    else if (options.channels == 3 && image.channels() == 1)
+      cv::cvtColor(image, image, cv::COLOR_GRAY2RGB);
+    else if (options.channels == 3)
+      cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2RGB : cv::COLOR_BGR2RGB);
+    if (height == 0) {
+      height = image.rows;
+      width = image.cols;
+    }
+    if (image.rows != height || image.cols != width) {
+      if (options.size == 0)
+        throw FileError(path, "is " + std::to_string(image.cols) + "×" + std::to_string(image.rows) +
+                                  " but the first image is " + std::to_string(width) + "×" +
+                                  std::to_string(height) + " (choose a common size to resize to)");
+      cv::resize(image, image, cv::Size(static_cast<int>(width), static_cast<int>(height)), 0, 0, cv::INTER_AREA);
+    }
+    auto t = torch::from_blob(image.data, {height, width, options.channels}, torch::kUInt8).clone();
+    images.push_back(t.permute({2, 0, 1}).contiguous());
+  }
+  if (images.empty()) return torch::empty({0, std::max<int64_t>(options.channels, 1), 0, 0}, torch::kUInt8);
+  return torch::stack(images);
+}
+
+std::vector<std::string> split_ws(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> out;
+  for (std::string word; in >> word;) out.push_back(word);
+  return out;
+}
+
+}  // namespace
+
+LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOptions& options) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw FileError(dir, "is not a directory");
+  std::vector<std::string> classes;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_directory()) classes.push_back(entry.path().filename().string());
+  std::sort(classes.begin(), classes.end());
+  if (classes.empty()) throw FileError(dir, "has no class sub-folders (expected DIR/<class>/<image>)");
+  std::vector<std::string> paths;
+  std::vector<int64_t> labels;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    std::vector<std::string> files;
+    for (const auto& entry : fs::directory_iterator(fs::path(dir) / classes[c]))
+      if (entry.is_regular_file() && is_image(entry.path())) files.push_back(entry.path().string());
+    std::sort(files.begin(), files.end());
+    for (auto& f : files) {
+      paths.push_back(std::move(f));
+      labels.push_back(static_cast<int64_t>(c));
+    }
+  }
+  if (paths.empty()) throw FileError(dir, "contains no images (.jpg, .jpeg, .png, .bmp)");
+  LabelledImages out;
+  out.images = decode_all(paths, options);
+  out.labels = torch::tensor(labels, torch::kLong);
+  out.class_names = classes;
+  out.identity = "folder:" + dir;
+  return out;
+}
+
+LabelledImages load_celeba(const std::string& dir, const std::string& split, const ImageDecodeOptions& options) {
+  const std::map<std::string, int> splits = {{"train", 0}, {"valid", 1}, {"test", 2}};
+  if (!splits.count(split)) throw UsageError("unknown CelebA split '" + split + "' (expected train, valid or test)");
+  const auto attr_path = (fs::path(dir) / "list_attr_celeba.txt").string();
+  const auto part_path = (fs::path(dir) / "list_eval_partition.txt").string();
+
+  std::ifstream attr(attr_path);
+  if (!attr) throw FileError(attr_path, "cannot open the attribute file");
+  std::string line;
+  std::getline(attr, line);
+  int64_t declared = 0;
+  try {
+    declared = std::stoll(line);
+  } catch (const std::exception&) {
+    throw FileError(attr_path, "line 1 must hold the number of images");
+  }
+  std::getline(attr, line);
+  const auto names = split_ws(line);
+  if (names.empty()) throw FileError(attr_path, "line 2 must hold the attribute names");
+  std::map<std::string, std::vector<int64_t>> rows;
+  for (int64_t number = 3; std::getline(attr, line); ++number) {
+    const auto cols = split_ws(line);
+    if (cols.empty()) continue;
+    if (cols.size() != names.size() + 1)
+      throw FileError(attr_path, "line " + std::to_string(number) + " has " + std::to_string(cols.size()) +
+                                     " columns; expected the image name and " + std::to_string(names.size()) +
+                                     " attributes");
+    std::vector<int64_t> values;
+    for (size_t k = 1; k < cols.size(); ++k) {
+      if (cols[k] != "1" && cols[k] != "-1")
+        throw FileError(attr_path, "line " + std::to_string(number) + ": attribute value '" + cols[k] +
+                                       "' is not 1 or -1");
+      values.push_back(cols[k] == "1" ? 1 : 0);
+    }
+    rows[cols[0]] = std::move(values);
+  }
+  if (static_cast<int64_t>(rows.size()) != declared)
+    throw FileError(attr_path, "declares " + std::to_string(declared) + " images but lists " +
+                                   std::to_string(rows.size()));
+
+  std::ifstream part(part_path);
+  if (!part) throw FileError(part_path, "cannot open the partition file");
+  std::vector<std::string> paths;
+  std::vector<int64_t> attributes;
+  for (int64_t number = 1; std::getline(part, line); ++number) {
+    const auto cols = split_ws(line);
+    if (cols.empty()) continue;
+    if (cols.size() != 2 || (cols[1] != "0" && cols[1] != "1" && cols[1] != "2"))
+      throw FileError(part_path, "line " + std::to_string(number) + " must be '<image> <0|1|2>'");
+    if (std::stoi(cols[1]) != splits.at(split)) continue;
+    auto it = rows.find(cols[0]);
+    if (it == rows.end())
+      throw FileError(part_path, "line " + std::to_string(number) + ": image " + cols[0] +
+                                     " is not in " + attr_path);
+    paths.push_back((fs::path(dir) / "img_align_celeba" / cols[0]).string());
+    attributes.insert(attributes.end(), it->second.begin(), it->second.end());
+  }
+  LabelledImages out;
+  out.images = decode_all(paths, options);
+  out.labels = torch::zeros({static_cast<int64_t>(paths.size())}, torch::kLong);
+  out.class_names = {"face"};
+  out.attributes = torch::tensor(attributes, torch::kLong).view({static_cast<int64_t>(paths.size()),
+                                                                 static_cast<int64_t>(names.size())});
+  out.attribute_names = names;
+  out.identity = "celeba:" + dir + ":" + split;
+  return out;
+}
+
+}  // namespace mumoe::data

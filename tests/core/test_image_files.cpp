@@ -1,0 +1,117 @@
+// ImageFolder and CelebA readers on small fixtures the test writes with OpenCV, and each bad-data
+// case: unreadable image, empty folder, size mismatch, attribute file with the wrong column
+// count or a bad value, an image missing from the attribute file.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <filesystem>
+
+#include "data/image_data.h"
+#include "data/image_files.h"
+#include "io/errors.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using testkit::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A w×h BGR image whose pixel (x, y) is (x, y, value).
+void write_image(const std::string& path, int w, int h, int value) {
+  cv::Mat m(h, w, CV_8UC3);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) m.at<cv::Vec3b>(y, x) = cv::Vec3b(x, y, value);
+  ASSERT_TRUE(cv::imwrite(path, m));
+}
+
+void expect_error(const std::function<void()>& f, const std::string& path_part, const std::string& phrase) {
+  try {
+    f();
+    FAIL() << "expected " << phrase;
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find(path_part), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+  }
+}
+
+TEST(ImageFolder, ReadsClassesInNameOrderWithRGBPixels) {
+  TempDir dir;
+  for (const char* c : {"zebra", "cat"}) fs::create_directory(dir.path() / c);
+  write_image(dir.file("cat/b.png"), 4, 3, 10);
+  write_image(dir.file("cat/a.png"), 4, 3, 20);
+  write_image(dir.file("zebra/x.png"), 4, 3, 30);
+  testkit::write_bytes(dir.file("zebra/notes.txt"), "not an image");  // ignored: not an image extension
+  auto d = data::load_image_data("folder:" + dir.path().string());
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"cat", "zebra"}));
+  EXPECT_TRUE(torch::equal(d.labels, torch::tensor({0, 0, 1}, torch::kLong)));
+  ASSERT_EQ(d.images.sizes(), (std::vector<int64_t>{3, 3, 3, 4}));
+  // File order a.png, b.png; BGR (x, y, value) becomes RGB (value, y, x).
+  EXPECT_EQ(d.images[0][0][1][2].item<int>(), 20);
+  EXPECT_EQ(d.images[0][1][1][2].item<int>(), 1);
+  EXPECT_EQ(d.images[0][2][1][2].item<int>(), 2);
+  auto grey = data::load_image_folder(dir.path().string(), {1, 8});
+  EXPECT_EQ(grey.images.sizes(), (std::vector<int64_t>{3, 1, 8, 8}));
+}
+
+TEST(ImageFolder, BadDataIsNamed) {
+  TempDir dir;
+  expect_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no class sub-folders");
+  fs::create_directory(dir.path() / "a");
+  expect_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no images");
+  write_image(dir.file("a/1.png"), 4, 4, 0);
+  testkit::write_bytes(dir.file("a/2.png"), "\x89PNG garbage");
+  expect_error([&] { data::load_image_folder(dir.path().string()); }, "a/2.png", "cannot decode");
+  fs::remove(dir.file("a/2.png"));
+  write_image(dir.file("a/3.png"), 5, 4, 0);
+  expect_error([&] { data::load_image_folder(dir.path().string()); }, "a/3.png", "5×4 but the first image is 4×4");
+}
+
+class CelebA : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs::create_directory(dir_.path() / "img_align_celeba");
+    for (int i = 1; i <= 3; ++i) write_image(dir_.file("img_align_celeba/00000" + std::to_string(i) + ".jpg"), 6, 6, i);
+    testkit::write_bytes(dir_.file("list_attr_celeba.txt"),
+                         "3\nYoung Male Blond_Hair\n000001.jpg  1 -1 -1\n000002.jpg -1  1  1\n000003.jpg  1  1 -1\n");
+    testkit::write_bytes(dir_.file("list_eval_partition.txt"), "000001.jpg 0\n000002.jpg 2\n000003.jpg 0\n");
+  }
+  TempDir dir_;
+};
+
+TEST_F(CelebA, ReadsASplitWithItsAttributes) {
+  auto train = data::load_image_data("celeba:" + dir_.path().string() + ":train");
+  EXPECT_EQ(train.size(), 2);
+  EXPECT_EQ(train.attribute_names, (std::vector<std::string>{"Young", "Male", "Blond_Hair"}));
+  EXPECT_TRUE(torch::equal(train.attributes, torch::tensor({1, 0, 0, 1, 1, 0}, torch::kLong).view({2, 3})));
+  auto test = data::load_celeba(dir_.path().string(), "test");
+  EXPECT_EQ(test.size(), 1);
+  EXPECT_TRUE(torch::equal(test.attributes, torch::tensor({0, 1, 1}, torch::kLong).view({1, 3})));
+  EXPECT_EQ(test.images.sizes(), (std::vector<int64_t>{1, 3, 6, 6}));
+}
+
+TEST_F(CelebA, WrongColumnCountIsNamedWithItsLine) {
+  testkit::write_bytes(dir_.file("list_attr_celeba.txt"), "2\nYoung Male\n000001.jpg 1 -1\n000002.jpg 1\n");
+  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt",
+               "line 4 has 2 columns");
+}
+
+TEST_F(CelebA, ValuesOtherThanPlusMinusOneAreRejected) {
+  testkit::write_bytes(dir_.file("list_attr_celeba.txt"), "1\nYoung\n000001.jpg 0\n");
+  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt", "is not 1 or -1");
+}
+
+TEST_F(CelebA, ImageMissingFromTheAttributeFile) {
+  testkit::write_bytes(dir_.file("list_eval_partition.txt"), "000009.jpg 0\n");
+  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_eval_partition.txt",
+               "000009.jpg is not in");
+}
+
+TEST_F(CelebA, UnreadableImage) {
+  testkit::write_bytes(dir_.file("img_align_celeba/000003.jpg"), "not a jpeg");
+  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "000003.jpg", "cannot decode");
+}
+
+}  // namespace
