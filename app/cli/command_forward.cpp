@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "model/model_file.h"
 #include "model_options.h"
+#include "nn/device.h"
 
 namespace mumoe::cli {
 namespace {
@@ -21,18 +22,9 @@ struct ForwardOptions {
   bool json = false;
 };
 
-torch::Device parse_device(const std::string& text) {
-  if (text == "cpu") return torch::kCPU;
-  if (text.rfind("cuda", 0) == 0) {
-    if (!torch::cuda::is_available()) throw UsageError("--device " + text + ": CUDA is not available");
-    return torch::Device(text);
-  }
-  throw UsageError("--device must be cpu or cuda[:N], got '" + text + "'");
-}
-
 int run_forward(const ForwardOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
-  const auto device = parse_device(o.device);
+  const auto device = nn::parse_device(o.device);
   const auto model = model::ModelFile::load(o.model.model, o.model.overrides());
   const auto& layer = o.layer.empty() ? model.single_layer() : model.layer(o.layer);
 

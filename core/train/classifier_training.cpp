@@ -7,18 +7,10 @@
 #include <filesystem>
 
 #include "io/errors.h"
+#include "nn/device.h"
 
 namespace mumoe::train {
 namespace {
-
-torch::Device parse_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  if (name.rfind("cuda", 0) == 0) {
-    if (!torch::cuda::is_available()) throw UsageError("device " + name + ": CUDA is not available");
-    return torch::Device(name);
-  }
-  throw UsageError("device must be cpu or cuda[:N], got '" + name + "'");
-}
 
 double learning_rate_at(const TrainOptions& o, int64_t global_step, int64_t total_steps) {
   if (o.schedule == "constant") return o.learning_rate;
@@ -37,7 +29,7 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
   if (o.schedule != "cosine" && o.schedule != "constant")
     throw UsageError("unknown schedule '" + o.schedule + "' (expected cosine or constant)");
   if (data.size() == 0) throw UsageError("the training data (" + data.identity + ") is empty");
-  const auto device = parse_device(o.device);
+  const auto device = nn::parse_device(o.device);
   torch::manual_seed(o.seed);
   classifier->to(device);
 
@@ -104,7 +96,7 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
 Evaluation evaluate_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
                                int64_t batch_size, const std::string& device_name,
                                const nn::ExpertAblation& ablation) {
-  const auto device = parse_device(device_name);
+  const auto device = nn::parse_device(device_name);
   classifier->to(device);
   classifier->eval();
   torch::NoGradGuard no_grad;

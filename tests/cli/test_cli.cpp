@@ -2,14 +2,12 @@
 // (0 success, 1 usage error, 2 unreadable or invalid input) — never a crash.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <torch/torch.h>
 
-#include <array>
-#include <cstdio>
 
 #include "io/safetensors.h"
 #include "model/model_file.h"
+#include "cli_runner.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -17,21 +15,9 @@ using mumoe::testkit::TempDir;
 
 namespace {
 
-struct Run {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Run mumoe_cli(const std::string& args) {
-  const std::string command = std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1";
-  Run run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  EXPECT_TRUE(WIFEXITED(status)) << "mumoe " << args << " was killed by a signal:\n" << run.out;
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+testkit::CliRun mumoe_cli(const std::string& args) {
+  auto run = testkit::run_cli(args);
+  EXPECT_FALSE(run.killed) << "mumoe " << args << " was killed by a signal:\n" << run.out;
   return run;
 }
 

@@ -2,15 +2,13 @@
 // each checked against the library on a tiny IDX data set the test writes.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 #include <torch/torch.h>
 
-#include <array>
-#include <cstdio>
 
 #include "data/image_data.h"
 #include "io/safetensors.h"
 #include "model/classifier_file.h"
+#include "cli_runner.h"
 #include "temp_dir.h"
 #include "train/classifier_training.h"
 
@@ -20,13 +18,8 @@ using testkit::TempDir;
 namespace {
 
 std::pair<int, std::string> mumoe_cli(const std::string& args) {
-  FILE* pipe = ::popen((std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
+  auto run = testkit::run_cli(args);
+  return {run.code, run.out};
 }
 
 std::string be32(uint32_t v) {

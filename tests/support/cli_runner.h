@@ -1,0 +1,32 @@
+// Runs the `mumoe` executable (MUMOE_CLI_PATH, set by the build) and captures its output.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <string>
+
+namespace mumoe::testkit {
+
+struct CliRun {
+  int code = -1;    ///< exit status, or 128 + signal if it was killed (a crash)
+  std::string out;  ///< stdout and stderr together
+  bool killed = false;
+};
+
+inline CliRun run_cli(const std::string& args) {
+  const std::string command = std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1";
+  CliRun run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return run;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  run.killed = !WIFEXITED(status);
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+}  // namespace mumoe::testkit
