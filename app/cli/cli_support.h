@@ -1,7 +1,7 @@
 // Shared helpers of the `mumoe` command-line tool: list parsing and the exit-code contract.
 //
 // Exit codes: 0 success, 1 usage error, 2 unreadable or invalid input (the message names the
-// file and what is wrong).
+// file and what is wrong), 130 cancelled by Ctrl-C (what was saved stays valid).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,7 +14,7 @@
 
 namespace mumoe::cli {
 
-enum ExitCode { kSuccess = 0, kUsage = 1, kBadInput = 2 };
+enum ExitCode { kSuccess = 0, kUsage = 1, kBadInput = 2, kInterrupted = 130 };
 
 /// "3,17" → {3, 17}. Throws UsageError naming `what` on anything that is not a list of integers.
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what);
@@ -35,5 +35,11 @@ Command add_init_command(CLI::App& parent);
 Command add_train_command(CLI::App& parent);
 Command add_evaluate_command(CLI::App& parent);
 Command add_features_command(CLI::App& parent);
+#ifdef MUMOE_WITH_ANALYSIS
+Command add_analyze_command(CLI::App& parent);
+Command add_stats_command(CLI::App& parent);
+Command add_gallery_command(CLI::App& parent);
+Command add_ablate_command(CLI::App& parent);
+#endif
 
 }  // namespace mumoe::cli

@@ -28,8 +28,8 @@ struct TrainCommandOptions {
   std::string command_line;
 };
 
-// Values from a JSON config file; command-line flags given explicitly win (CLI11 applies the
-// file first through the config mechanism, so here we simply read known keys).
+// Values from a JSON config file: each known key is applied unless its flag was given on the
+// command line (flags win).
 void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   if (o.config_file.empty()) return;
   std::ifstream in(o.config_file);

@@ -16,6 +16,10 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {add_info_command(app), add_forward_command(app),
                                    add_init_command(app), add_train_command(app),
                                    add_evaluate_command(app), add_features_command(app)};
+#ifdef MUMOE_WITH_ANALYSIS
+  for (auto add : {add_analyze_command, add_stats_command, add_gallery_command, add_ablate_command})
+    commands.push_back(add(app));
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -25,6 +29,9 @@ int main(int argc, char** argv) {
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
+  } catch (const mumoe::Cancelled&) {
+    std::cerr << "\nmumoe: cancelled; everything saved so far is kept\n";
+    return kInterrupted;
   } catch (const mumoe::UsageError& e) {
     std::cerr << "mumoe: " << e.what() << "\n";
     return kUsage;

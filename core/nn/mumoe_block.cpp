@@ -91,13 +91,19 @@ std::vector<torch::Tensor> MuMoEBlockImpl::coefficients(const torch::Tensor& x,
   return coeffs;
 }
 
+torch::Tensor MuMoEBlockImpl::output_from_coefficients(const torch::Tensor& rows,
+                                                       const std::vector<torch::Tensor>& coefficients) {
+  // The reference applies the input LayerNorm after the gates have seen the raw input.
+  auto z = input_norm_ ? input_norm_->forward(rows) : rows;
+  auto y = layer1_->forward(z, coefficients);
+  if (layer2_) y = layer2_->forward(torch::gelu(y), coefficients);
+  return y;
+}
+
 BlockOutput MuMoEBlockImpl::forward(const torch::Tensor& x, const ExpertAblation& ablation) {
   auto rows = flatten_rows(x);
   auto coeffs = gate(rows, ablation);
-  // The reference applies the input LayerNorm after the gates have seen the raw input.
-  auto z = input_norm_ ? input_norm_->forward(rows) : rows;
-  auto y = layer1_->forward(z, coeffs);
-  if (layer2_) y = layer2_->forward(torch::gelu(y), coeffs);
+  auto y = output_from_coefficients(rows, coeffs);
 
   BlockOutput out;
   auto shape = x.sizes().vec();
@@ -108,6 +114,18 @@ BlockOutput MuMoEBlockImpl::forward(const torch::Tensor& x, const ExpertAblation
     out.coefficients.push_back(coeffs[e].view(shape));
   }
   return out;
+}
+
+MuMoEBlock copy_block(const MuMoEBlock& block, torch::Dtype dtype, const torch::Device& device) {
+  MuMoEBlock copy(block->config());
+  copy->to(device, dtype);
+  torch::NoGradGuard no_grad;
+  const auto source_params = block->named_parameters();
+  for (auto& p : copy->named_parameters()) p.value().copy_(source_params[p.key()]);
+  const auto source_buffers = block->named_buffers();
+  for (auto& b : copy->named_buffers()) b.value().copy_(source_buffers[b.key()]);
+  copy->eval();
+  return copy;
 }
 
 }  // namespace mumoe::nn

@@ -33,6 +33,12 @@ class MuMoEBlockImpl : public torch::nn::Module {
   /// uses running statistics in eval() mode and batch statistics over batch × tokens in train().
   BlockOutput forward(const torch::Tensor& x, const ExpertAblation& ablation = {});
 
+  /// The block's output for rows z [M, I] with the given coefficients (per mode [M, N_e]),
+  /// skipping the gates: what counterfactual ablation needs to re-evaluate only the affected
+  /// rows with a few coefficients set to zero. forward(x) == output_from_coefficients(x, coeffs).
+  torch::Tensor output_from_coefficients(const torch::Tensor& rows,
+                                         const std::vector<torch::Tensor>& coefficients);
+
   /// Only the expert coefficients (what the galleries and statistics need), same shapes.
   std::vector<torch::Tensor> coefficients(const torch::Tensor& x,
                                           const ExpertAblation& ablation = {});
@@ -57,5 +63,9 @@ class MuMoEBlockImpl : public torch::nn::Module {
   MultilinearLayer layer2_{nullptr};
 };
 TORCH_MODULE(MuMoEBlock);
+
+/// An independent copy of `block` (parameters and buffers) as `dtype` on `device`, in eval mode.
+/// Analysis evaluates layers in float64 on such copies, leaving the model untouched.
+MuMoEBlock copy_block(const MuMoEBlock& block, torch::Dtype dtype, const torch::Device& device);
 
 }  // namespace mumoe::nn

@@ -7,6 +7,7 @@
 #include "data/idx_file.h"
 #include "data/image_data.h"
 #include "io/errors.h"
+#include "expect_file_error.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -49,15 +50,7 @@ void write_split(const TempDir& dir, const std::string& stem, bool gzipped) {
   testkit::write_bytes(dir.file(stem + "-labels-idx1-ubyte" + ext), gzipped ? gzip(labels) : labels);
 }
 
-void expect_file_error(const std::function<void()>& f, const std::string& path_part, const std::string& phrase) {
-  try {
-    f();
-    FAIL() << "expected an error containing " << phrase;
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find(path_part), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
-  }
-}
+using testkit::expect_file_error;
 
 TEST(IdxData, ReadsRawAndGzippedSplits) {
   for (bool gz : {false, true}) {

@@ -11,6 +11,7 @@
 #include "data/image_data.h"
 #include "data/image_files.h"
 #include "io/errors.h"
+#include "expect_file_error.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -27,15 +28,7 @@ void write_image(const std::string& path, int w, int h, int value) {
   ASSERT_TRUE(cv::imwrite(path, m));
 }
 
-void expect_error(const std::function<void()>& f, const std::string& path_part, const std::string& phrase) {
-  try {
-    f();
-    FAIL() << "expected " << phrase;
-  } catch (const FileError& e) {
-    EXPECT_NE(std::string(e.what()).find(path_part), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
-  }
-}
+using testkit::expect_file_error;
 
 TEST(ImageFolder, ReadsClassesInNameOrderWithRGBPixels) {
   TempDir dir;
@@ -58,15 +51,15 @@ TEST(ImageFolder, ReadsClassesInNameOrderWithRGBPixels) {
 
 TEST(ImageFolder, BadDataIsNamed) {
   TempDir dir;
-  expect_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no class sub-folders");
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no class sub-folders");
   fs::create_directory(dir.path() / "a");
-  expect_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no images");
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, dir.path().string(), "no images");
   write_image(dir.file("a/1.png"), 4, 4, 0);
   testkit::write_bytes(dir.file("a/2.png"), "\x89PNG garbage");
-  expect_error([&] { data::load_image_folder(dir.path().string()); }, "a/2.png", "cannot decode");
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "a/2.png", "cannot decode");
   fs::remove(dir.file("a/2.png"));
   write_image(dir.file("a/3.png"), 5, 4, 0);
-  expect_error([&] { data::load_image_folder(dir.path().string()); }, "a/3.png", "5×4 but the first image is 4×4");
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "a/3.png", "5×4 but the first image is 4×4");
 }
 
 class CelebA : public ::testing::Test {
@@ -94,24 +87,24 @@ TEST_F(CelebA, ReadsASplitWithItsAttributes) {
 
 TEST_F(CelebA, WrongColumnCountIsNamedWithItsLine) {
   testkit::write_bytes(dir_.file("list_attr_celeba.txt"), "2\nYoung Male\n000001.jpg 1 -1\n000002.jpg 1\n");
-  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt",
+  expect_file_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt",
                "line 4 has 2 columns");
 }
 
 TEST_F(CelebA, ValuesOtherThanPlusMinusOneAreRejected) {
   testkit::write_bytes(dir_.file("list_attr_celeba.txt"), "1\nYoung\n000001.jpg 0\n");
-  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt", "is not 1 or -1");
+  expect_file_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_attr_celeba.txt", "is not 1 or -1");
 }
 
 TEST_F(CelebA, ImageMissingFromTheAttributeFile) {
   testkit::write_bytes(dir_.file("list_eval_partition.txt"), "000009.jpg 0\n");
-  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_eval_partition.txt",
+  expect_file_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_eval_partition.txt",
                "000009.jpg is not in");
 }
 
 TEST_F(CelebA, UnreadableImage) {
   testkit::write_bytes(dir_.file("img_align_celeba/000003.jpg"), "not a jpeg");
-  expect_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "000003.jpg", "cannot decode");
+  expect_file_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "000003.jpg", "cannot decode");
 }
 
 }  // namespace

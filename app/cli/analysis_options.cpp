@@ -1,0 +1,68 @@
+#include "analysis_options.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+namespace mumoe::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+void on_sigint(int) { g_interrupted = true; }
+
+}  // namespace
+
+void AnalysisCliOptions::add_to(CLI::App* app) {
+  model.add_to(app);
+  app->add_option("--data", session.data_spec, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
+  app->add_option("--layer", session.layer, "μMoE layer to analyse (default: the model's only one)");
+  app->add_option("--cache", session.cache_path,
+                  "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
+  app->add_option("--device", session.device, "cpu (default) or cuda[:N]");
+  app->add_option("--chunk-size", session.chunk_size, "Samples per extraction chunk (default 500)");
+  app->add_flag("--json", json, "Print JSON");
+  app->add_flag("--quiet", quiet, "No progress on stderr");
+}
+
+bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet) {
+  if (!quiet) {
+    static const bool tty = ::isatty(STDERR_FILENO);
+    static int64_t last_decile = -1;
+    const int64_t percent = total ? done * 100 / total : 100;
+    if (tty || percent / 10 != last_decile || done == total) {
+      last_decile = percent / 10;
+      std::fprintf(stderr, "%s%s %lld/%lld (%lld%%) %.1f s, ETA %.1f s%s", tty ? "\r" : "", label.c_str(),
+                   static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(percent),
+                   elapsed, eta, tty && done < total ? "" : "\n");
+      std::fflush(stderr);
+    }
+  }
+  return !g_interrupted;
+}
+
+std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o) {
+  std::signal(SIGINT, on_sigint);
+  o.session.model_path = o.model.model;
+  o.session.overrides = o.model.overrides();
+  auto session = analysis::AnalysisSession::open(o.session);
+  const auto& report = session->cache_report();
+  if (report.set_aside)
+    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
+              << report.set_aside_path << " and a new cache was started\n";
+  if (!session->extracted())
+    session->extract([&](const analysis::ExtractionProgress& p) {
+      return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
+                             o.quiet);
+    });
+  return session;
+}
+
+std::string class_name(const analysis::AnalysisSession& session, int64_t c) {
+  const auto& names = session.class_names();
+  return c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : "class " + std::to_string(c);
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,35 @@
+// Options and session handling shared by the analysis commands (analyze, stats, gallery,
+// ablate): which model, data, layer and cache; progress on stderr; Ctrl-C cancels cleanly.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "analysis/analysis_session.h"
+#include "model_options.h"
+
+namespace mumoe::cli {
+
+struct AnalysisCliOptions {
+  ModelOptions model;
+  analysis::SessionOptions session;
+  bool json = false;
+  bool quiet = false;  ///< no progress on stderr
+
+  void add_to(CLI::App* app);
+};
+
+/// Opens the session, reports a set-aside cache file on stderr, and extracts what the cache
+/// lacks with progress on stderr. SIGINT cancels (the command then exits with code 130).
+std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& options);
+
+/// A progress line "LABEL 4500/10000 (45%) 3.2 s, ETA 3.9 s" on stderr, rewritten in place on a
+/// terminal and printed every ~10% otherwise; returns false once SIGINT arrived.
+bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet);
+
+/// "Pullover" or "class 7" when the index has no name.
+std::string class_name(const analysis::AnalysisSession& session, int64_t c);
+
+}  // namespace mumoe::cli

@@ -1,0 +1,92 @@
+// mumoe gallery MODEL --data SPEC --expert N [--order random|top] [--output sheet.png]: the
+// samples an expert processes (spec §4): a seeded random draw among a_n ≥ threshold, or the
+// largest a_n; as JSON and/or a PNG contact sheet with label and coefficient overlaid.
+#include <nlohmann/json.hpp>
+
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "analysis/result_json.h"
+#include "analysis_options.h"
+#include "cli_support.h"
+#include "io/errors.h"
+#ifdef MUMOE_WITH_OPENCV
+#include "analysis/contact_sheet.h"
+#endif
+
+namespace mumoe::cli {
+namespace {
+
+struct GalleryOptions {
+  AnalysisCliOptions analysis;
+  analysis::GalleryRequest request;
+  std::string order = "random";
+  std::string output;
+};
+
+std::string two_decimals(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << v;
+  return s.str();
+}
+
+void write_png(const analysis::AnalysisSession& session, const analysis::Gallery& g, const std::string& path) {
+#ifdef MUMOE_WITH_OPENCV
+  if (!session.has_images()) throw UsageError("--output needs image data; " + session.options().data_spec + " holds features");
+  std::vector<analysis::ContactSheetTile> tiles;
+  for (const auto& item : g.items)
+    tiles.push_back({session.sample_image(item.sample), class_name(session, item.label), two_decimals(item.coefficient)});
+  const std::string title = "expert " + std::to_string(g.request.expert) + " (mode " + std::to_string(g.request.mode) +
+                            "), " + (g.request.order == analysis::GalleryOrder::Top
+                                         ? "top " + std::to_string(g.items.size())
+                                         : std::to_string(g.items.size()) + " random with a >= " +
+                                               two_decimals(g.request.threshold)) +
+                            " of " + std::to_string(g.eligible);
+  analysis::write_contact_sheet(path, title, tiles);
+#else
+  throw UsageError("this build has no OpenCV: PNG galleries are not available");
+#endif
+}
+
+int run_gallery(GalleryOptions& o) {
+  o.request.order = analysis::parse_gallery_order(o.order);
+  auto session = open_analysis(o.analysis);
+  const auto answer = session->gallery(o.request);
+  const auto& g = answer.value;
+  if (!o.output.empty()) write_png(*session, g, o.output);
+  if (o.analysis.json) {
+    auto j = analysis::to_json(g);
+    for (auto& item : j["items"]) item["class_name"] = class_name(*session, item["label"].get<int64_t>());
+    j["from_cache"] = answer.from_cache;
+    j["seconds"] = answer.seconds;
+    if (!o.output.empty()) j["output"] = o.output;
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  std::cout << "expert " << g.request.expert << " (mode " << g.request.mode << "): " << g.items.size() << " of "
+            << g.eligible << " eligible samples\n";
+  for (const auto& item : g.items)
+    std::cout << "  sample " << std::setw(6) << item.sample << "  a = " << two_decimals(item.coefficient) << "  "
+              << class_name(*session, item.label) << "\n";
+  if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
+  return kSuccess;
+}
+
+}  // namespace
+
+Command add_gallery_command(CLI::App& parent) {
+  auto o = std::make_shared<GalleryOptions>();
+  auto* app = parent.add_subcommand("gallery", "The samples an expert processes (random above a threshold, or top)");
+  o->analysis.add_to(app);
+  app->add_option("--expert", o->request.expert, "Expert index")->required();
+  app->add_option("--mode", o->request.mode, "Expert mode (default 0)");
+  app->add_option("--order", o->order, "random (default: seeded draw among a_n ≥ threshold) or top");
+  app->add_option("--threshold", o->request.threshold, "Minimum coefficient for random galleries (default 0.5)");
+  app->add_option("--count", o->request.count, "Samples (default 32)");
+  app->add_option("--seed", o->request.seed, "Seed of the random draw (default 0)");
+  app->add_option("--output", o->output, "Write a PNG contact sheet");
+  return {app, [o]() { return run_gallery(*o); }};
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,57 @@
+#include "analysis/ablation_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "io/errors.h"
+
+namespace mumoe::analysis {
+
+ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                             int64_t class_count) {
+  if (labels.size() != predictions.size())
+    throw UsageError("class_accuracy: " + std::to_string(labels.size()) + " labels but " +
+                     std::to_string(predictions.size()) + " predictions");
+  ClassAccuracy a;
+  a.correct.assign(class_count, 0);
+  a.count.assign(class_count, 0);
+  int64_t correct = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto y = labels[i];
+    if (y < 0 || y >= class_count)
+      throw UsageError("class_accuracy: label " + std::to_string(y) + " outside 0–" + std::to_string(class_count - 1));
+    ++a.count[y];
+    if (predictions[i] == y) {
+      ++a.correct[y];
+      ++correct;
+    }
+  }
+  for (int64_t c = 0; c < class_count; ++c)
+    a.per_class.push_back(a.count[c] ? static_cast<double>(a.correct[c]) / a.count[c] : 0.0);
+  a.overall = labels.empty() ? 0.0 : static_cast<double>(correct) / labels.size();
+  return a;
+}
+
+std::vector<double> accuracy_drop(const ClassAccuracy& before, const ClassAccuracy& after) {
+  std::vector<double> d(before.per_class.size(), 0.0);
+  for (size_t c = 0; c < d.size(); ++c)
+    if (before.per_class[c] > 0) d[c] = (before.per_class[c] - after.per_class[c]) / before.per_class[c];
+  return d;
+}
+
+double polysemanticity(const std::vector<double>& drop) {
+  if (drop.empty()) return 0;
+  const auto top = std::max_element(drop.begin(), drop.end()) - drop.begin();
+  double sum = 0;
+  for (size_t c = 0; c < drop.size(); ++c) {
+    const double diff = drop[c] - (static_cast<int64_t>(c) == top ? 1.0 : 0.0);
+    sum += diff * diff;
+  }
+  return std::sqrt(sum);
+}
+
+bool has_effect(const std::vector<double>& drop) {
+  return std::any_of(drop.begin(), drop.end(), [](double v) { return v != 0; });
+}
+
+}  // namespace mumoe::analysis

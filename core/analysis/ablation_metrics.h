@@ -1,0 +1,32 @@
+// The accuracy bookkeeping of counterfactual ablation (spec §4, paper §4.1.2 Eq. 4), as plain
+// functions of labels and predictions so they can be checked against hand-computed examples.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mumoe::analysis {
+
+struct ClassAccuracy {
+  std::vector<double> per_class;    ///< correct / count per class (0 for a class with no samples)
+  std::vector<int64_t> correct;     ///< per class
+  std::vector<int64_t> count;       ///< per class
+  double overall = 0;               ///< Σ correct / Σ count
+};
+
+/// Accuracy per class over `class_count` classes. Labels must lie in [0, class_count).
+ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                             int64_t class_count);
+
+/// d_c = (y_c − ŷ_c) / y_c: the normalised loss of class-c accuracy when an expert is removed.
+/// A class with y_c = 0 has nothing to lose and gets d_c = 0 (the paper leaves 0/0 undefined).
+std::vector<double> accuracy_drop(const ClassAccuracy& before, const ClassAccuracy& after);
+
+/// p = ‖d − onehot(argmax d)‖₂ (Eq. 4); argmax takes the first maximum. 0 for a perfectly
+/// monosemantic expert (all of one class's accuracy lost, nothing else changed).
+double polysemanticity(const std::vector<double>& drop);
+
+/// True if removing the expert changed any class accuracy (the experts Eq. 4 is averaged over).
+bool has_effect(const std::vector<double>& drop);
+
+}  // namespace mumoe::analysis

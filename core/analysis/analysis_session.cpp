@@ -1,0 +1,176 @@
+#include "analysis/analysis_session.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <optional>
+
+#include "analysis/counterfactual_ablation.h"
+#include "analysis/extraction.h"
+#include "analysis/result_json.h"
+#include "data/dataset.h"
+#include "io/errors.h"
+#include "model/classifier_model.h"
+
+namespace mumoe::analysis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string experts_key(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) {
+  std::string key = "mode" + std::to_string(mode) + ":";
+  for (size_t i = 0; i < experts.size(); ++i) key += (i ? "," : "") + std::to_string(experts[i]);
+  return key + ":" + to_string(method);
+}
+
+}  // namespace
+
+struct AnalysisSession::Impl {
+  SessionOptions options;
+  cache::CacheOpenReport report;
+  std::unique_ptr<cache::AnalysisCache> cache;
+  std::optional<model::ClassifierModel> model;
+  data::Dataset data;
+  cache::RunKey key;
+  ExtractionOptions extraction;
+  std::optional<RunData> run;
+  std::unique_ptr<CounterfactualAblation> ablation;
+  std::vector<std::string> class_names;
+
+  std::optional<int64_t> run_id() const { return cache->find_run(key); }
+  int64_t complete_run_id() const {
+    const auto id = run_id();
+    if (!id || !cache->run_complete(*id))
+      throw UsageError("no complete analysis of " + options.model_path + " on " + options.data_spec +
+                       " in the cache yet: run the extraction first (`mumoe analyze`)");
+    return *id;
+  }
+  CounterfactualAblation& engine(const RunData& r) {
+    if (!ablation)
+      ablation = std::make_unique<CounterfactualAblation>(model->layer(), r, model->class_count(), options.device);
+    return *ablation;
+  }
+};
+
+AnalysisSession::AnalysisSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AnalysisSession::~AnalysisSession() = default;
+
+std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->extraction.chunk_size = options.chunk_size;
+  impl->extraction.device = options.device;
+  const auto file = model::ModelFile::load(options.model_path, options.overrides);
+  impl->model = model::ClassifierModel::load(file, options.layer);
+  impl->data = data::load_dataset(options.data_spec);
+  impl->model->check_compatible(impl->data);
+  impl->class_names = impl->model->label_names().empty() ? impl->data.class_names : impl->model->label_names();
+  // Classes the data never shows still have an output: name them by index.
+  while (static_cast<int64_t>(impl->class_names.size()) < impl->model->class_count())
+    impl->class_names.push_back(std::to_string(impl->class_names.size()));
+  impl->key = make_run_key(options.model_path, *impl->model, impl->data, impl->extraction);
+  const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;
+  impl->cache = cache::AnalysisCache::open(path, &impl->report);
+  return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(impl)));
+}
+
+const SessionOptions& AnalysisSession::options() const { return impl_->options; }
+const cache::CacheOpenReport& AnalysisSession::cache_report() const { return impl_->report; }
+const std::string& AnalysisSession::cache_path() const { return impl_->cache->path(); }
+const std::string& AnalysisSession::layer_name() const { return impl_->model->layer_name(); }
+const std::vector<std::string>& AnalysisSession::class_names() const { return impl_->class_names; }
+const std::vector<std::string>& AnalysisSession::attribute_names() const { return impl_->data.attribute_names; }
+std::vector<int64_t> AnalysisSession::expert_dims() const { return impl_->model->layer()->config().expert_dims; }
+int64_t AnalysisSession::sample_count() const { return impl_->data.size(); }
+bool AnalysisSession::has_images() const { return impl_->data.has_images(); }
+
+bool AnalysisSession::extracted() const {
+  const auto id = impl_->run_id();
+  return id && impl_->cache->run_complete(*id);
+}
+
+ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
+  if (extracted()) {
+    ExtractionSummary s;
+    s.run_id = *impl_->run_id();
+    s.chunks_reused = impl_->cache->run_info(s.run_id).chunk_count();
+    return s;
+  }
+  impl_->run.reset();
+  impl_->ablation.reset();
+  return extract_run(*impl_->cache, impl_->key, *impl_->model, impl_->data, impl_->extraction, progress);
+}
+
+const RunData& AnalysisSession::run() {
+  if (!impl_->run) impl_->run = load_run_data(*impl_->cache, impl_->complete_run_id());
+  return *impl_->run;
+}
+
+ClassAccuracy AnalysisSession::accuracy() {
+  const auto& r = run();
+  return class_accuracy(r.labels, r.predictions, static_cast<int64_t>(impl_->class_names.size()));
+}
+
+Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshold) {
+  const auto start = Clock::now();
+  const auto id = impl_->complete_run_id();
+  const std::string key = "mode" + std::to_string(mode) + ":t" + std::to_string(threshold);
+  if (auto stored = impl_->cache->get_result(id, "statistics", key))
+    return {mode_statistics_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold);
+  impl_->cache->put_result(id, "statistics", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& request) {
+  const auto start = Clock::now();
+  const auto id = impl_->complete_run_id();
+  if (auto stored = impl_->cache->get_result(id, "gallery", request.key()))
+    return {gallery_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = select_gallery(run(), request);
+  impl_->cache->put_result(id, "gallery", request.key(), to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<int64_t>& experts,
+                                                AblationMethod method, bool recompute) {
+  const auto start = Clock::now();
+  const auto id = impl_->complete_run_id();
+  const auto key = experts_key(mode, experts, method);
+  if (!recompute)
+    if (auto stored = impl_->cache->get_result(id, "ablation", key))
+      return {ablation_outcome_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = impl_->engine(run()).ablate(mode, experts, method);
+  impl_->cache->put_result(id, "ablation", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress,
+                                            bool recompute) {
+  const auto start = Clock::now();
+  const auto id = impl_->complete_run_id();
+  const auto key = "mode" + std::to_string(mode) + ":" + to_string(method);
+  if (!recompute)
+    if (auto stored = impl_->cache->get_result(id, "sweep", key))
+      return {sweep_outcome_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = impl_->engine(run()).sweep(mode, method, progress);
+  impl_->cache->put_result(id, "sweep", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+SampleImage AnalysisSession::sample_image(int64_t sample) const {
+  SampleImage image;
+  const auto& d = impl_->data;
+  if (!d.has_images()) return image;
+  if (sample < 0 || sample >= d.size())
+    throw UsageError("sample " + std::to_string(sample) + " does not exist (0–" + std::to_string(d.size() - 1) + ")");
+  const auto hwc = d.images[sample].permute({1, 2, 0}).contiguous();
+  image.height = hwc.size(0);
+  image.width = hwc.size(1);
+  image.channels = hwc.size(2);
+  image.pixels.assign(hwc.data_ptr<uint8_t>(), hwc.data_ptr<uint8_t>() + hwc.numel());
+  return image;
+}
+
+}  // namespace mumoe::analysis

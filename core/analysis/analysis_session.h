@@ -1,0 +1,94 @@
+// The analysis API that the CLI and the GUI share: one model, one data set, one μMoE layer, one
+// cache. Opening is cheap (the model and data are loaded and hashed); extraction fills the cache
+// once; every view after that — statistics, galleries, ablations, sweeps — is answered from the
+// cache when it was asked before, and computed from the cached run otherwise (then stored).
+//
+// Torch-free header (pimpl), so UI code can hold a session. Not thread-safe: one thread at a
+// time (the GUI runs jobs on a worker thread and hands results back).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/ablation_results.h"
+#include "analysis/expert_statistics.h"
+#include "analysis/gallery.h"
+#include "analysis/progress.h"
+#include "analysis/run_data.h"
+#include "cache/analysis_cache.h"
+#include "model/state_dict_layout.h"
+
+namespace mumoe::analysis {
+
+struct SessionOptions {
+  std::string model_path;
+  std::string data_spec = "fashion-mnist:test";
+  std::string layer;       ///< "" = the model's only μMoE layer ("head" for image classifiers)
+  std::string cache_path;  ///< "" = cache::default_cache_path()
+  std::string device = "cpu";
+  int64_t chunk_size = 500;
+  model::LayoutOverrides overrides;  ///< what a plain PyTorch state_dict cannot tell
+};
+
+/// An answer and where it came from.
+template <typename T>
+struct Answer {
+  T value;
+  bool from_cache = false;
+  double seconds = 0;  ///< time to answer (lookup or computation)
+};
+
+/// One 8-bit image for galleries: rows × cols × channels (1 or 3), row-major.
+struct SampleImage {
+  int64_t height = 0, width = 0, channels = 0;
+  std::vector<uint8_t> pixels;
+  bool empty() const { return pixels.empty(); }
+};
+
+class AnalysisSession {
+ public:
+  /// Loads and checks the model and data and opens the cache. Throws FileError / UsageError.
+  static std::unique_ptr<AnalysisSession> open(const SessionOptions& options);
+  ~AnalysisSession();
+  AnalysisSession(const AnalysisSession&) = delete;
+  AnalysisSession& operator=(const AnalysisSession&) = delete;
+
+  const SessionOptions& options() const;
+  const cache::CacheOpenReport& cache_report() const;
+  const std::string& cache_path() const;
+  const std::string& layer_name() const;
+  const std::vector<std::string>& class_names() const;
+  const std::vector<std::string>& attribute_names() const;
+  std::vector<int64_t> expert_dims() const;
+  int64_t sample_count() const;
+  bool has_images() const;
+
+  /// True when the cache holds a complete run for this model, data and layer.
+  bool extracted() const;
+  /// Computes what the cache lacks (nothing when extracted()). Cancel → Cancelled.
+  ExtractionSummary extract(const ExtractionCallback& progress = {});
+  /// The complete run (loaded from the cache once). Throws UsageError before extraction.
+  const RunData& run();
+
+  /// Accuracy of the unablated model per class.
+  ClassAccuracy accuracy();
+  Answer<ModeStatistics> statistics(int64_t mode = 0, double threshold = 0.5);
+  Answer<Gallery> gallery(const GalleryRequest& request);
+  /// `recompute` ignores a stored answer (benchmarks, the naive oracle) and stores the new one.
+  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts,
+                                 AblationMethod method = AblationMethod::Sparse, bool recompute = false);
+  Answer<SweepOutcome> sweep(int64_t mode = 0, AblationMethod method = AblationMethod::Sparse,
+                             const SweepCallback& progress = {}, bool recompute = false);
+
+  /// Sample `sample` of image data as 8-bit pixels; empty for feature data.
+  SampleImage sample_image(int64_t sample) const;
+
+ private:
+  struct Impl;
+  explicit AnalysisSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mumoe::analysis

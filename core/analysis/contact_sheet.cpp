@@ -1,0 +1,69 @@
+#include "analysis/contact_sheet.h"
+
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+
+#include "io/atomic_file.h"
+#include "io/errors.h"
+
+namespace mumoe::analysis {
+namespace {
+
+constexpr int kTitleHeight = 28;
+const cv::Scalar kWhite(255, 255, 255), kGreen(80, 230, 80), kBackground(32, 32, 32);
+
+cv::Mat tile_image(const SampleImage& image, int size) {
+  cv::Mat out(size, size, CV_8UC3, kBackground);
+  if (image.empty()) return out;
+  const int type = image.channels == 1 ? CV_8UC1 : CV_8UC3;
+  cv::Mat src(static_cast<int>(image.height), static_cast<int>(image.width), type,
+              const_cast<uint8_t*>(image.pixels.data()));
+  cv::Mat bgr;
+  if (image.channels == 1)
+    cv::cvtColor(src, bgr, cv::COLOR_GRAY2BGR);
+  else
+    cv::cvtColor(src, bgr, cv::COLOR_RGB2BGR);
+  // Small images (28×28) stay crisp with nearest neighbour; photos look better with area.
+  const int interpolation = std::max(image.height, image.width) * 2 <= size ? cv::INTER_NEAREST : cv::INTER_AREA;
+  cv::resize(bgr, out, cv::Size(size, size), 0, 0, interpolation);
+  return out;
+}
+
+void outlined_text(cv::Mat& canvas, const std::string& text, cv::Point at, double scale, const cv::Scalar& colour) {
+  cv::putText(canvas, text, at, cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(0, 0, 0), 3, cv::LINE_AA);
+  cv::putText(canvas, text, at, cv::FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv::LINE_AA);
+}
+
+}  // namespace
+
+std::vector<unsigned char> render_contact_sheet(const std::string& title, const std::vector<ContactSheetTile>& tiles,
+                                                const ContactSheetStyle& style) {
+  if (tiles.empty()) throw UsageError("the gallery is empty: no samples reach the threshold");
+  const int size = style.tile_size, columns = std::min<int>(style.columns, static_cast<int>(tiles.size()));
+  const int rows = (static_cast<int>(tiles.size()) + columns - 1) / columns;
+  const int gap = 2;
+  cv::Mat canvas(kTitleHeight + rows * (size + gap), columns * (size + gap) - gap + 0, CV_8UC3, kBackground);
+  outlined_text(canvas, title, cv::Point(6, 19), 0.5, kWhite);
+  for (size_t i = 0; i < tiles.size(); ++i) {
+    const int r = static_cast<int>(i) / columns, c = static_cast<int>(i) % columns;
+    const cv::Rect where(c * (size + gap), kTitleHeight + r * (size + gap), size, size);
+    tile_image(tiles[i].image, size).copyTo(canvas(where));
+    outlined_text(canvas, tiles[i].label, cv::Point(where.x + 3, where.y + 13), 0.4, kWhite);
+    outlined_text(canvas, tiles[i].caption, cv::Point(where.x + 3, where.y + size - 5), 0.4, kGreen);
+  }
+  std::vector<unsigned char> png;
+  if (!cv::imencode(".png", canvas, png)) throw Error("OpenCV could not encode the contact sheet as PNG");
+  return png;
+}
+
+void write_contact_sheet(const std::string& path, const std::string& title, const std::vector<ContactSheetTile>& tiles,
+                         const ContactSheetStyle& style) {
+  const auto png = render_contact_sheet(title, tiles, style);
+  io::AtomicFileWriter out(path);
+  out.write(png.data(), png.size());
+  out.commit();
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,20 @@
+// Content hashes that key the analysis cache: a run is reused only for the same bytes of model
+// and data, whatever their paths or timestamps say. XXH3-128 (Debian's libxxhash): fast enough
+// to hash the 47 MB Fashion-MNIST training images in ~10 ms, and collisions are not a concern
+// for a cache key (this is not a security boundary).
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+namespace mumoe::analysis {
+
+/// 32 hex digits of the file's bytes. Throws FileError when it cannot be read.
+std::string hash_file(const std::string& path);
+
+/// 32 hex digits over the tensors' dtypes, shapes and bytes (undefined tensors count as empty).
+std::string hash_tensors(const std::vector<torch::Tensor>& tensors);
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,260 @@
+#include "analysis/counterfactual_ablation.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "analysis/tensor_records.h"
+#include "io/errors.h"
+#include "nn/device.h"
+
+namespace mumoe::analysis {
+namespace {
+
+// Rows per batched re-evaluation: large enough for efficient matrix products, small enough that
+// the dense coefficient rows of a 1024-expert mode stay around 100 MB.
+constexpr int64_t kRowsPerBatch = 12288;
+
+std::vector<int64_t> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+}  // namespace
+
+std::string to_string(AblationMethod m) { return m == AblationMethod::Naive ? "naive" : "sparse"; }
+
+AblationMethod parse_ablation_method(const std::string& text) {
+  if (text == "sparse") return AblationMethod::Sparse;
+  if (text == "naive") return AblationMethod::Naive;
+  throw UsageError("unknown ablation method '" + text + "' (expected sparse or naive)");
+}
+
+CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, const RunData& run, int64_t class_count,
+                                               const std::string& device)
+    : run_(run), class_count_(class_count), device_(nn::parse_device(device)) {
+  if (layer->config().expert_dims != run.info.expert_dims || layer->config().input_dim != run.info.input_dim)
+    throw UsageError("the layer does not match the analysis run (expert counts or input width differ)");
+  layer_ = nn::copy_block(layer, torch::kFloat64, device_);
+  inputs_ = to_tensor(run.inputs, {run.samples(), run.info.input_dim}).to(torch::kFloat64);
+  before_ = class_accuracy(run.labels, run.predictions, class_count);
+}
+
+void CounterfactualAblation::check(int64_t mode, const std::vector<int64_t>& experts) const {
+  if (mode < 0 || mode >= run_.modes())
+    throw UsageError("expert mode " + std::to_string(mode) + " does not exist (the layer has " +
+                     std::to_string(run_.modes()) + ")");
+  for (auto n : experts)
+    if (n < 0 || n >= run_.info.expert_dims[mode])
+      throw UsageError("cannot ablate expert " + std::to_string(n) + " of mode " + std::to_string(mode) +
+                       ": the mode has experts 0–" + std::to_string(run_.info.expert_dims[mode] - 1));
+  if (experts.empty()) throw UsageError("no experts to ablate");
+}
+
+torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples, int64_t mode,
+                                                   const torch::Tensor& zero_row, const torch::Tensor& zero_expert) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> coefficients;
+  for (int64_t e = 0; e < run_.modes(); ++e) {
+    auto a = dense_rows(run_.coefficients[e], samples, run_.info.expert_dims[e]);
+    if (e == mode) a.index_put_({zero_row, zero_expert}, 0.0);  // a_n := 0, no renormalisation
+    coefficients.push_back(a.to(device_));
+  }
+  const auto x = inputs_.index_select(0, samples).to(device_);
+  return layer_->output_from_coefficients(x, coefficients).argmax(1).cpu();
+}
+
+std::vector<int64_t> CounterfactualAblation::predict_all() {
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> out;
+  const int64_t chunk = run_.info.chunk_size;  // the extraction's batches: identical BatchNorm/BLAS shapes
+  for (int64_t begin = 0; begin < run_.samples(); begin += chunk) {
+    const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_);
+    const auto p = to_vector(layer_->forward(x).output.argmax(1));
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return out;
+}
+
+void CounterfactualAblation::zero_expert_slices(int64_t mode, const std::vector<int64_t>& experts,
+                                                std::vector<torch::Tensor>* saved) {
+  torch::NoGradGuard no_grad;
+  const bool cp = layer_->config().factorization == nn::Factorization::CP;
+  for (auto layer : {layer_->first_layer(), layer_->second_layer()}) {
+    if (layer.is_empty()) continue;
+    auto factor = layer->factors()[mode];  // CP: [N, R] (experts on dim 0); TR: [R, N, R'] (dim 1)
+    for (auto n : experts) {
+      auto slice = factor.select(cp ? 0 : 1, n);
+      saved->push_back(slice.clone());
+      slice.zero_();
+    }
+  }
+}
+
+void CounterfactualAblation::restore_expert_slices(int64_t mode, const std::vector<int64_t>& experts,
+                                                   const std::vector<torch::Tensor>& saved) {
+  torch::NoGradGuard no_grad;
+  const bool cp = layer_->config().factorization == nn::Factorization::CP;
+  size_t k = 0;
+  for (auto layer : {layer_->first_layer(), layer_->second_layer()}) {
+    if (layer.is_empty()) continue;
+    auto factor = layer->factors()[mode];
+    for (auto n : experts) factor.select(cp ? 0 : 1, n).copy_(saved[k++]);
+  }
+}
+
+std::vector<int64_t> CounterfactualAblation::predictions_after(int64_t mode, const std::vector<int64_t>& experts,
+                                                               AblationMethod method) {
+  check(mode, experts);
+  if (method == AblationMethod::Naive) {
+    std::vector<torch::Tensor> saved;
+    zero_expert_slices(mode, experts, &saved);
+    std::vector<int64_t> predictions;
+    try {
+      predictions = predict_all();
+    } catch (...) {
+      restore_expert_slices(mode, experts, saved);
+      throw;
+    }
+    restore_expert_slices(mode, experts, saved);
+    return predictions;
+  }
+  const std::set<int64_t> removed(experts.begin(), experts.end());
+  std::set<int64_t> affected;
+  const auto& cols = run_.columns[mode];
+  for (auto n : removed)
+    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
+  auto predictions = run_.predictions;
+  const std::vector<int64_t> samples(affected.begin(), affected.end());
+  for (size_t begin = 0; begin < samples.size(); begin += kRowsPerBatch) {
+    const std::vector<int64_t> part(samples.begin() + begin,
+                                    samples.begin() + std::min(samples.size(), begin + kRowsPerBatch));
+    // Every removed expert is zeroed in every row (zeroing an a_n that is already 0 is a no-op).
+    std::vector<int64_t> rows, zero_rows, zero_experts;
+    for (size_t b = 0; b < part.size(); ++b)
+      for (auto n : removed) {
+        zero_rows.push_back(static_cast<int64_t>(b));
+        zero_experts.push_back(n);
+      }
+    const auto p = to_vector(predict_rows(to_tensor(part), mode, to_tensor(zero_rows), to_tensor(zero_experts)));
+    for (size_t b = 0; b < part.size(); ++b) predictions[part[b]] = p[b];
+  }
+  return predictions;
+}
+
+AblationOutcome CounterfactualAblation::outcome(int64_t mode, const std::vector<int64_t>& experts,
+                                                const std::vector<int64_t>& predictions, int64_t affected) const {
+  AblationOutcome o;
+  o.mode = mode;
+  o.experts = experts;
+  o.after = class_accuracy(run_.labels, predictions, class_count_);
+  o.drop = accuracy_drop(before_, o.after);
+  o.polysemanticity = polysemanticity(o.drop);
+  o.has_effect = has_effect(o.drop);
+  o.affected_samples = affected;
+  for (size_t s = 0; s < predictions.size(); ++s) o.changed_predictions += predictions[s] != run_.predictions[s];
+  return o;
+}
+
+AblationOutcome CounterfactualAblation::ablate(int64_t mode, const std::vector<int64_t>& experts,
+                                               AblationMethod method) {
+  const auto predictions = predictions_after(mode, experts, method);
+  std::set<int64_t> affected;
+  const auto& cols = run_.columns[mode];
+  for (auto n : experts)
+    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
+  return outcome(mode, experts, predictions, static_cast<int64_t>(affected.size()));
+}
+
+SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallback& progress) {
+  const auto& cols = run_.columns[mode];
+  const int64_t experts = run_.info.expert_dims[mode];
+  // Per expert, the class-wise change in correct predictions; a sample counts only where its
+  // prediction flips into or out of being correct.
+  std::vector<std::vector<int64_t>> correct_delta(experts, std::vector<int64_t>(class_count_, 0));
+  std::vector<int64_t> changed(experts, 0);
+
+  int64_t next_expert = 0;
+  while (next_expert < experts) {
+    // Batch whole experts' supports until the batch is full (an expert larger than a batch
+    // gets a batch of its own).
+    std::vector<int64_t> samples, zero_rows, zero_experts, owner;
+    while (next_expert < experts &&
+           (samples.empty() || static_cast<int64_t>(samples.size()) + cols.support(next_expert) <= kRowsPerBatch)) {
+      for (int64_t k = cols.offsets[next_expert]; k < cols.offsets[next_expert + 1]; ++k) {
+        zero_rows.push_back(static_cast<int64_t>(samples.size()));
+        zero_experts.push_back(next_expert);
+        samples.push_back(cols.samples[k]);
+        owner.push_back(next_expert);
+      }
+      ++next_expert;
+    }
+    if (!samples.empty()) {
+      const auto p = to_vector(predict_rows(to_tensor(samples), mode, to_tensor(zero_rows), to_tensor(zero_experts)));
+      for (size_t b = 0; b < samples.size(); ++b) {
+        const auto s = samples[b];
+        const auto old_prediction = run_.predictions[s];
+        if (p[b] == old_prediction) continue;
+        ++changed[owner[b]];
+        const auto y = run_.labels[s];
+        correct_delta[owner[b]][y] += (p[b] == y) - (old_prediction == y);
+      }
+    }
+    if (progress && !progress(next_expert, experts)) throw Cancelled();
+  }
+
+  SweepOutcome sweep;
+  for (int64_t n = 0; n < experts; ++n) {
+    AblationOutcome o;
+    o.mode = mode;
+    o.experts = {n};
+    o.after = before_;
+    int64_t correct_total = 0, count_total = 0;
+    for (int64_t c = 0; c < class_count_; ++c) {
+      o.after.correct[c] += correct_delta[n][c];
+      o.after.per_class[c] = o.after.count[c] ? static_cast<double>(o.after.correct[c]) / o.after.count[c] : 0.0;
+      correct_total += o.after.correct[c];
+      count_total += o.after.count[c];
+    }
+    o.after.overall = count_total ? static_cast<double>(correct_total) / count_total : 0.0;
+    o.drop = accuracy_drop(before_, o.after);
+    o.polysemanticity = polysemanticity(o.drop);
+    o.has_effect = has_effect(o.drop);
+    o.affected_samples = cols.support(n);
+    o.changed_predictions = changed[n];
+    sweep.experts.push_back(std::move(o));
+  }
+  return sweep;
+}
+
+SweepOutcome CounterfactualAblation::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress) {
+  check(mode, {0});
+  const auto start = std::chrono::steady_clock::now();
+  SweepOutcome sweep;
+  if (method == AblationMethod::Sparse) {
+    sweep = sweep_sparse(mode, progress);
+  } else {
+    const int64_t experts = run_.info.expert_dims[mode];
+    for (int64_t n = 0; n < experts; ++n) {
+      sweep.experts.push_back(ablate(mode, {n}, AblationMethod::Naive));
+      if (progress && !progress(n + 1, experts)) throw Cancelled();
+    }
+  }
+  sweep.mode = mode;
+  sweep.method = method;
+  double sum = 0;
+  for (const auto& o : sweep.experts)
+    if (o.has_effect) {
+      sum += o.polysemanticity;
+      ++sweep.experts_with_effect;
+    }
+  sweep.mean_polysemanticity =
+      sweep.experts_with_effect ? sum / sweep.experts_with_effect : std::numeric_limits<double>::quiet_NaN();
+  sweep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sweep;
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,62 @@
+// Counterfactual expert ablation (spec §4, paper §4.1.2): what happens to per-class accuracy when
+// W_n := 0 for one expert, a set of experts, or each expert of a mode in turn.
+//
+// Two methods with identical results:
+//   * Sparse: removing expert n can change only the samples with a_n > 0, and (no
+//     renormalisation) it leaves the gates untouched. So only those samples' layer outputs are
+//     re-evaluated, from the stored inputs and coefficients with a_n := 0, many experts' samples
+//     batched together. Cost ∝ Σ_n support(n) instead of N · S.
+//   * Naive (the oracle): for each expert, zero the expert's factor slice — literally W_n := 0
+//     (CP: row n of the mode's factor; TR: slice [:, n, :] of its core; both layers of a block)
+//     — and run the whole layer, gates included, over every sample.
+// Both evaluate the layer in float64 from the same stored float32 inputs, so they agree
+// prediction for prediction (the tests check this against each other).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/ablation_results.h"
+#include "analysis/run_data.h"
+#include "nn/mumoe_block.h"
+
+namespace mumoe::analysis {
+
+class CounterfactualAblation {
+ public:
+  /// `layer` is copied (float64, on `device`); `run` must outlive this object.
+  CounterfactualAblation(const nn::MuMoEBlock& layer, const RunData& run, int64_t class_count,
+                         const std::string& device = "cpu");
+
+  const ClassAccuracy& before() const { return before_; }
+
+  /// Every sample's prediction with the given experts of `mode` removed.
+  std::vector<int64_t> predictions_after(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method);
+  AblationOutcome ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method);
+  SweepOutcome sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {});
+
+ private:
+  void check(int64_t mode, const std::vector<int64_t>& experts) const;
+  AblationOutcome outcome(int64_t mode, const std::vector<int64_t>& experts, const std::vector<int64_t>& predictions,
+                          int64_t affected) const;
+  /// Predictions of the layer on `samples` (long [B]) with coefficient (row b, expert
+  /// zeroed[b]) of `mode` set to 0 — several experts per row when rows repeat.
+  torch::Tensor predict_rows(const torch::Tensor& samples, int64_t mode, const torch::Tensor& zero_row,
+                             const torch::Tensor& zero_expert);
+  /// One full pass of the layer over all samples, gates included (the naive oracle).
+  std::vector<int64_t> predict_all();
+  /// Zeroes (or restores) expert n's slice of mode `mode` in every layer of the block.
+  void zero_expert_slices(int64_t mode, const std::vector<int64_t>& experts, std::vector<torch::Tensor>* saved);
+  void restore_expert_slices(int64_t mode, const std::vector<int64_t>& experts, const std::vector<torch::Tensor>& saved);
+  SweepOutcome sweep_sparse(int64_t mode, const SweepCallback& progress);
+
+  nn::MuMoEBlock layer_{nullptr};
+  const RunData& run_;
+  int64_t class_count_;
+  torch::Device device_;
+  torch::Tensor inputs_;  ///< float64 [S, I] on the CPU
+  ClassAccuracy before_;
+};
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,93 @@
+#include "analysis/extraction.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <chrono>
+#include <set>
+
+#include "analysis/content_hash.h"
+#include "analysis/tensor_records.h"
+#include "io/errors.h"
+#include "nn/device.h"
+
+namespace mumoe::analysis {
+
+cache::RunKey make_run_key(const std::string& model_path, const model::ClassifierModel& model,
+                           const data::Dataset& data, const ExtractionOptions& options) {
+  cache::RunKey key;
+  key.model_hash = hash_file(model_path);
+  key.model_path = model_path;
+  key.data_identity = data.identity;
+  key.data_hash = hash_tensors({data.images, data.features, data.labels, data.attributes});
+  key.layer = model.layer_name();
+  key.parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
+                                   {"chunk_size", options.chunk_size},
+                                   {"layer_dtype", "float64"}})
+                       .dump();
+  return key;
+}
+
+cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Dataset& data,
+                             const ExtractionOptions& options) {
+  if (options.chunk_size <= 0) throw UsageError("the chunk size must be positive");
+  cache::RunInfo info;
+  info.sample_count = data.size();
+  info.chunk_size = options.chunk_size;
+  info.input_dim = model.layer()->config().input_dim;
+  info.output_dim = model.class_count();
+  info.expert_dims = model.layer()->config().expert_dims;
+  info.attribute_count = data.attribute_count();
+  return info;
+}
+
+ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,
+                              const data::Dataset& data, const ExtractionOptions& options,
+                              const ExtractionCallback& progress) {
+  model.check_compatible(data);
+  const auto info = make_run_info(model, data, options);
+  const auto start = std::chrono::steady_clock::now();
+  ExtractionSummary summary;
+  summary.run_id = cache.begin_run(key, info);
+  const auto present = cache.chunk_indices(summary.run_id);
+  const std::set<int64_t> done(present.begin(), present.end());
+  const int64_t chunks = info.chunk_count();
+  summary.chunks_reused = static_cast<int64_t>(done.size());
+
+  const auto device = nn::parse_device(options.device);
+  model.backbone_to(device);
+  auto layer = nn::copy_block(model.layer(), torch::kFloat64, device);
+  torch::NoGradGuard no_grad;
+
+  ExtractionProgress p;
+  p.samples_total = info.sample_count;
+  p.chunks_total = chunks;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
+    if (!done.count(c)) {
+      const auto inputs = model.layer_inputs(data, begin, end);
+      const auto out = layer->forward(inputs.to(device, torch::kFloat64));
+      const auto scores = out.output.cpu();
+      if (!torch::isfinite(scores).all().item<bool>())
+        throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
+                                            std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +
+                                            data.identity);
+      std::vector<torch::Tensor> coefficients;
+      for (const auto& a : out.coefficients) coefficients.push_back(a.cpu());
+      const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
+      cache.put_chunk(summary.run_id, make_chunk_record(c, begin, inputs, data.labels.slice(0, begin, end), scores,
+                                                        coefficients, attributes));
+      ++summary.chunks_computed;
+    }
+    p.chunks_done = c + 1;
+    p.samples_done = end;
+    p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
+    if (progress && !progress(p)) throw Cancelled();
+  }
+  cache.complete_run(summary.run_id);
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace mumoe::analysis

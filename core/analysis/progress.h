@@ -1,0 +1,28 @@
+// Progress reporting of analysis jobs (torch-free, so GUI code can include it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace mumoe::analysis {
+
+struct ExtractionProgress {
+  int64_t samples_done = 0;
+  int64_t samples_total = 0;
+  int64_t chunks_done = 0;  ///< including chunks found in the cache
+  int64_t chunks_total = 0;
+  double elapsed_seconds = 0;
+  double eta_seconds = 0;
+};
+/// Called after every chunk; return false to cancel (extract_run then throws Cancelled; the
+/// chunks written so far stay valid).
+using ExtractionCallback = std::function<bool(const ExtractionProgress&)>;
+
+struct ExtractionSummary {
+  int64_t run_id = 0;
+  int64_t chunks_computed = 0;
+  int64_t chunks_reused = 0;
+  double seconds = 0;
+};
+
+}  // namespace mumoe::analysis

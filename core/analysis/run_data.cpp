@@ -1,0 +1,64 @@
+#include "analysis/run_data.h"
+
+#include "io/errors.h"
+
+namespace mumoe::analysis {
+
+void RunData::append(const cache::ChunkRecord& chunk) {
+  labels.insert(labels.end(), chunk.labels.begin(), chunk.labels.end());
+  predictions.insert(predictions.end(), chunk.predictions.begin(), chunk.predictions.end());
+  scores.insert(scores.end(), chunk.scores.begin(), chunk.scores.end());
+  inputs.insert(inputs.end(), chunk.inputs.begin(), chunk.inputs.end());
+  attributes.insert(attributes.end(), chunk.attributes.begin(), chunk.attributes.end());
+  if (coefficients.empty()) {
+    coefficients.resize(chunk.coefficients.size());
+    for (auto& rows : coefficients) rows.offsets = {0};
+  }
+  for (size_t e = 0; e < chunk.coefficients.size(); ++e) {
+    auto& all = coefficients[e];
+    const auto& part = chunk.coefficients[e];
+    const int64_t base = all.offsets.back();
+    for (size_t i = 1; i < part.offsets.size(); ++i) all.offsets.push_back(base + part.offsets[i]);
+    all.indices.insert(all.indices.end(), part.indices.begin(), part.indices.end());
+    all.values.insert(all.values.end(), part.values.begin(), part.values.end());
+  }
+}
+
+ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts) {
+  ExpertColumns c;
+  c.offsets.assign(experts + 1, 0);
+  for (auto n : rows.indices) ++c.offsets[n + 1];
+  for (int64_t n = 0; n < experts; ++n) c.offsets[n + 1] += c.offsets[n];
+  c.samples.resize(rows.indices.size());
+  c.values.resize(rows.indices.size());
+  std::vector<int64_t> next(c.offsets.begin(), c.offsets.end() - 1);
+  const int64_t samples = static_cast<int64_t>(rows.offsets.size()) - 1;
+  for (int64_t s = 0; s < samples; ++s)  // rows in sample order keep each column sorted
+    for (int64_t k = rows.offsets[s]; k < rows.offsets[s + 1]; ++k) {
+      const auto slot = next[rows.indices[k]]++;
+      c.samples[slot] = s;
+      c.values[slot] = rows.values[k];
+    }
+  return c;
+}
+
+void RunData::finish() {
+  columns.clear();
+  for (size_t e = 0; e < coefficients.size(); ++e) columns.push_back(to_columns(coefficients[e], info.expert_dims[e]));
+}
+
+RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id) {
+  if (!cache.run_complete(run_id))
+    throw UsageError("analysis run " + std::to_string(run_id) + " in " + cache.path() +
+                     " is not complete: run `mumoe analyze` first");
+  RunData data;
+  data.info = cache.run_info(run_id);
+  for (int64_t c = 0; c < data.info.chunk_count(); ++c) data.append(cache.get_chunk(run_id, c));
+  if (data.samples() != data.info.sample_count)
+    throw FileError(cache.path(), "run " + std::to_string(run_id) + " holds " + std::to_string(data.samples()) +
+                                      " samples but should hold " + std::to_string(data.info.sample_count));
+  data.finish();
+  return data;
+}
+
+}  // namespace mumoe::analysis

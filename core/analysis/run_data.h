@@ -1,0 +1,47 @@
+// One complete analysis run held in memory: every chunk of the cache concatenated, plus an
+// expert → samples index per expert mode. Plain C++ (no LibTorch): statistics, galleries and
+// the GUI's item models work on it directly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "cache/analysis_cache.h"
+
+namespace mumoe::analysis {
+
+/// The non-zero coefficients of one expert mode by expert (CSC): expert n's samples are
+/// samples/values[offsets[n] .. offsets[n+1]), in increasing sample order.
+struct ExpertColumns {
+  std::vector<int64_t> offsets;  ///< N + 1
+  std::vector<int64_t> samples;
+  std::vector<double> values;
+  int64_t support(int64_t expert) const { return offsets[expert + 1] - offsets[expert]; }
+};
+
+struct RunData {
+  cache::RunInfo info;
+  std::vector<int64_t> labels;       ///< [S]
+  std::vector<int64_t> predictions;  ///< [S]
+  std::vector<double> scores;        ///< [S × C]
+  std::vector<float> inputs;         ///< [S × I] the μMoE layer's inputs
+  std::vector<uint8_t> attributes;   ///< [S × K]
+  std::vector<cache::SparseRows> coefficients;  ///< per mode, rows = samples
+  std::vector<ExpertColumns> columns;           ///< per mode, built by finish()
+
+  int64_t samples() const { return static_cast<int64_t>(labels.size()); }
+  int64_t modes() const { return static_cast<int64_t>(info.expert_dims.size()); }
+  /// Appends one chunk (chunks must come in sample order).
+  void append(const cache::ChunkRecord& chunk);
+  /// Builds `columns` once every chunk is appended.
+  void finish();
+};
+
+/// Every chunk of a complete run, in order. Throws UsageError if the run is not complete and
+/// FileError if a chunk is unreadable.
+RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id);
+
+/// The CSR rows of one mode turned into columns (what finish() does for every mode).
+ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts);
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,83 @@
+#include "analysis/tensor_records.h"
+
+#include <torch/torch.h>
+
+namespace mumoe::analysis {
+namespace {
+
+template <typename T>
+std::vector<T> to_vector(const torch::Tensor& t) {
+  const auto c = t.contiguous();
+  return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
+}
+
+}  // namespace
+
+cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
+  const auto a = coefficients.to(torch::kFloat64).contiguous();
+  const int64_t n = a.size(0);
+  const auto nz = (a > 0).nonzero();  // row-major order: rows ascending, experts ascending
+  const auto rows = nz.select(1, 0), cols = nz.select(1, 1);
+  cache::SparseRows out;
+  const auto counts = torch::bincount(rows, {}, n);
+  out.offsets.assign(1, 0);
+  const auto count_vec = to_vector<int64_t>(counts.to(torch::kLong));
+  for (auto c : count_vec) out.offsets.push_back(out.offsets.back() + c);
+  out.indices = to_vector<int32_t>(cols.to(torch::kInt));
+  out.values = to_vector<double>(a.index({rows, cols}));
+  return out;
+}
+
+torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts) {
+  const int64_t b = samples.size(0);
+  auto dense = torch::zeros({b, experts}, torch::kFloat64);
+  if (b == 0) return dense;
+  const auto offsets = torch::from_blob(const_cast<int64_t*>(rows.offsets.data()),
+                                        {static_cast<int64_t>(rows.offsets.size())}, torch::kLong);
+  const auto starts = offsets.index_select(0, samples);
+  const auto lengths = offsets.index_select(0, samples + 1) - starts;
+  const int64_t total = lengths.sum().item<int64_t>();
+  if (total == 0) return dense;
+  // Position of every stored entry of the selected rows: start of its row + its rank in the row.
+  const auto row_of_entry = torch::repeat_interleave(torch::arange(b), lengths);
+  const auto row_begin_in_flat = (lengths.cumsum(0) - lengths).index_select(0, row_of_entry);
+  const auto positions = starts.index_select(0, row_of_entry) + (torch::arange(total) - row_begin_in_flat);
+  const auto indices = torch::from_blob(const_cast<int32_t*>(rows.indices.data()),
+                                        {static_cast<int64_t>(rows.indices.size())}, torch::kInt)
+                           .index_select(0, positions)
+                           .to(torch::kLong);
+  const auto values = torch::from_blob(const_cast<double*>(rows.values.data()),
+                                       {static_cast<int64_t>(rows.values.size())}, torch::kFloat64)
+                          .index_select(0, positions);
+  dense.index_put_({row_of_entry, indices}, values);
+  return dense;
+}
+
+cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
+                                     const torch::Tensor& labels, const torch::Tensor& scores,
+                                     const std::vector<torch::Tensor>& coefficients,
+                                     const torch::Tensor& attributes) {
+  cache::ChunkRecord r;
+  r.chunk_index = chunk_index;
+  r.first_sample = first_sample;
+  r.count = labels.size(0);
+  r.labels = to_vector<int64_t>(labels.to(torch::kLong));
+  r.predictions = to_vector<int64_t>(scores.argmax(1));
+  r.scores = to_vector<double>(scores.to(torch::kFloat64));
+  r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
+  if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
+  for (const auto& a : coefficients) r.coefficients.push_back(to_sparse_rows(a));
+  return r;
+}
+
+torch::Tensor to_tensor(const std::vector<float>& v, std::vector<int64_t> shape) {
+  return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32).clone();
+}
+torch::Tensor to_tensor(const std::vector<double>& v, std::vector<int64_t> shape) {
+  return torch::from_blob(const_cast<double*>(v.data()), shape, torch::kFloat64).clone();
+}
+torch::Tensor to_tensor(const std::vector<int64_t>& v) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, torch::kLong).clone();
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,31 @@
+// Conversions between torch tensors and the cache's plain records (cache::ChunkRecord,
+// cache::SparseRows): the one place where the torch-free cache meets LibTorch.
+#pragma once
+
+#include <torch/types.h>
+
+#include <vector>
+
+#include "cache/analysis_cache.h"
+
+namespace mumoe::analysis {
+
+/// Dense coefficients [n, N] → CSR of the entries > 0 (the rest of a sparse entmax output is 0).
+cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients);
+
+/// Dense float64 [rows.size(), experts] of the CSR rows listed in `samples` (indices into rows).
+torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts);
+
+/// A chunk from tensors: inputs float [n, I], labels [n], scores [n, C] (predictions are their
+/// argmax), coefficients per mode [n, N_e], attributes [n, K] or undefined.
+cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
+                                     const torch::Tensor& labels, const torch::Tensor& scores,
+                                     const std::vector<torch::Tensor>& coefficients,
+                                     const torch::Tensor& attributes);
+
+/// Tensor views copied from plain vectors.
+torch::Tensor to_tensor(const std::vector<float>& values, std::vector<int64_t> shape);
+torch::Tensor to_tensor(const std::vector<double>& values, std::vector<int64_t> shape);
+torch::Tensor to_tensor(const std::vector<int64_t>& values);
+
+}  // namespace mumoe::analysis

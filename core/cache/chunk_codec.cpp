@@ -1,0 +1,204 @@
+#include "cache/chunk_codec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace mumoe::cache {
+namespace {
+
+// Bounds that keep every element and byte count below 2^62, so size arithmetic cannot overflow
+// (also for shapes read back from a damaged file).
+constexpr int64_t kMaxChunkSize = int64_t{1} << 24;
+constexpr int64_t kMaxDim = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxSamples = int64_t{1} << 53;
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+std::string size_problem(const char* field, std::size_t actual, int64_t expected, const std::string& why) {
+  if (static_cast<int64_t>(actual) == expected) return "";
+  return std::string(field) + ": has " + str(static_cast<int64_t>(actual)) + " entries, expected " + str(expected) +
+         " (" + why + ")";
+}
+
+// offsets[0] == 0 and non-decreasing; the size is checked by the caller.
+std::string offsets_problem(const std::vector<int64_t>& offsets) {
+  if (offsets.empty()) return "offsets: empty";
+  if (offsets[0] != 0) return "offsets: offsets[0] is " + str(offsets[0]) + ", expected 0";
+  for (std::size_t i = 1; i < offsets.size(); ++i)
+    if (offsets[i] < offsets[i - 1])
+      return "offsets: decrease at row " + str(static_cast<int64_t>(i - 1)) + " (" + str(offsets[i - 1]) + " then " +
+             str(offsets[i]) + ")";
+  return "";
+}
+
+std::string rows_problem(const SparseRows& rows, int64_t count, int64_t experts) {
+  if (static_cast<int64_t>(rows.offsets.size()) != count + 1)
+    return size_problem("offsets", rows.offsets.size(), count + 1, "count + 1");
+  if (auto p = offsets_problem(rows.offsets); !p.empty()) return p;
+  if (static_cast<int64_t>(rows.indices.size()) != rows.offsets.back())
+    return size_problem("indices", rows.indices.size(), rows.offsets.back(), "the last offset");
+  if (rows.values.size() != rows.indices.size())
+    return size_problem("values", rows.values.size(), static_cast<int64_t>(rows.indices.size()), "one per index");
+  for (int64_t row = 0; row < count; ++row) {
+    for (int64_t k = rows.offsets[row]; k < rows.offsets[row + 1]; ++k) {
+      int32_t e = rows.indices[k];
+      if (e < 0 || e >= experts)
+        return "indices: expert " + str(e) + " in row " + str(row) + " is outside [0, " + str(experts) + ")";
+      if (k > rows.offsets[row] && e <= rows.indices[k - 1])
+        return "indices: not increasing in row " + str(row) + " (" + str(rows.indices[k - 1]) + " then " + str(e) + ")";
+      double a = rows.values[k];
+      if (!(a > 0) || !std::isfinite(a))
+        return "values: entry " + str(k) + " (row " + str(row) + ") is " + std::to_string(a) +
+               ", expected a finite a_n > 0";
+    }
+  }
+  return "";
+}
+
+template <class T>
+std::vector<T> decode_array(BlobView blob, int64_t expected, const char* field) {
+  const auto bytes = static_cast<int64_t>(blob.size);
+  if (bytes != expected * static_cast<int64_t>(sizeof(T)))
+    throw ChunkFormatError(std::string(field) + ": " + str(bytes) + " bytes, expected " + str(expected) + " × " +
+                           str(sizeof(T)) + " = " + str(expected * static_cast<int64_t>(sizeof(T))));
+  std::vector<T> out(static_cast<std::size_t>(expected));
+  if (bytes > 0) std::memcpy(out.data(), blob.data, blob.size);  // the blob may be unaligned
+  return out;
+}
+
+}  // namespace
+
+std::string run_info_problem(const RunInfo& info) {
+  if (info.sample_count < 0 || info.sample_count > kMaxSamples)
+    return "sample_count: " + str(info.sample_count) + " is outside [0, 2^53]";
+  if (info.chunk_size < 1 || info.chunk_size > kMaxChunkSize)
+    return "chunk_size: " + str(info.chunk_size) + " is outside [1, 2^24]";
+  const std::pair<const char*, int64_t> dims[] = {
+      {"input_dim", info.input_dim}, {"output_dim", info.output_dim}, {"attribute_count", info.attribute_count}};
+  for (const auto& [name, v] : dims)
+    if (v < 0 || v > kMaxDim) return std::string(name) + ": " + str(v) + " is outside [0, 2^31)";
+  if (info.expert_dims.empty()) return "expert_dims: empty (a μMoE layer has at least one expert mode)";
+  for (std::size_t m = 0; m < info.expert_dims.size(); ++m)
+    if (info.expert_dims[m] < 1 || info.expert_dims[m] > kMaxDim)
+      return "expert_dims[" + str(static_cast<int64_t>(m)) + "]: " + str(info.expert_dims[m]) +
+             " is outside [1, 2^31)";
+  return "";
+}
+
+int64_t expected_first_sample(const RunInfo& info, int64_t index) { return index * info.chunk_size; }
+
+int64_t expected_count(const RunInfo& info, int64_t index) {
+  return std::min(info.chunk_size, info.sample_count - expected_first_sample(info, index));
+}
+
+std::string chunk_problem(const RunInfo& info, const ChunkRecord& c) {
+  const int64_t chunks = info.chunk_count();
+  if (c.chunk_index < 0 || c.chunk_index >= chunks)
+    return "chunk_index: " + str(c.chunk_index) + " is outside [0, " + str(chunks) + ")";
+  if (c.first_sample != expected_first_sample(info, c.chunk_index))
+    return "first_sample: " + str(c.first_sample) + ", expected " + str(expected_first_sample(info, c.chunk_index)) +
+           " (chunk_index × chunk_size)";
+  const int64_t n = expected_count(info, c.chunk_index);
+  if (c.count != n) return "count: " + str(c.count) + ", expected " + str(n);
+  if (auto p = size_problem("labels", c.labels.size(), n, "count"); !p.empty()) return p;
+  if (auto p = size_problem("predictions", c.predictions.size(), n, "count"); !p.empty()) return p;
+  if (auto p = size_problem("scores", c.scores.size(), n * info.output_dim, "count × output_dim"); !p.empty()) return p;
+  if (auto p = size_problem("inputs", c.inputs.size(), n * info.input_dim, "count × input_dim"); !p.empty()) return p;
+  if (auto p = size_problem("attributes", c.attributes.size(), n * info.attribute_count, "count × attribute_count");
+      !p.empty())
+    return p;
+  for (std::size_t k = 0; k < c.attributes.size(); ++k)
+    if (c.attributes[k] > 1)
+      return "attributes: byte " + str(static_cast<int64_t>(k)) + " is " + str(c.attributes[k]) + ", expected 0 or 1";
+  if (c.coefficients.size() != info.expert_dims.size())
+    return size_problem("coefficients", c.coefficients.size(), static_cast<int64_t>(info.expert_dims.size()),
+                        "one per expert mode");
+  for (std::size_t m = 0; m < c.coefficients.size(); ++m)
+    if (auto p = rows_problem(c.coefficients[m], n, info.expert_dims[m]); !p.empty())
+      return "coefficients[" + str(static_cast<int64_t>(m)) + "]." + p;
+  return "";
+}
+
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes) {
+  CoefficientBlobs out;
+  for (const SparseRows& rows : modes) {
+    out.offsets.insert(out.offsets.end(), rows.offsets.begin(), rows.offsets.end());
+    out.indices.insert(out.indices.end(), rows.indices.begin(), rows.indices.end());
+    out.values.insert(out.values.end(), rows.values.begin(), rows.values.end());
+  }
+  return out;
+}
+
+ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredChunk& s) {
+  ChunkRecord c;
+  c.chunk_index = chunk_index;
+  c.first_sample = s.first_sample;
+  c.count = s.count;
+  // The counts come from the run, not from the row, so a damaged row cannot ask for huge arrays.
+  if (chunk_index < 0 || chunk_index >= info.chunk_count())
+    throw ChunkFormatError("chunk_index: outside [0, " + str(info.chunk_count()) + ")");
+  const int64_t n = expected_count(info, chunk_index);
+  if (s.count != n) throw ChunkFormatError("count: " + str(s.count) + ", expected " + str(n));
+  c.labels = decode_array<int64_t>(s.labels, n, "labels");
+  c.predictions = decode_array<int64_t>(s.predictions, n, "predictions");
+  c.scores = decode_array<double>(s.scores, n * info.output_dim, "scores");
+  c.inputs = decode_array<float>(s.inputs, n * info.input_dim, "inputs");
+  c.attributes = decode_array<uint8_t>(s.attributes, n * info.attribute_count, "attributes");
+
+  const auto modes = static_cast<int64_t>(info.expert_dims.size());
+  const auto offsets = decode_array<int64_t>(s.coef_offsets, modes * (n + 1), "coef_offsets");
+  if (s.coef_indices.size % sizeof(int32_t) != 0)
+    throw ChunkFormatError("coef_indices: " + str(static_cast<int64_t>(s.coef_indices.size)) +
+                           " bytes is not a whole number of int32");
+  const auto total = static_cast<int64_t>(s.coef_indices.size / sizeof(int32_t));
+  const auto indices = decode_array<int32_t>(s.coef_indices, total, "coef_indices");
+  const auto values = decode_array<double>(s.coef_values, total, "coef_values");
+
+  int64_t used = 0;
+  for (int64_t m = 0; m < modes; ++m) {
+    const std::string field = "coefficients[" + str(m) + "].";
+    SparseRows rows;
+    rows.offsets.assign(offsets.begin() + m * (n + 1), offsets.begin() + (m + 1) * (n + 1));
+    if (auto p = offsets_problem(rows.offsets); !p.empty()) throw ChunkFormatError(field + p);
+    const int64_t nnz = rows.offsets.back();
+    if (nnz > total - used)
+      throw ChunkFormatError(field + "offsets: end at " + str(nnz) + " but coef_indices has only " +
+                             str(total - used) + " entries left");
+    rows.indices.assign(indices.begin() + used, indices.begin() + used + nnz);
+    rows.values.assign(values.begin() + used, values.begin() + used + nnz);
+    used += nnz;
+    c.coefficients.push_back(std::move(rows));
+  }
+  if (used != total)
+    throw ChunkFormatError("coef_indices: " + str(total - used) + " entries beyond the last mode's offsets");
+  if (auto p = chunk_problem(info, c); !p.empty()) throw ChunkFormatError(p);
+  return c;
+}
+
+std::string format_dims(const std::vector<int64_t>& dims) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + str(dims[i]);
+  return out + "]";
+}
+
+std::optional<std::vector<int64_t>> parse_dims(const std::string& text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  std::vector<int64_t> dims;
+  const std::string body = text.substr(1, text.size() - 2);
+  if (body.empty()) return dims;
+  std::size_t pos = 0;
+  while (true) {
+    std::size_t comma = body.find(',', pos);
+    std::string item = body.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    if (item.empty() || item.size() > 18 || item.find_first_not_of("0123456789") != std::string::npos)
+      return std::nullopt;
+    dims.push_back(std::stoll(item));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return dims;
+}
+
+}  // namespace mumoe::cache

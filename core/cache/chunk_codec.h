@@ -1,0 +1,75 @@
+// How runs and chunks are checked and stored: the validation put_chunk and get_chunk share, and
+// the blob layout of a chunk row. Private to the cache (not part of its API).
+//
+// Blob layout of a chunk (every array raw little-endian, as in memory on the machines we run on):
+//   labels, predictions  int64[count]
+//   scores               float64[count × output_dim]
+//   inputs               float32[count × input_dim]
+//   attributes           uint8[count × attribute_count]
+//   coef_offsets         int64[modes × (count + 1)]: each mode's CSR offsets, mode after mode
+//   coef_indices         int32[Σ nnz]: each mode's indices, mode after mode
+//   coef_values          float64[Σ nnz]
+// A mode's nnz is the last of its offsets, so the three coefficient blobs split without any
+// further length fields.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "cache/analysis_cache.h"
+#include "cache/sqlite_database.h"
+
+namespace mumoe::cache {
+
+// A blob is the vector's memory as is, which is the little-endian layout above only here.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the cache stores raw little-endian arrays");
+
+/// A stored chunk that does not match its run. what() is "FIELD: problem".
+class ChunkFormatError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// "" when a run with these shapes can be stored, else "FIELD: problem".
+std::string run_info_problem(const RunInfo& info);
+
+/// "" when `chunk` is chunk `chunk.chunk_index` of a run with `info` (sizes, CSR offsets, expert
+/// index ranges and order, a_n > 0, attributes 0/1), else "FIELD: problem".
+std::string chunk_problem(const RunInfo& info, const ChunkRecord& chunk);
+
+/// The first sample and sample count that chunk `index` of a run must have.
+int64_t expected_first_sample(const RunInfo& info, int64_t index);
+int64_t expected_count(const RunInfo& info, int64_t index);
+
+/// The bytes of a vector, to bind as a blob.
+template <class T>
+BlobView raw_bytes(const std::vector<T>& v) {
+  return BlobView{v.data(), v.size() * sizeof(T)};
+}
+
+/// The three coefficient blobs of a chunk.
+struct CoefficientBlobs {
+  std::vector<int64_t> offsets;
+  std::vector<int32_t> indices;
+  std::vector<double> values;
+};
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes);
+
+/// A chunk row as read from the database.
+struct StoredChunk {
+  int64_t first_sample = 0;
+  int64_t count = 0;
+  BlobView labels, predictions, scores, inputs, attributes, coef_offsets, coef_indices, coef_values;
+};
+/// Decodes and validates a stored chunk; throws ChunkFormatError naming the field.
+ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredChunk& stored);
+
+/// expert_dims as stored in the runs table: a JSON list of integers, e.g. "[128,4]".
+std::string format_dims(const std::vector<int64_t>& dims);
+/// The inverse of format_dims; nullopt when `text` is not such a list.
+std::optional<std::vector<int64_t>> parse_dims(const std::string& text);
+
+}  // namespace mumoe::cache

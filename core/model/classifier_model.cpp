@@ -1,0 +1,73 @@
+#include "model/classifier_model.h"
+
+#include <torch/torch.h>
+
+#include "io/errors.h"
+#include "model/classifier_file.h"
+
+namespace mumoe::model {
+
+ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& layer) {
+  ClassifierModel m;
+  m.label_names_ = file.manifest().label_names;
+  if (file.manifest().architecture == kImageClassifierArchitecture) {
+    if (!layer.empty() && layer != "head")
+      throw UsageError(file.path() + " is an image classifier; its only μMoE layer is 'head', not '" + layer + "'");
+    m.classifier_ = load_image_classifier(file);
+    m.layer_ = m.classifier_->head();
+    m.layer_name_ = "head";
+  } else {
+    const auto& l = layer.empty() ? file.single_layer() : file.layer(layer);
+    m.layer_ = file.build_layer(l.name);
+    m.layer_name_ = l.name;
+  }
+  m.layer_->eval();
+  return m;
+}
+
+void ClassifierModel::check_compatible(const data::Dataset& data) const {
+  const auto& config = layer_->config();
+  if (has_backbone()) {
+    if (!data.has_images())
+      throw UsageError(data.identity + " holds features, but this model is an image classifier: use an image SPEC");
+    const auto b = classifier_->backbone_config();
+    if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size ||
+        data.images.size(3) != b.image_size)
+      throw UsageError(data.identity + " has images of shape " + c10::str(data.images.sizes().slice(1)) +
+                       " but the model expects [" + std::to_string(b.in_channels) + ", " +
+                       std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "]");
+  } else {
+    if (data.has_images())
+      throw UsageError(data.identity + " holds images, but layer '" + layer_name_ +
+                       "' is a bare μMoE layer: give it a features:FILE SPEC");
+    if (data.features.size(1) != config.input_dim)
+      throw UsageError(data.identity + " has " + std::to_string(data.features.size(1)) +
+                       "-dimensional features but layer '" + layer_name_ + "' expects " +
+                       std::to_string(config.input_dim));
+  }
+  const auto classes = static_cast<int64_t>(data.class_names.size());
+  if (classes > class_count())
+    throw UsageError(data.identity + " has " + std::to_string(classes) + " classes but layer '" + layer_name_ +
+                     "' has " + std::to_string(class_count()) + " outputs");
+  if (!label_names_.empty() && static_cast<int64_t>(label_names_.size()) != classes)
+    throw UsageError("the model has " + std::to_string(label_names_.size()) + " labels but " + data.identity +
+                     " has " + std::to_string(classes) + " classes");
+}
+
+torch::Tensor ClassifierModel::layer_inputs(const data::Dataset& data, int64_t begin, int64_t end) {
+  torch::NoGradGuard no_grad;
+  if (!has_backbone()) return data.features.slice(0, begin, end).to(torch::kFloat32);
+  const auto images = data::to_float_images(data.images.slice(0, begin, end)).to(device_);
+  return classifier_->features(images).to(torch::kCPU, torch::kFloat32);
+}
+
+void ClassifierModel::backbone_to(const torch::Device& device) {
+  device_ = device;
+  if (has_backbone()) {
+    // Only the backbone: the head's dtype/device is chosen by whoever evaluates it.
+    for (auto& child : classifier_->named_children())
+      if (child.key() != "head") child.value()->to(device);
+  }
+}
+
+}  // namespace mumoe::model

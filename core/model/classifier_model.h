@@ -1,0 +1,56 @@
+// A model that turns samples into class scores through one μMoE layer — what the analysis
+// engine, evaluation and the rewrite work on:
+//   * an image classifier (CNN backbone → μMoE head) on image data, or
+//   * a bare μMoE layer or block ("mumoe-layers" model file) on precomputed features, whose
+//     final output width is the number of classes (e.g. a head trained on CLIP features).
+// The μMoE layer is split off so that analysis can cache its inputs and re-evaluate only it.
+#pragma once
+
+#include <torch/types.h>
+
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "model/model_file.h"
+#include "nn/image_classifier.h"
+#include "nn/mumoe_block.h"
+
+namespace mumoe::model {
+
+class ClassifierModel {
+ public:
+  /// Builds the model in eval mode on the CPU. `layer` picks the μMoE layer of a
+  /// "mumoe-layers" file ("" = its only layer); image classifiers always use "head".
+  /// Throws FileError/UsageError naming the file and the problem.
+  static ClassifierModel load(const ModelFile& file, const std::string& layer = "");
+
+  /// Throws UsageError when `data` cannot be fed to this model (images vs features, image shape,
+  /// feature width, class count vs the layer's output width or the model's labels).
+  void check_compatible(const data::Dataset& data) const;
+
+  /// The μMoE layer's inputs for samples [begin, end): backbone features for images, the
+  /// feature rows for feature files. float32 [n, I] on the CPU. No gradients.
+  torch::Tensor layer_inputs(const data::Dataset& data, int64_t begin, int64_t end);
+
+  /// The analysed μMoE layer (shared with the model: moving or casting it changes the model).
+  nn::MuMoEBlock layer() const { return layer_; }
+  const std::string& layer_name() const { return layer_name_; }
+  int64_t class_count() const { return layer_->config().final_output_dim(); }
+  const std::vector<std::string>& label_names() const { return label_names_; }
+  bool has_backbone() const { return !classifier_.is_empty(); }
+  /// The image classifier (empty holder for a bare layer).
+  nn::ImageClassifier image_classifier() const { return classifier_; }
+
+  /// Moves the backbone to `device` (the layer is moved by its users).
+  void backbone_to(const torch::Device& device);
+
+ private:
+  nn::ImageClassifier classifier_{nullptr};
+  nn::MuMoEBlock layer_{nullptr};
+  std::string layer_name_;
+  std::vector<std::string> label_names_;
+  torch::Device device_ = torch::kCPU;
+};
+
+}  // namespace mumoe::model

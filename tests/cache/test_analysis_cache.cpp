@@ -1,0 +1,834 @@
+// The SQLite analysis cache: chunk round trips, run reuse and invalidation, results, validation,
+// files that must be set aside (foreign, garbage, corrupt, newer), migration from schema 1, and a
+// writer killed with SIGKILL.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <random>
+#include <thread>
+
+#include "cache/analysis_cache.h"
+#include "io/errors.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using namespace mumoe::cache;
+using mumoe::testkit::read_bytes;
+using mumoe::testkit::TempDir;
+using mumoe::testkit::write_bytes;
+
+namespace {
+
+// Plain SQLite, independent of the implementation, to build and inspect files.
+class RawDb {
+ public:
+  explicit RawDb(const std::string& path) {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK)
+      throw std::runtime_error("cannot open " + path);
+    sqlite3_busy_timeout(db_, 10000);
+  }
+  ~RawDb() { sqlite3_close(db_); }
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      std::string message = error ? error : "?";
+      sqlite3_free(error);
+      throw std::runtime_error(message + " in " + sql);
+    }
+  }
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr) != SQLITE_OK)
+      throw std::runtime_error(std::string(sqlite3_errmsg(db_)) + " in " + sql);
+    std::string out;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW && sqlite3_column_text(s, 0)) out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) throw std::runtime_error(std::string(sqlite3_errmsg(db_)) + " in " + sql);
+    return out;
+  }
+  int64_t integer(const std::string& sql) { return std::stoll(text(sql)); }
+  // Leaves the WAL as it is when closing, as a crashed writer would.
+  void keep_wal() { sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr); }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+RunKey make_key(const std::string& model_hash = "m1", const std::string& model_path = "/models/a.safetensors",
+                const std::string& data = "fashion-mnist:test", const std::string& data_hash = "d1",
+                const std::string& layer = "head", const std::string& parameters = "{}") {
+  return RunKey{model_hash, model_path, data, data_hash, layer, parameters};
+}
+
+// 10 samples in chunks of 4: chunks 0, 1 full, chunk 2 short (2 samples). Two expert modes.
+RunInfo make_info() {
+  RunInfo info;
+  info.sample_count = 10;
+  info.chunk_size = 4;
+  info.input_dim = 3;
+  info.output_dim = 2;
+  info.expert_dims = {5, 3};
+  info.attribute_count = 2;
+  return info;
+}
+
+// Deterministic content for chunk `index`; about a third of the rows of each mode are empty.
+ChunkRecord make_chunk(const RunInfo& info, int64_t index, int seed = 0) {
+  ChunkRecord c;
+  c.chunk_index = index;
+  c.first_sample = index * info.chunk_size;
+  c.count = std::min(info.chunk_size, info.sample_count - c.first_sample);
+  for (int64_t i = 0; i < c.count; ++i) {
+    const int64_t s = c.first_sample + i;
+    c.labels.push_back(s % 7 + seed);
+    c.predictions.push_back((s * 3 + seed) % 5);
+    for (int64_t k = 0; k < info.output_dim; ++k) c.scores.push_back(0.25 * s - k + seed);
+    for (int64_t k = 0; k < info.input_dim; ++k) c.inputs.push_back(static_cast<float>(s) * 0.5f + k + seed);
+    for (int64_t k = 0; k < info.attribute_count; ++k) c.attributes.push_back((s + k + seed) % 2);
+  }
+  for (std::size_t m = 0; m < info.expert_dims.size(); ++m) {
+    SparseRows rows;
+    rows.offsets.push_back(0);
+    for (int64_t i = 0; i < c.count; ++i) {
+      const int64_t s = c.first_sample + i;
+      if ((s + static_cast<int64_t>(m) + seed) % 3 != 0) {  // else: an empty row
+        for (int64_t e = 0; e < info.expert_dims[m]; ++e) {
+          if ((e + s + seed) % 2 == 0) {
+            rows.indices.push_back(static_cast<int32_t>(e));
+            rows.values.push_back(0.125 + 0.5 * e + 0.01 * s + seed);
+          }
+        }
+      }
+      rows.offsets.push_back(static_cast<int64_t>(rows.indices.size()));
+    }
+    c.coefficients.push_back(std::move(rows));
+  }
+  return c;
+}
+
+void expect_same(const ChunkRecord& a, const ChunkRecord& b) {
+  EXPECT_EQ(a.chunk_index, b.chunk_index);
+  EXPECT_EQ(a.first_sample, b.first_sample);
+  EXPECT_EQ(a.count, b.count);
+  EXPECT_EQ(a.labels, b.labels);
+  EXPECT_EQ(a.predictions, b.predictions);
+  EXPECT_EQ(a.scores, b.scores);
+  EXPECT_EQ(a.inputs, b.inputs);
+  EXPECT_EQ(a.attributes, b.attributes);
+  ASSERT_EQ(a.coefficients.size(), b.coefficients.size());
+  for (std::size_t m = 0; m < a.coefficients.size(); ++m) {
+    EXPECT_EQ(a.coefficients[m].offsets, b.coefficients[m].offsets) << "mode " << m;
+    EXPECT_EQ(a.coefficients[m].indices, b.coefficients[m].indices) << "mode " << m;
+    EXPECT_EQ(a.coefficients[m].values, b.coefficients[m].values) << "mode " << m;
+  }
+}
+
+bool same_info(const RunInfo& a, const RunInfo& b) {
+  return a.sample_count == b.sample_count && a.chunk_size == b.chunk_size && a.input_dim == b.input_dim &&
+         a.output_dim == b.output_dim && a.expert_dims == b.expert_dims && a.attribute_count == b.attribute_count;
+}
+
+std::string message_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// "<path>.unusable-YYYYmmddTHHMMSSZ", optionally followed by "-N".
+bool is_set_aside_name(const std::string& name, const std::string& path) {
+  const std::string prefix = path + ".unusable-";
+  if (name.rfind(prefix, 0) != 0) return false;
+  const std::string stamp = name.substr(prefix.size());
+  if (stamp.size() < 16) return false;
+  for (std::size_t i = 0; i < 16; ++i) {
+    const char want = i == 8 ? 'T' : i == 15 ? 'Z' : 'd';
+    if (want == 'd' ? !std::isdigit(static_cast<unsigned char>(stamp[i])) : stamp[i] != want) return false;
+  }
+  const std::string rest = stamp.substr(16);
+  return rest.empty() || (rest.size() > 1 && rest[0] == '-' &&
+                          rest.find_first_not_of("0123456789", 1) == std::string::npos);
+}
+
+// Opens `path` and expects it to have been set aside with a reason starting with `reason`.
+std::string expect_set_aside(const std::string& path, const std::string& reason) {
+  CacheOpenReport report;
+  auto cache = AnalysisCache::open(path, &report);
+  EXPECT_TRUE(report.set_aside);
+  EXPECT_TRUE(report.created);
+  EXPECT_EQ(report.set_aside_reason.rfind(reason, 0), 0u) << report.set_aside_reason;
+  EXPECT_TRUE(is_set_aside_name(report.set_aside_path, path)) << report.set_aside_path;
+  // The fresh cache works.
+  int64_t run = cache->begin_run(make_key(), make_info());
+  cache->put_chunk(run, make_chunk(make_info(), 0));
+  EXPECT_EQ(cache->chunk_indices(run), std::vector<int64_t>{0});
+  return report.set_aside_path;
+}
+
+// A closed cache file with one run and `chunks` chunks (of a run with many samples).
+void write_cache(const std::string& path, int64_t chunks) {
+  RunInfo info = make_info();
+  info.sample_count = chunks * info.chunk_size;
+  auto cache = AnalysisCache::open(path);
+  int64_t run = cache->begin_run(make_key(), info);
+  for (int64_t i = 0; i < chunks; ++i) cache->put_chunk(run, make_chunk(info, i));
+}
+
+}  // namespace
+
+TEST(AnalysisCache, CreatesAFreshCacheInMissingDirectories) {
+  TempDir dir;
+  const std::string path = dir.file("a/b/analysis.sqlite");
+  CacheOpenReport report;
+  report.set_aside = true;  // open() must reset the report
+  auto cache = AnalysisCache::open(path, &report);
+  EXPECT_TRUE(report.created);
+  EXPECT_FALSE(report.set_aside);
+  EXPECT_EQ(report.migrated_from, 0);
+  EXPECT_EQ(cache->path(), path);
+  EXPECT_TRUE(cache->run_ids().empty());
+  RawDb raw(path);
+  EXPECT_EQ(raw.integer("PRAGMA application_id"), kApplicationId);
+  EXPECT_EQ(raw.integer("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+                        "('meta', 'runs', 'chunks', 'results')"),
+            4);
+  EXPECT_FALSE(raw.text("SELECT value FROM meta WHERE key = 'created'").empty());
+
+  cache.reset();
+  AnalysisCache::open(path, &report);
+  EXPECT_FALSE(report.created);
+  EXPECT_FALSE(report.set_aside);
+}
+
+TEST(AnalysisCache, UsesAnEmptySqliteFile) {
+  TempDir dir;
+  const std::string path = dir.file("empty.sqlite");
+  write_bytes(path, "");
+  CacheOpenReport report;
+  AnalysisCache::open(path, &report);
+  EXPECT_TRUE(report.created);
+  EXPECT_FALSE(report.set_aside);
+}
+
+TEST(AnalysisCache, RoundTripsChunksWithEmptyRowsAndAShortLastChunk) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  ASSERT_EQ(info.chunk_count(), 3);
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    run = cache->begin_run(make_key(), info);
+    for (int64_t i : {2, 0, 1}) cache->put_chunk(run, make_chunk(info, i));
+    cache->put_chunk(run, make_chunk(info, 1, 3));  // replaces chunk 1
+  }
+  auto cache = AnalysisCache::open(path);
+  EXPECT_EQ(cache->chunk_indices(run), (std::vector<int64_t>{0, 1, 2}));
+  for (int64_t i : {0, 2}) expect_same(cache->get_chunk(run, i), make_chunk(info, i));
+  expect_same(cache->get_chunk(run, 1), make_chunk(info, 1, 3));
+  ChunkRecord last = cache->get_chunk(run, 2);
+  EXPECT_EQ(last.count, 2);
+  EXPECT_EQ(last.coefficients[0].offsets.size(), 3u);
+  // The generator did produce empty rows (offsets repeat) in a stored chunk.
+  const std::vector<int64_t> offsets = cache->get_chunk(run, 0).coefficients[0].offsets;
+  EXPECT_NE(std::adjacent_find(offsets.begin(), offsets.end()), offsets.end());
+  EXPECT_TRUE(same_info(cache->run_info(run), info));
+  EXPECT_EQ(cache->run_key(run).parameters, "{}");
+  EXPECT_EQ(cache->run_key(run).model_path, "/models/a.safetensors");
+}
+
+TEST(AnalysisCache, RoundTripsOneModeWithoutInputsOrAttributes) {
+  TempDir dir;
+  RunInfo info;
+  info.sample_count = 3;
+  info.chunk_size = 8;  // one chunk, shorter than chunk_size
+  info.output_dim = 4;
+  info.expert_dims = {128};
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  int64_t run = cache->begin_run(make_key(), info);
+  ChunkRecord chunk = make_chunk(info, 0);
+  EXPECT_TRUE(chunk.inputs.empty());
+  cache->put_chunk(run, chunk);
+  expect_same(cache->get_chunk(run, 0), chunk);
+  // Every row empty.
+  SparseRows none;
+  none.offsets = {0, 0, 0, 0};
+  chunk.coefficients = {none};
+  cache->put_chunk(run, chunk);
+  expect_same(cache->get_chunk(run, 0), chunk);
+}
+
+TEST(AnalysisCache, BeginRunReusesTheRunOfTheSameKey) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    EXPECT_FALSE(cache->find_run(make_key()).has_value());
+    run = cache->begin_run(make_key(), info);
+    EXPECT_EQ(cache->begin_run(make_key(), info), run);
+    cache->put_chunk(run, make_chunk(info, 1));
+    cache->put_result(run, "stats", "all", "{\"n\":1}");
+    // Different parameters: a different run.
+    EXPECT_NE(cache->begin_run(make_key("m1", "/models/a.safetensors", "fashion-mnist:test", "d1", "head", "{\"x\":1}"),
+                               info),
+              run);
+  }
+  auto cache = AnalysisCache::open(path);
+  EXPECT_EQ(cache->find_run(make_key()), run);
+  EXPECT_EQ(cache->begin_run(make_key(), info), run);
+  EXPECT_EQ(cache->chunk_indices(run), std::vector<int64_t>{1});
+  expect_same(cache->get_chunk(run, 1), make_chunk(info, 1));
+  EXPECT_EQ(cache->get_result(run, "stats", "all"), "{\"n\":1}");
+  EXPECT_FALSE(cache->run_complete(run));
+  EXPECT_EQ(cache->run_ids().size(), 2u);
+}
+
+TEST(AnalysisCache, ARunInfoMismatchDropsChunksAndResults) {
+  TempDir dir;
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  const RunInfo info = make_info();
+  int64_t run = cache->begin_run(make_key(), info);
+  cache->put_chunk(run, make_chunk(info, 0));
+  cache->put_result(run, "stats", "all", "{}");
+
+  RunInfo other = info;
+  other.expert_dims = {5, 4};
+  int64_t again = cache->begin_run(make_key(), other);
+  EXPECT_EQ(cache->find_run(make_key()), again);
+  EXPECT_TRUE(same_info(cache->run_info(again), other));
+  EXPECT_TRUE(cache->chunk_indices(again).empty());
+  EXPECT_FALSE(cache->get_result(again, "stats", "all").has_value());
+  EXPECT_EQ(cache->run_ids(), std::vector<int64_t>{again});
+  EXPECT_THROW(cache->get_chunk(again, 0), FileError);
+}
+
+TEST(AnalysisCache, AChangedModelOrDataInvalidatesItsOwnRunsOnly) {
+  TempDir dir;
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  const RunInfo info = make_info();
+  const std::string a = "/models/a.safetensors";
+  const RunKey old_key = make_key("m1", a);
+  const RunKey old_params = make_key("m1", a, "fashion-mnist:test", "d1", "head", "{\"p\":2}");
+  const RunKey other_model = make_key("x1", "/models/b.safetensors");
+  const RunKey other_layer = make_key("m1", a, "fashion-mnist:test", "d1", "block.1");
+  const RunKey other_data = make_key("m1", a, "fashion-mnist:train", "d9");
+  std::vector<int64_t> kept;
+  for (const RunKey& k : {old_key, old_params, other_model, other_layer, other_data}) {
+    int64_t run = cache->begin_run(k, info);
+    cache->put_chunk(run, make_chunk(info, 0));
+    cache->put_result(run, "stats", "all", "{}");
+    kept.push_back(run);
+  }
+  const std::vector<int64_t> survivors = {kept[2], kept[3], kept[4]};
+
+  // The file a.safetensors changed (new hash).
+  int64_t fresh = cache->begin_run(make_key("m2", a), info);
+  EXPECT_FALSE(cache->find_run(old_key).has_value());
+  EXPECT_FALSE(cache->find_run(old_params).has_value());
+  std::vector<int64_t> expected = survivors;
+  expected.push_back(fresh);
+  EXPECT_EQ(cache->run_ids(), expected);
+  for (int64_t run : survivors) {
+    EXPECT_EQ(cache->chunk_indices(run), std::vector<int64_t>{0});
+    EXPECT_EQ(cache->get_result(run, "stats", "all"), "{}");
+  }
+  EXPECT_THROW(cache->chunk_indices(kept[0]), UsageError);
+
+  // The data changed (same SPEC, new content hash): the m2 run goes too.
+  int64_t newer = cache->begin_run(make_key("m2", a, "fashion-mnist:test", "d2"), info);
+  EXPECT_FALSE(cache->find_run(make_key("m2", a)).has_value());
+  expected = survivors;
+  expected.push_back(newer);
+  EXPECT_EQ(cache->run_ids(), expected);
+}
+
+TEST(AnalysisCache, CompleteRunRefusesWhileChunksAreMissing) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  auto cache = AnalysisCache::open(path);
+  int64_t run = cache->begin_run(make_key(), info);
+  cache->put_chunk(run, make_chunk(info, 0));
+  cache->put_chunk(run, make_chunk(info, 2));
+  const std::string message = message_of([&] { cache->complete_run(run); });
+  EXPECT_TRUE(contains(message, "missing 1 of 3 chunks (1)")) << message;
+  EXPECT_THROW(cache->complete_run(run), UsageError);
+  EXPECT_FALSE(cache->run_complete(run));
+  cache->put_chunk(run, make_chunk(info, 1));
+  cache->complete_run(run);
+  EXPECT_TRUE(cache->run_complete(run));
+  cache.reset();
+  EXPECT_TRUE(AnalysisCache::open(path)->run_complete(run));
+}
+
+TEST(AnalysisCache, StoresReplacesAndClearsResults) {
+  TempDir dir;
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  int64_t run = cache->begin_run(make_key(), make_info());
+  int64_t other = cache->begin_run(make_key("x", "/models/b.safetensors"), make_info());
+  EXPECT_FALSE(cache->get_result(run, "ablation", "mode0:3,17").has_value());
+  cache->put_result(run, "ablation", "mode0:3,17", "{\"acc\":0.5}");
+  cache->put_result(run, "ablation", "mode0:3,17", "{\"acc\":0.75}");  // replaces
+  cache->put_result(run, "ablation", "mode0:1", "{\"acc\":0.9}");
+  cache->put_result(run, "gallery", "3", "[1,2,3]");
+  cache->put_result(other, "ablation", "mode0:1", "{\"acc\":0.1}");
+  EXPECT_EQ(cache->get_result(run, "ablation", "mode0:3,17"), "{\"acc\":0.75}");
+  EXPECT_EQ(cache->get_result(run, "gallery", "3"), "[1,2,3]");
+  EXPECT_FALSE(cache->get_result(run, "gallery", "mode0:1").has_value());
+
+  cache->clear_results(run, "ablation");
+  EXPECT_FALSE(cache->get_result(run, "ablation", "mode0:3,17").has_value());
+  EXPECT_FALSE(cache->get_result(run, "ablation", "mode0:1").has_value());
+  EXPECT_EQ(cache->get_result(run, "gallery", "3"), "[1,2,3]");
+  EXPECT_EQ(cache->get_result(other, "ablation", "mode0:1"), "{\"acc\":0.1}");
+  cache->clear_results(run);
+  EXPECT_FALSE(cache->get_result(run, "gallery", "3").has_value());
+  EXPECT_EQ(cache->get_result(other, "ablation", "mode0:1"), "{\"acc\":0.1}");
+  EXPECT_THROW(cache->put_result(9999, "x", "y", "{}"), UsageError);
+}
+
+TEST(AnalysisCache, DeleteRunRemovesItsChunksAndResults) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  auto cache = AnalysisCache::open(path);
+  int64_t run = cache->begin_run(make_key(), make_info());
+  int64_t other = cache->begin_run(make_key("x", "/models/b.safetensors"), make_info());
+  for (int64_t r : {run, other}) {
+    cache->put_chunk(r, make_chunk(make_info(), 0));
+    cache->put_result(r, "k", "v", "1");
+  }
+  cache->delete_run(run);
+  EXPECT_EQ(cache->run_ids(), std::vector<int64_t>{other});
+  RawDb raw(path);
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM chunks WHERE run_id = " + std::to_string(run)), 0);
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM results WHERE run_id = " + std::to_string(run)), 0);
+  EXPECT_EQ(raw.integer("SELECT count(*) FROM chunks"), 1);
+}
+
+TEST(AnalysisCache, UnknownRunIdsAreUsageErrors) {
+  TempDir dir;
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  EXPECT_THROW(cache->run_info(42), UsageError);
+  EXPECT_THROW(cache->run_key(42), UsageError);
+  EXPECT_THROW(cache->run_complete(42), UsageError);
+  EXPECT_THROW(cache->complete_run(42), UsageError);
+  EXPECT_THROW(cache->chunk_indices(42), UsageError);
+  EXPECT_THROW(cache->put_chunk(42, make_chunk(make_info(), 0)), UsageError);
+  EXPECT_THROW(cache->get_chunk(42, 0), UsageError);
+  RunInfo bad = make_info();
+  bad.chunk_size = 0;
+  EXPECT_THROW(cache->begin_run(make_key(), bad), UsageError);
+  bad = make_info();
+  bad.expert_dims = {5, 0};
+  EXPECT_TRUE(contains(message_of([&] { cache->begin_run(make_key(), bad); }), "expert_dims[1]"));
+  EXPECT_TRUE(cache->run_ids().empty());
+}
+
+TEST(AnalysisCache, PutChunkRejectsBadRecordsAndLeavesTheCacheUnchanged) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  auto cache = AnalysisCache::open(path);
+  int64_t run = cache->begin_run(make_key(), info);
+  cache->put_chunk(run, make_chunk(info, 0));
+  const std::string before = read_bytes(path) + read_bytes(path + "-wal");
+
+  struct Case {
+    const char* field;
+    std::function<void(ChunkRecord&)> damage;
+  };
+  const std::vector<Case> cases = {
+      {"chunk_index", [](ChunkRecord& c) { c.chunk_index = 3; }},
+      {"first_sample", [](ChunkRecord& c) { c.first_sample = 1; }},
+      {"count", [](ChunkRecord& c) { c.count = 3; }},
+      {"labels", [](ChunkRecord& c) { c.labels.pop_back(); }},
+      {"predictions", [](ChunkRecord& c) { c.predictions.push_back(1); }},
+      {"scores", [](ChunkRecord& c) { c.scores.pop_back(); }},
+      {"inputs", [](ChunkRecord& c) { c.inputs.push_back(1.f); }},
+      {"attributes", [](ChunkRecord& c) { c.attributes.pop_back(); }},
+      {"attributes: byte 1 is 2", [](ChunkRecord& c) { c.attributes[1] = 2; }},
+      {"coefficients: has 1 entries, expected 2", [](ChunkRecord& c) { c.coefficients.pop_back(); }},
+      {"coefficients[0].offsets: has 4", [](ChunkRecord& c) { c.coefficients[0].offsets.pop_back(); }},
+      {"coefficients[1].offsets: offsets[0] is 1",
+       [](ChunkRecord& c) {
+         for (auto& o : c.coefficients[1].offsets) ++o;
+         c.coefficients[1].indices.insert(c.coefficients[1].indices.begin(), 0);
+         c.coefficients[1].values.insert(c.coefficients[1].values.begin(), 1.0);
+       }},
+      {"coefficients[0].offsets: decrease at row 1",
+       [](ChunkRecord& c) {
+         auto& o = c.coefficients[0].offsets;
+         o[2] = o[1] - 1 >= 0 ? o[1] - 1 : 0;
+         o[1] = o[2] + 1;
+       }},
+      {"coefficients[0].indices: has", [](ChunkRecord& c) { c.coefficients[0].indices.push_back(4); }},
+      {"coefficients[0].values: has", [](ChunkRecord& c) { c.coefficients[0].values.pop_back(); }},
+      {"coefficients[0].indices: expert 5 in row", [](ChunkRecord& c) { c.coefficients[0].indices.back() = 5; }},
+      {"coefficients[1].indices: expert -1", [](ChunkRecord& c) { c.coefficients[1].indices.front() = -1; }},
+      {"coefficients[0].indices: not increasing",
+       [](ChunkRecord& c) {
+         auto& r = c.coefficients[0];
+         // the first row with two entries gets them in the wrong order
+         for (std::size_t i = 0; i + 1 < r.offsets.size(); ++i)
+           if (r.offsets[i + 1] - r.offsets[i] >= 2) {
+             std::swap(r.indices[r.offsets[i]], r.indices[r.offsets[i] + 1]);
+             break;
+           }
+       }},
+      {"coefficients[1].values: entry 0", [](ChunkRecord& c) { c.coefficients[1].values[0] = 0.0; }},
+      {"coefficients[1].values: entry 1", [](ChunkRecord& c) { c.coefficients[1].values[1] = std::nan(""); }},
+  };
+  for (const Case& test : cases) {
+    ChunkRecord chunk = make_chunk(info, 0, 1);
+    test.damage(chunk);
+    std::string message;
+    try {
+      cache->put_chunk(run, chunk);
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+    EXPECT_TRUE(contains(message, test.field)) << "case '" << test.field << "': " << message;
+    EXPECT_TRUE(contains(message, "chunk ")) << message;
+  }
+  EXPECT_EQ(cache->chunk_indices(run), std::vector<int64_t>{0});
+  expect_same(cache->get_chunk(run, 0), make_chunk(info, 0));
+  EXPECT_EQ(read_bytes(path) + read_bytes(path + "-wal"), before);  // not a byte written
+}
+
+TEST(AnalysisCache, GetChunkRejectsDamagedRows) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    run = cache->begin_run(make_key(), info);
+    for (int64_t i = 0; i < 3; ++i) cache->put_chunk(run, make_chunk(info, i));
+  }
+  {
+    RawDb raw(path);
+    // chunk 0: inputs one float short; chunk 1: a decreasing offset; chunk 2: expert index 7 >= 5.
+    raw.exec("UPDATE chunks SET inputs = substr(inputs, 1, length(inputs) - 4) WHERE chunk_index = 0");
+    raw.exec("UPDATE chunks SET coef_offsets = x'" + std::string("0000000000000000") + "0300000000000000" +
+             "0100000000000000" + "0300000000000000" + "0300000000000000" + std::string(5 * 16, '0') +
+             "' WHERE chunk_index = 1");
+    raw.exec("UPDATE chunks SET coef_indices = x'07000000' || substr(coef_indices, 5) WHERE chunk_index = 2");
+  }
+  auto cache = AnalysisCache::open(path);
+  const std::string run_text = "run " + std::to_string(run);
+  const std::vector<std::pair<int64_t, std::string>> expected = {
+      {0, "inputs: 44 bytes, expected 12 × 4 = 48"},
+      {1, "coefficients[0].offsets: decrease at row 1"},
+      {2, "coefficients[0].indices: expert 7"},
+      {5, "not in the cache"}};
+  for (const auto& [chunk, phrase] : expected) {
+    try {
+      cache->get_chunk(run, chunk);
+      ADD_FAILURE() << "no error for chunk " << chunk;
+    } catch (const FileError& e) {
+      EXPECT_EQ(e.path(), path);
+      EXPECT_TRUE(contains(e.what(), run_text + ", chunk " + std::to_string(chunk) + ": ")) << e.what();
+      EXPECT_TRUE(contains(e.what(), phrase)) << e.what();
+    }
+  }
+}
+
+TEST(AnalysisCache, SetsAsideAForeignSqliteFile) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  {
+    RawDb raw(path);
+    raw.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('mine')");
+  }
+  const std::string original = read_bytes(path);
+  ASSERT_FALSE(original.empty());
+  const std::string aside = expect_set_aside(path, "not a mumoe cache");
+  EXPECT_EQ(read_bytes(aside), original);
+  EXPECT_EQ(RawDb(aside).text("SELECT text FROM notes"), "mine");
+}
+
+TEST(AnalysisCache, SetsAsideASqliteFileOfAnotherApplication) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  RawDb(path).exec("PRAGMA application_id = 4660");  // no tables, but someone else's file
+  const std::string original = read_bytes(path);
+  CacheOpenReport report;
+  AnalysisCache::open(path, &report);
+  EXPECT_TRUE(report.set_aside);
+  EXPECT_TRUE(contains(report.set_aside_reason, "0x00001234")) << report.set_aside_reason;
+  EXPECT_EQ(read_bytes(report.set_aside_path), original);
+}
+
+TEST(AnalysisCache, SetsAsideGarbage) {
+  TempDir dir;
+  std::mt19937 rng(7);
+  for (std::size_t size : {5, 100, 8192}) {
+    const std::string path = dir.file("garbage-" + std::to_string(size) + ".sqlite");
+    std::string bytes(size, '\0');
+    for (char& b : bytes) b = static_cast<char>(rng());
+    write_bytes(path, bytes);
+    const std::string aside = expect_set_aside(path, "not a mumoe cache (not a SQLite database)");
+    EXPECT_EQ(read_bytes(aside), bytes) << size;
+  }
+}
+
+TEST(AnalysisCache, SetsAsideACorruptCache) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  write_cache(path, 60);
+  ASSERT_FALSE(std::filesystem::exists(path + "-wal"));  // closing checkpointed everything
+  int64_t page_size = 0, root = 0;
+  {
+    RawDb raw(path);
+    page_size = raw.integer("PRAGMA page_size");
+    root = raw.integer("SELECT rootpage FROM sqlite_master WHERE name = 'chunks'");
+  }
+  ASSERT_GT(root, 1);
+  // Clobber the b-tree page header of the chunks table's root page: its page type and cell count.
+  std::string bytes = read_bytes(path);
+  ASSERT_GE(static_cast<int64_t>(bytes.size()), root * page_size);
+  for (int64_t k = 0; k < 8; ++k) bytes[(root - 1) * page_size + k] = static_cast<char>(0xEE);
+  write_bytes(path, bytes);
+  const std::string aside = expect_set_aside(path, "corrupt: ");
+  EXPECT_EQ(read_bytes(aside), bytes);
+  CacheOpenReport report;
+  AnalysisCache::open(path, &report);  // the fresh cache is fine
+  EXPECT_FALSE(report.set_aside) << report.set_aside_reason;
+}
+
+TEST(AnalysisCache, SetsAsideACacheWithANewerSchema) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  write_cache(path, 1);
+  {
+    // The new version lives only in the WAL: set aside without its WAL, the file would read as
+    // schema 2, and the WAL left behind would be replayed into the fresh cache.
+    RawDb raw(path);
+    raw.exec("PRAGMA user_version = 99");
+    raw.keep_wal();
+  }
+  ASSERT_GT(std::filesystem::file_size(path + "-wal"), 0u);
+  CacheOpenReport report;
+  auto cache = AnalysisCache::open(path, &report);
+  EXPECT_TRUE(report.set_aside);
+  EXPECT_EQ(report.set_aside_reason, "schema 99 is newer than 2");
+  EXPECT_TRUE(std::filesystem::exists(report.set_aside_path + "-wal"));
+  EXPECT_EQ(RawDb(report.set_aside_path).integer("PRAGMA user_version"), 99);
+  EXPECT_EQ(RawDb(report.set_aside_path).integer("SELECT count(*) FROM chunks"), 1);
+  EXPECT_TRUE(cache->run_ids().empty());
+  cache.reset();
+  EXPECT_EQ(RawDb(path).integer("PRAGMA user_version"), kSchemaVersion);
+}
+
+TEST(AnalysisCache, SetsAsideTwiceInOneSecondWithoutOverwriting) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  write_bytes(path, "first garbage, long enough to be a page of something");
+  CacheOpenReport one, two;
+  AnalysisCache::open(path, &one);  // and closed again: the fresh cache is replaced below
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  write_bytes(path, "second garbage, long enough to be a page of something");
+  AnalysisCache::open(path, &two);
+  ASSERT_TRUE(one.set_aside && two.set_aside);
+  EXPECT_NE(one.set_aside_path, two.set_aside_path);
+  EXPECT_EQ(read_bytes(one.set_aside_path).substr(0, 5), "first");
+  EXPECT_EQ(read_bytes(two.set_aside_path).substr(0, 6), "second");
+}
+
+TEST(AnalysisCache, MigratesASchema1File) {
+  TempDir dir;
+  const std::string path = dir.file("v1.sqlite");
+  {
+    // Schema 1 exactly as released (written out here so that this test notices a changed copy).
+    RawDb raw(path);
+    raw.exec(R"sql(
+PRAGMA journal_mode = WAL;
+BEGIN;
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY, model_hash TEXT NOT NULL, model_path TEXT NOT NULL,
+  data_identity TEXT NOT NULL, data_hash TEXT NOT NULL, layer TEXT NOT NULL, parameters TEXT NOT NULL,
+  sample_count INTEGER NOT NULL, chunk_size INTEGER NOT NULL, input_dim INTEGER NOT NULL,
+  output_dim INTEGER NOT NULL, expert_dims TEXT NOT NULL, attribute_count INTEGER NOT NULL,
+  status TEXT NOT NULL CHECK (status IN ('partial', 'complete')), created TEXT NOT NULL,
+  UNIQUE (model_hash, model_path, data_identity, data_hash, layer, parameters));
+CREATE INDEX runs_by_source ON runs (model_path, layer, data_identity);
+CREATE TABLE chunks (
+  run_id INTEGER NOT NULL REFERENCES runs (id) ON DELETE CASCADE, chunk_index INTEGER NOT NULL,
+  first_sample INTEGER NOT NULL, count INTEGER NOT NULL,
+  labels BLOB NOT NULL, predictions BLOB NOT NULL, scores BLOB NOT NULL, inputs BLOB NOT NULL,
+  attributes BLOB NOT NULL, coef_offsets BLOB NOT NULL, coef_indices BLOB NOT NULL, coef_values BLOB NOT NULL,
+  PRIMARY KEY (run_id, chunk_index));
+INSERT INTO meta VALUES ('created', '2024-01-01T00:00:00Z');
+INSERT INTO runs VALUES (7, 'h', '/m.safetensors', 'fashion-mnist:test', 'dh', 'head', '{}',
+                         2, 2, 0, 1, '[3]', 0, 'complete', '2024-01-01T00:00:00Z');
+-- labels [1, 2], predictions [1, 0], scores [1.0, -2.0], offsets [0, 1, 1], indices [2], values [0.5]
+INSERT INTO chunks VALUES (7, 0, 0, 2,
+  x'01000000000000000200000000000000', x'01000000000000000000000000000000',
+  x'000000000000F03F00000000000000C0', x'', x'',
+  x'000000000000000001000000000000000100000000000000', x'02000000', x'000000000000E03F');
+PRAGMA application_id = 1299533167;
+PRAGMA user_version = 1;
+COMMIT;
+)sql");
+  }
+  CacheOpenReport report;
+  auto cache = AnalysisCache::open(path, &report);
+  EXPECT_EQ(report.migrated_from, 1);
+  EXPECT_FALSE(report.created);
+  EXPECT_FALSE(report.set_aside);
+  EXPECT_EQ(cache->run_ids(), std::vector<int64_t>{7});
+  EXPECT_TRUE(cache->run_complete(7));
+  EXPECT_EQ(cache->run_key(7).model_path, "/m.safetensors");
+  EXPECT_EQ(cache->run_info(7).expert_dims, std::vector<int64_t>{3});
+  ChunkRecord chunk = cache->get_chunk(7, 0);
+  EXPECT_EQ(chunk.labels, (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(chunk.predictions, (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(chunk.scores, (std::vector<double>{1.0, -2.0}));
+  EXPECT_EQ(chunk.coefficients.at(0).offsets, (std::vector<int64_t>{0, 1, 1}));
+  EXPECT_EQ(chunk.coefficients.at(0).indices, std::vector<int32_t>{2});
+  EXPECT_EQ(chunk.coefficients.at(0).values, std::vector<double>{0.5});
+  cache->put_result(7, "stats", "all", "{\"ok\":true}");
+  EXPECT_EQ(cache->get_result(7, "stats", "all"), "{\"ok\":true}");
+  cache.reset();
+
+  RawDb raw(path);
+  EXPECT_EQ(raw.integer("PRAGMA user_version"), 2);
+  EXPECT_EQ(raw.text("SELECT value FROM meta WHERE key = 'created'"), "2024-01-01T00:00:00Z");
+  EXPECT_FALSE(raw.text("SELECT value FROM meta WHERE key = 'migrated_from_1'").empty());
+  CacheOpenReport again;
+  AnalysisCache::open(path, &again);
+  EXPECT_EQ(again.migrated_from, 0);
+  EXPECT_FALSE(again.set_aside);
+}
+
+TEST(AnalysisCache, SurvivesAWriterKilledWithSigkill) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  RunInfo info = make_info();
+  info.sample_count = 1'000'000;
+  info.chunk_size = 64;
+  info.input_dim = 512;  // 128 KiB of inputs per chunk, so a kill often lands inside a write
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    run = cache->begin_run(make_key(), info);
+  }  // no connection may cross fork()
+
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  // Whatever ends this test early, the writer must not outlive it.
+  struct Reaper {
+    pid_t pid;
+    ~Reaper() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reaper{child};
+  if (child == 0) {
+    try {
+      auto cache = AnalysisCache::open(path);
+      int64_t id = cache->begin_run(make_key(), info);
+      for (int64_t i = 0;; i = (i + 1) % info.chunk_count()) cache->put_chunk(id, make_chunk(info, i));
+    } catch (...) {
+    }
+    ::_exit(1);
+  }
+
+  int64_t written = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (written < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    int status = 0;
+    if (::waitpid(child, &status, WNOHANG) == child) {
+      reaper.pid = 0;
+      FAIL() << "the writer died by itself";
+    }
+    if (std::filesystem::exists(path + "-wal")) written = RawDb(path).integer("SELECT count(*) FROM chunks");
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  reaper.pid = 0;
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  ASSERT_GE(written, 10);
+
+  CacheOpenReport report;
+  auto cache = AnalysisCache::open(path, &report);
+  EXPECT_FALSE(report.set_aside) << report.set_aside_reason;
+  EXPECT_FALSE(report.created);
+  EXPECT_EQ(cache->find_run(make_key()), run);
+  const std::vector<int64_t> present = cache->chunk_indices(run);
+  EXPECT_GE(static_cast<int64_t>(present.size()), written);
+  for (int64_t i : present) expect_same(cache->get_chunk(run, i), make_chunk(info, i));
+  EXPECT_FALSE(cache->run_complete(run));
+  EXPECT_THROW(cache->complete_run(run), UsageError);
+}
+
+TEST(AnalysisCache, ReportsADirectoryItCannotCreate) {
+  TempDir dir;
+  write_bytes(dir.file("plain-file"), "x");
+  const std::string path = dir.file("plain-file/sub/analysis.sqlite");
+  try {
+    AnalysisCache::open(path);
+    FAIL() << "no error";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), path);
+    EXPECT_TRUE(contains(e.what(), "cannot create the cache directory")) << e.what();
+  }
+  if (::geteuid() != 0) {  // root writes anywhere
+    const std::string locked = dir.file("locked");
+    std::filesystem::create_directory(locked);
+    ::chmod(locked.c_str(), 0500);
+    const std::string inside = locked + "/analysis.sqlite";
+    EXPECT_TRUE(contains(message_of([&] { AnalysisCache::open(inside); }), "is not writable"));
+    ::chmod(locked.c_str(), 0700);
+  }
+}
+
+TEST(AnalysisCache, DefaultCachePathFollowsTheEnvironment) {
+  auto saved = [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  const auto cache_env = saved("MUMOE_CACHE"), xdg = saved("XDG_CACHE_HOME"), home = saved("HOME");
+  ::setenv("MUMOE_CACHE", "/somewhere/my.sqlite", 1);
+  ::setenv("XDG_CACHE_HOME", "/xdg", 1);
+  ::setenv("HOME", "/home/me", 1);
+  EXPECT_EQ(default_cache_path(), "/somewhere/my.sqlite");
+  ::unsetenv("MUMOE_CACHE");
+  EXPECT_EQ(default_cache_path(), "/xdg/mumoe-studio/analysis.sqlite");
+  ::setenv("XDG_CACHE_HOME", "relative", 1);
+  EXPECT_EQ(default_cache_path(), "/home/me/.cache/mumoe-studio/analysis.sqlite");
+  ::unsetenv("XDG_CACHE_HOME");
+  EXPECT_EQ(default_cache_path(), "/home/me/.cache/mumoe-studio/analysis.sqlite");
+  auto restore = [](const char* name, const std::optional<std::string>& v) {
+    if (v) ::setenv(name, v->c_str(), 1);
+    else ::unsetenv(name);
+  };
+  restore("MUMOE_CACHE", cache_env);
+  restore("XDG_CACHE_HOME", xdg);
+  restore("HOME", home);
+}

@@ -1,0 +1,179 @@
+// The analysis session over the SQLite cache: a second run computes nothing, a changed model
+// invalidates only its own run, a cancelled extraction resumes where it stopped and gives the
+// same result as an uninterrupted one, answers come back from the cache, and an unusable cache
+// file is set aside rather than used.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include "analysis/analysis_session.h"
+#include "analysis_fixture.h"
+#include "io/errors.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using namespace mumoe::analysis;
+
+namespace {
+
+class Session : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fixture_ = testkit::write_analysis_fixture(dir_.path().string(),
+                                               testkit::head_config(nn::Factorization::CP, {16}, 4), 250, 5);
+    options_.model_path = fixture_.model_path;
+    options_.data_spec = "features:" + fixture_.features_path;
+    options_.cache_path = dir_.file("cache/analysis.sqlite");  // the directory does not exist yet
+    options_.chunk_size = 40;                                 // 7 chunks, the last one short
+  }
+  testkit::TempDir dir_;
+  testkit::AnalysisFixture fixture_;
+  SessionOptions options_;
+};
+
+TEST_F(Session, SecondRunComputesNothing) {
+  auto first = AnalysisSession::open(options_);
+  EXPECT_TRUE(first->cache_report().created);
+  EXPECT_FALSE(first->extracted());
+  const auto a = first->extract();
+  EXPECT_EQ(a.chunks_computed, 7);
+  EXPECT_EQ(a.chunks_reused, 0);
+  const auto run1 = first->run();
+  first.reset();
+
+  auto second = AnalysisSession::open(options_);
+  EXPECT_FALSE(second->cache_report().created);
+  EXPECT_TRUE(second->extracted());
+  const auto b = second->extract();
+  EXPECT_EQ(b.chunks_computed, 0);
+  EXPECT_EQ(b.run_id, a.run_id);
+  const auto& run2 = second->run();
+  EXPECT_EQ(run2.predictions, run1.predictions);
+  EXPECT_EQ(run2.coefficients[0].values, run1.coefficients[0].values);
+  EXPECT_EQ(run2.inputs, run1.inputs);
+  EXPECT_EQ(run2.attributes.size(), 250u * 2);
+}
+
+TEST_F(Session, StoredPredictionsAndScoresAreTheLayersOutput) {
+  auto s = AnalysisSession::open(options_);
+  s->extract();
+  const auto& run = s->run();
+  const auto file = model::ModelFile::load(fixture_.model_path);
+  auto block = file.build_layer("head", torch::kFloat64);
+  const auto inputs = torch::from_blob(const_cast<float*>(run.inputs.data()), {250, 12}, torch::kFloat32);
+  torch::NoGradGuard no_grad;
+  // Chunk by chunk, as extraction does, in float64.
+  for (int64_t begin = 0; begin < 250; begin += 40) {
+    const auto out = block->forward(inputs.slice(0, begin, std::min<int64_t>(250, begin + 40)).to(torch::kFloat64));
+    for (int64_t i = 0; i < out.output.size(0); ++i) {
+      EXPECT_EQ(out.output[i].argmax().item<int64_t>(), run.predictions[begin + i]);
+      for (int64_t c = 0; c < 4; ++c)
+        EXPECT_DOUBLE_EQ(out.output[i][c].item<double>(), run.scores[(begin + i) * 4 + c]);
+    }
+  }
+}
+
+TEST_F(Session, AnswersComeBackFromTheCache) {
+  auto s = AnalysisSession::open(options_);
+  s->extract();
+  const auto first = s->ablate(0, {2, 5});
+  EXPECT_FALSE(first.from_cache);
+  const auto second = s->ablate(0, {2, 5});
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.value.after.correct, first.value.after.correct);
+  EXPECT_EQ(second.value.after.count, first.value.after.count);
+  EXPECT_EQ(second.value.drop, first.value.drop);
+  const auto sweep = s->sweep(0);
+  const auto sweep_again = s->sweep(0);
+  EXPECT_FALSE(sweep.from_cache);
+  EXPECT_TRUE(sweep_again.from_cache);
+  ASSERT_EQ(sweep_again.value.experts.size(), 16u);
+  EXPECT_EQ(sweep_again.value.experts[7].after.per_class, sweep.value.experts[7].after.per_class);
+  GalleryRequest g;
+  g.expert = 1;
+  g.order = GalleryOrder::Top;
+  EXPECT_FALSE(s->gallery(g).from_cache);
+  EXPECT_TRUE(s->gallery(g).from_cache);
+  EXPECT_FALSE(s->statistics(0, 0.5).from_cache);
+  EXPECT_TRUE(s->statistics(0, 0.5).from_cache);
+  // A new session (a reopened program) gets the stored answers too.
+  s.reset();
+  auto reopened = AnalysisSession::open(options_);
+  EXPECT_TRUE(reopened->ablate(0, {2, 5}).from_cache);
+  EXPECT_TRUE(reopened->sweep(0).from_cache);
+}
+
+TEST_F(Session, ChangedModelInvalidatesOnlyItsOwnRun) {
+  // Another model's run in the same cache must survive.
+  testkit::TempDir other_dir;
+  const auto other = testkit::write_analysis_fixture(other_dir.path().string(),
+                                                     testkit::head_config(nn::Factorization::CP, {8}, 4), 100, 6);
+  auto other_options = options_;
+  other_options.model_path = other.model_path;
+  other_options.data_spec = "features:" + other.features_path;
+  AnalysisSession::open(other_options)->extract();
+
+  AnalysisSession::open(options_)->extract();
+  // Rewrite the model file with different weights (same path).
+  testkit::write_analysis_fixture(dir_.path().string(), testkit::head_config(nn::Factorization::CP, {16}, 4), 250, 77);
+  auto changed = AnalysisSession::open(options_);
+  EXPECT_FALSE(changed->extracted());
+  EXPECT_EQ(changed->extract().chunks_computed, 7);
+
+  auto cache = cache::AnalysisCache::open(options_.cache_path);
+  EXPECT_EQ(cache->run_ids().size(), 2u);  // the new run and the other model's, not the stale one
+  EXPECT_TRUE(AnalysisSession::open(other_options)->extracted());
+}
+
+TEST_F(Session, CancelledExtractionResumesToTheSameResult) {
+  {
+    auto s = AnalysisSession::open(options_);
+    int calls = 0;
+    EXPECT_THROW(s->extract([&](const ExtractionProgress& p) {
+      EXPECT_EQ(p.chunks_total, 7);
+      return ++calls < 3;  // cancel after the third chunk
+    }),
+                 Cancelled);
+    EXPECT_FALSE(s->extracted());
+    EXPECT_THROW(s->run(), UsageError);
+  }
+  auto resumed = AnalysisSession::open(options_);
+  const auto summary = resumed->extract();
+  EXPECT_EQ(summary.chunks_reused, 3);
+  EXPECT_EQ(summary.chunks_computed, 4);
+  const auto resumed_predictions = resumed->run().predictions;
+  const auto resumed_values = resumed->run().coefficients[0].values;
+
+  auto fresh_options = options_;
+  fresh_options.cache_path = dir_.file("fresh.sqlite");
+  auto fresh = AnalysisSession::open(fresh_options);
+  fresh->extract();
+  EXPECT_EQ(fresh->run().predictions, resumed_predictions);
+  EXPECT_EQ(fresh->run().coefficients[0].values, resumed_values);
+}
+
+TEST_F(Session, UnusableCacheFileIsSetAsideAndReported) {
+  std::filesystem::create_directories(dir_.path() / "cache");
+  testkit::write_bytes(options_.cache_path, std::string(5000, '\x5a'));
+  auto s = AnalysisSession::open(options_);
+  EXPECT_TRUE(s->cache_report().set_aside);
+  EXPECT_FALSE(s->cache_report().set_aside_reason.empty());
+  EXPECT_EQ(testkit::read_bytes(s->cache_report().set_aside_path), std::string(5000, '\x5a'));
+  EXPECT_EQ(s->extract().chunks_computed, 7);
+}
+
+TEST_F(Session, BadRequestsAreUsageErrors) {
+  auto s = AnalysisSession::open(options_);
+  EXPECT_THROW(s->ablate(0, {3}), UsageError);  // not extracted yet
+  s->extract();
+  EXPECT_THROW(s->ablate(0, {16}), UsageError);
+  EXPECT_THROW(s->ablate(1, {0}), UsageError);
+  EXPECT_THROW(s->ablate(0, {}), UsageError);
+  GalleryRequest g;
+  g.expert = -1;
+  EXPECT_THROW(s->gallery(g), UsageError);
+  auto wrong = options_;
+  wrong.data_spec = "fashion-mnist:test";  // images for a bare layer
+  EXPECT_THROW(AnalysisSession::open(wrong), UsageError);
+}
+
+}  // namespace
