@@ -43,7 +43,7 @@ bool report_progress(const std::string& label, int64_t done, int64_t total, doub
   return !g_interrupted;
 }
 
-std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o) {
+std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, analysis::ExtractionSummary* summary) {
   std::signal(SIGINT, on_sigint);
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
@@ -52,11 +52,10 @@ std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o) 
   if (report.set_aside)
     std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
               << report.set_aside_path << " and a new cache was started\n";
-  if (!session->extracted())
-    session->extract([&](const analysis::ExtractionProgress& p) {
-      return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
-                             o.quiet);
-    });
+  const auto s = session->extract([&](const analysis::ExtractionProgress& p) {
+    return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds, o.quiet);
+  });
+  if (summary) *summary = s;
   return session;
 }
 

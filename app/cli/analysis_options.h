@@ -23,7 +23,9 @@ struct AnalysisCliOptions {
 
 /// Opens the session, reports a set-aside cache file on stderr, and extracts what the cache
 /// lacks with progress on stderr. SIGINT cancels (the command then exits with code 130).
-std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& options);
+/// `summary` (optional) receives what the extraction computed and reused.
+std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& options,
+                                                         analysis::ExtractionSummary* summary = nullptr);
 
 /// A progress line "LABEL 4500/10000 (45%) 3.2 s, ETA 3.9 s" on stderr, rewritten in place on a
 /// terminal and printed every ~10% otherwise; returns false once SIGINT arrived.

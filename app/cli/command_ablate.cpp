@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -51,10 +52,13 @@ int run_ablate(AblateOptions& o) {
                       {"per_class_accuracy_before", before.per_class},
                       {"accuracy_before", before.overall}};
   if (o.all) {
+    const auto start = std::chrono::steady_clock::now();
     const auto answer = session->sweep(
         o.mode, method,
         [&](int64_t done, int64_t total) {
-          return report_progress("ablating experts", done, total, 0, 0, o.analysis.quiet || total < 64);
+          const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+          return report_progress("ablating experts", done, total, elapsed, elapsed / done * (total - done),
+                                 o.analysis.quiet);
         },
         o.recompute);
     const auto& sweep = answer.value;

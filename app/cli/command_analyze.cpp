@@ -14,9 +14,8 @@ namespace {
 
 int run_analyze(AnalysisCliOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  auto session = open_analysis(o);
-  // open_analysis extracted what was missing; extract() now only reports the cache's state.
-  const auto summary = session->extract();
+  analysis::ExtractionSummary summary;
+  auto session = open_analysis(o, &summary);
   const auto accuracy = session->accuracy();
   const auto stats = session->statistics(0).value;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -26,6 +25,9 @@ int run_analyze(AnalysisCliOptions& o) {
                                  {"layer", session->layer_name()},
                                  {"cache", session->cache_path()},
                                  {"run_id", summary.run_id},
+                                 {"chunks_computed", summary.chunks_computed},
+                                 {"chunks_reused", summary.chunks_reused},
+                                 {"cache_set_aside", session->cache_report().set_aside_path},
                                  {"samples", session->sample_count()},
                                  {"expert_dims", session->expert_dims()},
                                  {"class_names", session->class_names()},
@@ -40,7 +42,8 @@ int run_analyze(AnalysisCliOptions& o) {
   }
   std::cout << std::fixed << std::setprecision(4) << o.session.model_path << " on " << o.session.data_spec
             << ", layer '" << session->layer_name() << "': " << session->sample_count() << " samples\n"
-            << "  cache " << session->cache_path() << " (run " << summary.run_id << ")\n"
+            << "  cache " << session->cache_path() << " (run " << summary.run_id << "; " << summary.chunks_computed
+            << " chunks computed, " << summary.chunks_reused << " reused)\n"
             << "  accuracy " << accuracy.overall << "; " << stats.dead_experts << " of " << stats.experts.size()
             << " experts dead; " << std::setprecision(1) << stats.mean_active_experts
             << " active experts per sample on average\n"

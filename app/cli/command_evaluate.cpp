@@ -1,4 +1,5 @@
-// mumoe evaluate MODEL --data SPEC [--ablate 3,17] [--json]: accuracy overall and per class.
+// mumoe evaluate MODEL --data SPEC [--ablate 3,17] [--json]: accuracy overall and per class, of
+// an image classifier on image data or of a bare μMoE layer on a feature file.
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -6,16 +7,16 @@
 #include <iostream>
 
 #include "cli_support.h"
-#include "data/image_data.h"
+#include "data/dataset.h"
 #include "io/errors.h"
-#include "model/classifier_file.h"
+#include "model/classifier_model.h"
 #include "train/classifier_training.h"
 
 namespace mumoe::cli {
 namespace {
 
 struct EvaluateOptions {
-  std::string model, data = "fashion-mnist:test", ablate, device = "cpu";
+  std::string model, data = "fashion-mnist:test", ablate, device = "cpu", layer;
   int64_t batch_size = 500;
   bool json = false;
 };
@@ -23,17 +24,9 @@ struct EvaluateOptions {
 int run_evaluate(const EvaluateOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
   const auto file = model::ModelFile::load(o.model);
-  auto classifier = model::load_image_classifier(file);
-  const auto data = data::load_image_data(o.data);
-  const auto& labels = file.manifest().label_names;
-  if (!labels.empty() && labels.size() != data.class_names.size())
-    throw UsageError(o.model + " has " + std::to_string(labels.size()) + " labels but " + o.data + " has " +
-                     std::to_string(data.class_names.size()) + " classes");
-  const auto b = classifier->backbone_config();
-  if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size)
-    throw UsageError(o.data + " has images of shape " + c10::str(data.images.sizes().slice(1)) +
-                     " but the model expects [" + std::to_string(b.in_channels) + ", " +
-                     std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "]");
+  auto classifier = model::ClassifierModel::load(file, o.layer);
+  const auto data = data::load_dataset(o.data);
+  classifier.check_compatible(data);
   const auto start = std::chrono::steady_clock::now();
   const auto e = train::evaluate_classifier(classifier, data, o.batch_size, o.device, ablation);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -66,9 +59,10 @@ int run_evaluate(const EvaluateOptions& o) {
 
 Command add_evaluate_command(CLI::App& parent) {
   auto o = std::make_shared<EvaluateOptions>();
-  auto* app = parent.add_subcommand("evaluate", "Accuracy of an image classifier, overall and per class");
+  auto* app = parent.add_subcommand("evaluate", "Accuracy of a classifier, overall and per class");
   app->add_option("MODEL", o->model, "Model file")->required();
-  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test)");
+  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
+  app->add_option("--layer", o->layer, "μMoE layer of a multi-layer model file");
   app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
   app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
   app->add_option("--device", o->device, "cpu (default) or cuda[:N]");

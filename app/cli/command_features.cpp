@@ -26,6 +26,8 @@ int run_features(const FeaturesOptions& o) {
   const auto file = model::ModelFile::load(o.model);
   auto classifier = model::load_image_classifier(file);
   auto data = data::load_image_data(o.data);
+  // The model's own label names when it has them (the data may only number its classes).
+  const auto& class_names = file.manifest().label_names.empty() ? data.class_names : file.manifest().label_names;
   const int64_t n = o.limit > 0 ? std::min(o.limit, data.size()) : data.size();
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> chunks;
@@ -38,7 +40,7 @@ int run_features(const FeaturesOptions& o) {
   std::map<std::string, std::string> metadata = {{"mumoe.model", o.model},
                                                  {"mumoe.data", o.data},
                                                  {"mumoe.layer", "head"},
-                                                 {"mumoe.class_names", nlohmann::json(data.class_names).dump()}};
+                                                 {"mumoe.class_names", nlohmann::json(class_names).dump()}};
   if (data.attributes.defined()) {
     tensors.push_back({"attributes", data.attributes.slice(0, 0, n)});
     metadata["mumoe.attribute_names"] = nlohmann::json(data.attribute_names).dump();

@@ -1,6 +1,7 @@
-// mumoe train --data SPEC --output FILE [...]: trains a CNN + μMoE-head image classifier,
-// with progress and ETA on stderr, a checkpoint after every epoch, --resume, and a final
-// evaluation on --test-data recorded in the model file's provenance.
+// mumoe train --data SPEC --output FILE [...]: trains a CNN + μMoE-head image classifier on
+// image data, or a bare μMoE head on a feature file (features:FILE), with progress and ETA on
+// stderr, a checkpoint after every epoch, --resume, and a final evaluation on --test-data
+// recorded in the model file's provenance.
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
@@ -11,9 +12,9 @@
 #include <iostream>
 
 #include "cli_support.h"
-#include "data/image_data.h"
+#include "data/dataset.h"
 #include "io/errors.h"
-#include "model/classifier_file.h"
+#include "model/classifier_model.h"
 #include "train/classifier_training.h"
 
 namespace mumoe::cli {
@@ -87,16 +88,24 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   else head.tr_ranks = parse_int_list(o.tr_ranks, "--tr-ranks");
   head.gate_activation = nn::parse_gate_activation(o.activation);
 
-  const auto train_data = data::load_image_data(o.data);
-  const auto test_data = o.test_data.empty() ? data::LabelledImages{} : data::load_image_data(o.test_data);
+  const auto train_data = data::load_dataset(o.data);
+  const auto test_data = o.test_data.empty() ? data::Dataset{} : data::load_dataset(o.test_data);
   head.output_dim = static_cast<int64_t>(train_data.class_names.size());
-  nn::BackboneConfig backbone;
-  backbone.in_channels = train_data.images.size(1);
-  backbone.image_size = train_data.images.size(2);
-  backbone.feature_dim = o.feature_dim;
 
   torch::manual_seed(o.train.seed);
-  nn::ImageClassifier classifier(backbone, head);
+  // Image data trains a CNN with the head; a feature file trains the head alone on its features.
+  auto classifier = [&] {
+    if (!train_data.has_images()) {
+      head.input_dim = train_data.features.size(1);
+      return model::ClassifierModel::from_layer(nn::MuMoEBlock(head), "head", train_data.class_names);
+    }
+    nn::BackboneConfig backbone;
+    backbone.in_channels = train_data.images.size(1);
+    backbone.image_size = train_data.images.size(2);
+    backbone.feature_dim = o.feature_dim;
+    return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), train_data.class_names);
+  }();
+  if (test_data.size() > 0) classifier.check_compatible(test_data);
   nlohmann::json provenance = {{"command", o.command_line},
                                {"data", o.data},
                                {"train_samples", train_data.size()},
@@ -115,12 +124,11 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   auto write_checkpoint = [&](const std::string& path, int64_t completed) {
     auto p = provenance;
     p["completed_epochs"] = completed;
-    model::save_image_classifier(path, classifier,
-                                 model::image_classifier_manifest(classifier, train_data.class_names, p));
+    classifier.save(path, p);
   };
   auto read_checkpoint = [&](const std::string& path) -> int64_t {
     const auto file = model::ModelFile::load(path);
-    file.load_into(*classifier, [](const std::string& key) { return key; });
+    classifier.load_weights(file);
     const int64_t done = file.manifest().provenance.value("completed_epochs", int64_t{0});
     if (!o.quiet) std::cerr << "resuming " << path << " after epoch " << done << "\n";
     return done;
@@ -152,9 +160,8 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
                {"per_class_accuracy", eval.per_class_accuracy}};
     provenance["test_metrics"] = metrics;
   }
-  classifier->to(torch::kCPU);
-  model::save_image_classifier(o.output, classifier,
-                               model::image_classifier_manifest(classifier, train_data.class_names, provenance));
+  classifier.module().to(torch::kCPU);
+  classifier.save(o.output, provenance);
   // The run is complete: there is nothing left to resume, so the optimizer state goes.
   std::filesystem::remove(o.output + ".optim.pt", ec);
   if (o.json) {
@@ -171,9 +178,10 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
 
 Command add_train_command(CLI::App& parent) {
   auto o = std::make_shared<TrainCommandOptions>();
-  auto* app = parent.add_subcommand("train", "Train a CNN + μMoE-head image classifier");
+  auto* app = parent.add_subcommand("train", "Train a CNN + μMoE-head classifier, or a μMoE head on features");
   app->add_option("--output", o->output, "Model file to write (also the per-epoch checkpoint)")->required();
-  app->add_option("--data", o->data, "Training data SPEC (default fashion-mnist:train)");
+  app->add_option("--data", o->data,
+                  "Training data SPEC (default fashion-mnist:train; features:FILE trains a bare head)");
   app->add_option("--test-data", o->test_data, "Evaluation data SPEC (default fashion-mnist:test; '' for none)");
   app->add_option("--config", o->config_file, "JSON file with any of the options below (flags win)");
   app->add_option("--variant", o->variant, "Head factorization: cp (default), tr or tt");

@@ -25,6 +25,56 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
   return m;
 }
 
+ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier classifier,
+                                                       std::vector<std::string> labels) {
+  ClassifierModel m;
+  m.classifier_ = std::move(classifier);
+  m.layer_ = m.classifier_->head();
+  m.layer_name_ = "head";
+  m.label_names_ = std::move(labels);
+  return m;
+}
+
+ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels) {
+  ClassifierModel m;
+  m.layer_ = std::move(layer);
+  m.layer_name_ = std::move(name);
+  m.label_names_ = std::move(labels);
+  return m;
+}
+
+torch::nn::Module& ClassifierModel::module() {
+  return has_backbone() ? static_cast<torch::nn::Module&>(*classifier_) : static_cast<torch::nn::Module&>(*layer_);
+}
+
+nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch::Tensor& indices,
+                                         const torch::Device& device, const nn::ExpertAblation& ablation) {
+  if (has_backbone())
+    return classifier_->forward(data::to_float_images(data.images.index_select(0, indices)).to(device), ablation);
+  return layer_->forward(data.features.index_select(0, indices).to(device), ablation);
+}
+
+void ClassifierModel::load_weights(const ModelFile& file) {
+  if (has_backbone()) {
+    file.load_into(*classifier_, [](const std::string& key) { return key; });
+  } else {
+    const auto& layer = file.layer(layer_name_);
+    file.load_into(*layer_, [&](const std::string& key) { return file_key(layer, key); });
+  }
+}
+
+void ClassifierModel::save(const std::string& path, const nlohmann::json& provenance) const {
+  if (has_backbone()) {
+    save_image_classifier(path, classifier_, image_classifier_manifest(classifier_, label_names_, provenance));
+    return;
+  }
+  Manifest m;
+  m.layers = {{layer_name_, layer_name_ + ".", layer_->config(), false}};
+  m.label_names = label_names_;
+  m.provenance = provenance;
+  save_model_file(path, m, layer_tensors(m.layers[0], layer_));
+}
+
 void ClassifierModel::check_compatible(const data::Dataset& data) const {
   const auto& config = layer_->config();
   if (has_backbone()) {

@@ -6,6 +6,7 @@
 // The μMoE layer is split off so that analysis can cache its inputs and re-evaluate only it.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 #include <string>
@@ -24,6 +25,20 @@ class ClassifierModel {
   /// "mumoe-layers" file ("" = its only layer); image classifiers always use "head".
   /// Throws FileError/UsageError naming the file and the problem.
   static ClassifierModel load(const ModelFile& file, const std::string& layer = "");
+  /// A new model around an image classifier, or around a bare layer called `name`.
+  static ClassifierModel from_image_classifier(nn::ImageClassifier classifier, std::vector<std::string> labels);
+  static ClassifierModel from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels);
+
+  /// Every trainable parameter and buffer (backbone and layer).
+  torch::nn::Module& module();
+  /// Class scores and coefficients for data samples `indices` (long [B]) on `device` (the
+  /// model must be there). Gradients flow unless the caller disables them.
+  nn::BlockOutput forward(const data::Dataset& data, const torch::Tensor& indices, const torch::Device& device,
+                          const nn::ExpertAblation& ablation = {});
+  /// Copies a model file's weights into this model (a checkpoint of the same architecture).
+  void load_weights(const ModelFile& file);
+  /// Writes the model (its manifest records `provenance`), atomically.
+  void save(const std::string& path, const nlohmann::json& provenance) const;
 
   /// Throws UsageError when `data` cannot be fed to this model (images vs features, image shape,
   /// feature width, class count vs the layer's output width or the model's labels).
@@ -42,7 +57,7 @@ class ClassifierModel {
   /// The image classifier (empty holder for a bare layer).
   nn::ImageClassifier image_classifier() const { return classifier_; }
 
-  /// Moves the backbone to `device` (the layer is moved by its users).
+  /// Moves the backbone to `device` for layer_inputs (analysis moves copies of the layer itself).
   void backbone_to(const torch::Device& device);
 
  private:

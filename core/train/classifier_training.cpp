@@ -20,10 +20,10 @@ double learning_rate_at(const TrainOptions& o, int64_t global_step, int64_t tota
 
 }  // namespace
 
-TrainResult train_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
-                             const TrainOptions& o, const TrainCallback& progress,
-                             const CheckpointWriter& write_checkpoint,
+TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset& data, const TrainOptions& o,
+                             const TrainCallback& progress, const CheckpointWriter& write_checkpoint,
                              const std::function<int64_t(const std::string&)>& read_checkpoint) {
+  auto& module = model.module();
   if (o.epochs <= 0 || o.batch_size <= 0 || o.learning_rate <= 0)
     throw UsageError("epochs, batch size and learning rate must be positive");
   if (o.schedule != "cosine" && o.schedule != "constant")
@@ -31,15 +31,15 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
   if (data.size() == 0) throw UsageError("the training data (" + data.identity + ") is empty");
   const auto device = nn::parse_device(o.device);
   torch::manual_seed(o.seed);
-  classifier->to(device);
+  module.to(device);
 
-  torch::optim::AdamW optimizer(classifier->parameters(),
+  torch::optim::AdamW optimizer(module.parameters(),
                                 torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay));
   TrainResult result;
   const std::string optimizer_path = o.checkpoint_path + ".optim.pt";
   if (o.resume && !o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
     result.first_epoch = read_checkpoint(o.checkpoint_path);
-    classifier->to(device);
+    module.to(device);
     if (std::filesystem::exists(optimizer_path)) torch::load(optimizer, optimizer_path);
   }
 
@@ -50,20 +50,19 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
   int64_t steps_done_here = 0;
 
   for (int64_t epoch = result.first_epoch; epoch < o.epochs; ++epoch) {
-    classifier->train();
+    module.train();
     // Seeded per epoch: shuffling and dropout do not depend on whether the run was resumed.
     torch::manual_seed(o.seed * 1000003 + static_cast<uint64_t>(epoch));
     const auto order = torch::randperm(n, torch::kLong);
     double loss_sum = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const auto idx = order.slice(0, step * o.batch_size, std::min(n, (step + 1) * o.batch_size));
-      const auto images = data::to_float_images(data.images.index_select(0, idx)).to(device);
       const auto labels = data.labels.index_select(0, idx).to(device);
       for (auto& group : optimizer.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options())
             .lr(learning_rate_at(o, epoch * steps_per_epoch + step, total_steps));
       optimizer.zero_grad();
-      auto loss = torch::cross_entropy_loss(classifier->forward(images).output, labels);
+      auto loss = torch::cross_entropy_loss(model.forward(data, idx, device).output, labels);
       loss.backward();
       optimizer.step();
       loss_sum += loss.item<double>();
@@ -89,16 +88,29 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  classifier->eval();
+  module.eval();
   return result;
 }
 
+TrainResult train_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
+                             const TrainOptions& options, const TrainCallback& progress,
+                             const CheckpointWriter& write_checkpoint,
+                             const std::function<int64_t(const std::string&)>& read_checkpoint) {
+  auto model = model::ClassifierModel::from_image_classifier(classifier, data.class_names);
+  return train_classifier(model, data::Dataset::from(data), options, progress, write_checkpoint, read_checkpoint);
+}
+
 Evaluation evaluate_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
-                               int64_t batch_size, const std::string& device_name,
-                               const nn::ExpertAblation& ablation) {
+                               int64_t batch_size, const std::string& device, const nn::ExpertAblation& ablation) {
+  auto model = model::ClassifierModel::from_image_classifier(classifier, data.class_names);
+  return evaluate_classifier(model, data::Dataset::from(data), batch_size, device, ablation);
+}
+
+Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Dataset& data, int64_t batch_size,
+                               const std::string& device_name, const nn::ExpertAblation& ablation) {
   const auto device = nn::parse_device(device_name);
-  classifier->to(device);
-  classifier->eval();
+  model.module().to(device);
+  model.module().eval();
   torch::NoGradGuard no_grad;
   const int64_t classes = static_cast<int64_t>(data.class_names.size());
   auto correct = torch::zeros({classes}, torch::kLong);
@@ -106,9 +118,8 @@ Evaluation evaluate_classifier(nn::ImageClassifier& classifier, const data::Labe
   double loss_sum = 0;
   for (int64_t start = 0; start < data.size(); start += batch_size) {
     const int64_t end = std::min(data.size(), start + batch_size);
-    const auto images = data::to_float_images(data.images.slice(0, start, end)).to(device);
     const auto labels = data.labels.slice(0, start, end);
-    const auto logits = classifier->forward(images, ablation).output.cpu();
+    const auto logits = model.forward(data, torch::arange(start, end), device, ablation).output.cpu();
     loss_sum += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     const auto hit = (logits.argmax(1) == labels).to(torch::kLong);
     correct.index_add_(0, labels, hit);

@@ -6,7 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/image_data.h"
+#include "data/dataset.h"
+#include "model/classifier_model.h"
 #include "nn/image_classifier.h"
 
 namespace mumoe::train {
@@ -46,11 +47,17 @@ struct TrainResult {
   double seconds = 0;
 };
 
-/// Called after each epoch with the classifier to write a checkpoint (model file) to `path`.
+/// Called after each epoch to write a checkpoint (model file) to `path`.
 using CheckpointWriter = std::function<void(const std::string& path, int64_t completed_epochs)>;
 
 /// Trains with softmax cross-entropy. Batches are shuffled with a generator seeded by
 /// seed + epoch, so a resumed run sees the same batches as an uninterrupted one.
+/// Works for both kinds of ClassifierModel: a CNN with its head on images, or a bare μMoE layer
+/// on a feature file.
+TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset& data, const TrainOptions& options,
+                             const TrainCallback& progress, const CheckpointWriter& write_checkpoint,
+                             const std::function<int64_t(const std::string&)>& read_checkpoint);
+/// The same for an image classifier on image data.
 TrainResult train_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
                              const TrainOptions& options, const TrainCallback& progress,
                              const CheckpointWriter& write_checkpoint,
@@ -66,6 +73,8 @@ struct Evaluation {
 
 /// Accuracy overall and per class (eval mode, no gradients), optionally with experts of the
 /// head ablated.
+Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Dataset& data, int64_t batch_size = 500,
+                               const std::string& device = "cpu", const nn::ExpertAblation& ablation = {});
 Evaluation evaluate_classifier(nn::ImageClassifier& classifier, const data::LabelledImages& data,
                                int64_t batch_size = 500, const std::string& device = "cpu",
                                const nn::ExpertAblation& ablation = {});

@@ -88,12 +88,39 @@ TEST_F(CliClassifier, FeaturesThenForwardOfTheHeadReproducesTheLogits) {
   EXPECT_TRUE(torch::allclose(io::SafetensorsFile::open(out).read("output"), classifier_->forward(x).output, 1e-5, 1e-5));
 }
 
-TEST_F(CliClassifier, EvaluateOnALayerOnlyModelIsAClearError) {
+TEST_F(CliClassifier, EvaluateALayerOnlyModelOnImagesIsAClearError) {
   const auto layer_model = dir_.file("layer.safetensors");
   ASSERT_EQ(mumoe_cli("init --output " + layer_model + " --input-dim 4 --output-dim 3").first, 0);
   auto [code, out] = mumoe_cli("evaluate " + layer_model + " --data " + spec_);
-  EXPECT_EQ(code, 2);
-  EXPECT_NE(out.find("not an image classifier"), std::string::npos) << out;
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("bare μMoE layer: give it a features:FILE SPEC"), std::string::npos) << out;
+}
+
+TEST_F(CliClassifier, TrainsAndEvaluatesABareHeadOnAFeatureFile) {
+  // The classifier's features become the training data of a head of its own.
+  const auto features = dir_.file("f.safetensors");
+  ASSERT_EQ(mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
+  const auto head = dir_.file("head.safetensors");
+  auto [code, out] = mumoe_cli("train --data features:" + features + " --test-data features:" + features +
+                               " --output " + head + " --experts 8 --rank 4 --epochs 2 --batch-size 16 --quiet --json");
+  ASSERT_EQ(code, 0) << out;
+  const auto file = model::ModelFile::load(head);
+  EXPECT_EQ(file.manifest().architecture, "mumoe-layers");
+  EXPECT_EQ(file.manifest().label_names, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(file.layer("head").config.input_dim, 6);
+  EXPECT_EQ(file.layer("head").config.expert_dims, (std::vector<int64_t>{8}));
+
+  auto [ecode, eout] = mumoe_cli("evaluate " + head + " --data features:" + features + " --json");
+  ASSERT_EQ(ecode, 0) << eout;
+  const auto reported = nlohmann::json::parse(eout);
+  // Independently: the layer's predictions on the feature rows.
+  auto block = file.build_layer("head");
+  const auto data = io::SafetensorsFile::open(features);
+  torch::NoGradGuard no_grad;
+  const auto predictions = block->forward(data.read("features")).output.argmax(1);
+  const double accuracy = (predictions == data.read("labels")).to(torch::kDouble).mean().item<double>();
+  EXPECT_DOUBLE_EQ(reported["accuracy"].get<double>(), accuracy);
+  EXPECT_DOUBLE_EQ(file.manifest().provenance["test_metrics"]["accuracy"].get<double>(), accuracy);
 }
 
 }  // namespace
