@@ -33,7 +33,9 @@ std::string two_decimals(double v) {
 
 void write_png(const analysis::AnalysisSession& session, const analysis::Gallery& g, const std::string& path) {
 #ifdef MUMOE_WITH_OPENCV
-  if (!session.has_images()) throw UsageError("--output needs image data; " + session.options().data_spec + " holds features");
+  if (!session.has_gallery_images())
+    throw UsageError("--output needs images: " + session.options().data_spec +
+                     " holds features, so name the images they were made from with --images SPEC");
   std::vector<analysis::ContactSheetTile> tiles;
   for (const auto& item : g.items)
     tiles.push_back({session.sample_image(item.sample), class_name(session, item.label), two_decimals(item.coefficient)});
@@ -86,6 +88,8 @@ Command add_gallery_command(CLI::App& parent) {
   app->add_option("--count", o->request.count, "Samples (default 32)");
   app->add_option("--seed", o->request.seed, "Seed of the random draw (default 0)");
   app->add_option("--output", o->output, "Write a PNG contact sheet");
+  app->add_option("--images", o->analysis.session.gallery_images,
+                  "Images of a feature file's samples, in the same order (e.g. fashion-mnist:test)");
   return {app, [o]() { return run_gallery(*o); }};
 }
 

@@ -37,6 +37,21 @@ struct AnalysisSession::Impl {
   std::optional<RunData> run;
   std::unique_ptr<CounterfactualAblation> ablation;
   std::vector<std::string> class_names;
+  mutable std::optional<data::Dataset> gallery_images;  ///< loaded on first use
+
+  const torch::Tensor& images() const {
+    if (data.has_images()) return data.images;
+    if (!gallery_images) {
+      auto images = data::load_dataset(options.gallery_images);
+      if (!images.has_images()) throw UsageError(options.gallery_images + " holds no images");
+      if (images.size() != data.size() || !torch::equal(images.labels, data.labels))
+        throw UsageError(options.gallery_images + " is not the image set of " + data.identity + " (" +
+                         std::to_string(images.size()) + " vs " + std::to_string(data.size()) +
+                         " samples, or different labels)");
+      gallery_images = std::move(images);
+    }
+    return gallery_images->images;
+  }
 
   std::optional<int64_t> run_id() const { return cache->find_run(key); }
   int64_t complete_run_id() const {
@@ -159,13 +174,17 @@ Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method,
   return {std::move(value), false, seconds_since(start)};
 }
 
+bool AnalysisSession::has_gallery_images() const {
+  return impl_->data.has_images() || !impl_->options.gallery_images.empty();
+}
+
 SampleImage AnalysisSession::sample_image(int64_t sample) const {
   SampleImage image;
+  if (!has_gallery_images()) return image;
   const auto& d = impl_->data;
-  if (!d.has_images()) return image;
   if (sample < 0 || sample >= d.size())
     throw UsageError("sample " + std::to_string(sample) + " does not exist (0–" + std::to_string(d.size() - 1) + ")");
-  const auto hwc = d.images[sample].permute({1, 2, 0}).contiguous();
+  const auto hwc = impl_->images()[sample].permute({1, 2, 0}).contiguous();
   image.height = hwc.size(0);
   image.width = hwc.size(1);
   image.channels = hwc.size(2);

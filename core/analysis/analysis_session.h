@@ -30,6 +30,9 @@ struct SessionOptions {
   std::string device = "cpu";
   int64_t chunk_size = 500;
   model::LayoutOverrides overrides;  ///< what a plain PyTorch state_dict cannot tell
+  /// Images for galleries when data_spec is a feature file made from them (same samples in the
+  /// same order, e.g. `mumoe features … --data fashion-mnist:test`); "" = none.
+  std::string gallery_images;
 };
 
 /// An answer and where it came from.
@@ -82,8 +85,12 @@ class AnalysisSession {
   Answer<SweepOutcome> sweep(int64_t mode = 0, AblationMethod method = AblationMethod::Sparse,
                              const SweepCallback& progress = {}, bool recompute = false);
 
-  /// Sample `sample` of image data as 8-bit pixels; empty for feature data.
+  /// Sample `sample` as 8-bit pixels, from the image data or from options().gallery_images;
+  /// empty when neither has images. Throws UsageError when gallery_images does not match the
+  /// data (sample count or labels differ).
   SampleImage sample_image(int64_t sample) const;
+  /// True when sample_image can return pixels.
+  bool has_gallery_images() const;
 
  private:
   struct Impl;

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <filesystem>
+
 
 #include "data/image_data.h"
 #include "io/safetensors.h"
@@ -121,6 +123,56 @@ TEST_F(CliClassifier, TrainsAndEvaluatesABareHeadOnAFeatureFile) {
   const double accuracy = (predictions == data.read("labels")).to(torch::kDouble).mean().item<double>();
   EXPECT_DOUBLE_EQ(reported["accuracy"].get<double>(), accuracy);
   EXPECT_DOUBLE_EQ(file.manifest().provenance["test_metrics"]["accuracy"].get<double>(), accuracy);
+}
+
+// PNG width and height from the IHDR chunk (bytes 16–23, big-endian).
+std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
+  auto be = [&](size_t at) {
+    return (uint32_t(uint8_t(png[at])) << 24) | (uint32_t(uint8_t(png[at + 1])) << 16) |
+           (uint32_t(uint8_t(png[at + 2])) << 8) | uint32_t(uint8_t(png[at + 3]));
+  };
+  return {be(16), be(20)};
+}
+
+TEST_F(CliClassifier, GalleryContactSheets) {
+  const std::string cache = " --cache " + dir_.file("cache.sqlite") + " --quiet";
+  const auto sheet = dir_.file("sheet.png");
+  auto [code, out] = mumoe_cli("gallery " + model_ + " --data " + spec_ + cache +
+                               " --expert 0 --order top --count 6 --output " + sheet + " --json");
+  ASSERT_EQ(code, 0) << out;
+  const auto j = nlohmann::json::parse(out);
+  const auto items = static_cast<uint32_t>(j["items"].size());
+  ASSERT_GT(items, 0u);
+  const auto png = testkit::read_bytes(sheet);
+  ASSERT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  // Tiles of 112 px with 2 px gaps, up to 8 per row, under a 28 px title.
+  const uint32_t columns = std::min(items, 8u), rows = (items + 7) / 8;
+  EXPECT_EQ(png_size(png), std::make_pair(columns * 114 - 2, 28 + rows * 114));
+
+  // A head trained on the classifier's features shows the images they came from.
+  const auto features = dir_.file("f.safetensors");
+  ASSERT_EQ(mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
+  const auto head = dir_.file("head.safetensors");
+  ASSERT_EQ(mumoe_cli("train --data features:" + features + " --test-data '' --output " + head +
+                      " --experts 4 --rank 4 --epochs 1 --quiet").first, 0);
+  const std::string on_features = "gallery " + head + " --data features:" + features + cache + " --expert 1 --order top";
+  auto [no_images, msg] = mumoe_cli(on_features + " --output " + sheet);
+  EXPECT_EQ(no_images, 1);
+  EXPECT_NE(msg.find("--images"), std::string::npos) << msg;
+  auto [with_images, out2] = mumoe_cli(on_features + " --images " + spec_ + " --output " + dir_.file("s2.png"));
+  EXPECT_EQ(with_images, 0) << out2;
+  // Images that are not the feature file's samples are refused.
+  const auto other = dir_.file("other");
+  std::filesystem::create_directories(other);
+  const auto img = testkit::read_bytes(dir_.file("t10k-images-idx3-ubyte"));
+  const auto lab = testkit::read_bytes(dir_.file("t10k-labels-idx1-ubyte"));
+  std::string lab_shuffled = lab;  // one label changed (classes 0–2): a different data set
+  lab_shuffled[8] = static_cast<char>((lab[8] + 1) % 3);
+  testkit::write_bytes(other + "/t10k-images-idx3-ubyte", img);
+  testkit::write_bytes(other + "/t10k-labels-idx1-ubyte", lab_shuffled);
+  auto [mismatch, out3] = mumoe_cli(on_features + " --images idx:" + other + ":test --output " + dir_.file("s3.png"));
+  EXPECT_EQ(mismatch, 1);
+  EXPECT_NE(out3.find("is not the image set of"), std::string::npos) << out3;
 }
 
 }  // namespace
