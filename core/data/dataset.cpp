@@ -4,9 +4,12 @@
 
 namespace mumoe::data {
 
-Dataset Dataset::from(LabelledImages in) {
+namespace {
+
+// The fields both kinds of labelled data share.
+template <typename Labelled>
+Dataset common_fields(Labelled& in) {
   Dataset d;
-  d.images = std::move(in.images);
   d.labels = std::move(in.labels);
   d.attributes = std::move(in.attributes);
   d.class_names = std::move(in.class_names);
@@ -15,14 +18,17 @@ Dataset Dataset::from(LabelledImages in) {
   return d;
 }
 
+}  // namespace
+
+Dataset Dataset::from(LabelledImages in) {
+  auto d = common_fields(in);
+  d.images = std::move(in.images);
+  return d;
+}
+
 Dataset Dataset::from(LabelledFeatures in) {
-  Dataset d;
+  auto d = common_fields(in);
   d.features = std::move(in.features);
-  d.labels = std::move(in.labels);
-  d.attributes = std::move(in.attributes);
-  d.class_names = std::move(in.class_names);
-  d.attribute_names = std::move(in.attribute_names);
-  d.identity = std::move(in.identity);
   return d;
 }
 

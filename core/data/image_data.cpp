@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "data/biased_fmnist.h"
 #include "data/idx_file.h"
 #ifdef MUMOE_WITH_OPENCV
 #include "data/image_files.h"
@@ -85,6 +86,7 @@ LabelledImages load_image_data(const std::string& spec) {
   const auto parts = split_spec(spec);
   if (parts[0] == "fashion-mnist" && parts.size() == 2)
     return load_idx_directory(kFashionMnistDir, parts[1], fashion_mnist_class_names(), spec);
+  if (parts[0] == "biased-fmnist" && parts.size() == 2) return load_biased_fmnist(parts[1]);
   if (parts[0] == "idx" && parts.size() == 3) return load_idx_directory(parts[1], parts[2], {}, spec);
   if ((parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3)) {
 #ifdef MUMOE_WITH_OPENCV
@@ -96,8 +98,8 @@ LabelledImages load_image_data(const std::string& spec) {
 #endif
   }
   throw UsageError("unknown data SPEC '" + spec +
-                   "' (expected fashion-mnist:train|test, idx:DIR:train|test, folder:DIR or "
-                   "celeba:DIR:train|valid|test)");
+                   "' (expected fashion-mnist:train|test, biased-fmnist:train|test, idx:DIR:train|test, "
+                   "folder:DIR or celeba:DIR:train|valid|test)");
 }
 
 torch::Tensor to_float_images(const torch::Tensor& images) { return images.to(torch::kFloat32) / 255.0; }

@@ -37,7 +37,8 @@ LabelledImages load_idx_pair(const std::string& images_path, const std::string& 
 LabelledImages load_idx_directory(const std::string& dir, const std::string& split,
                                   std::vector<std::string> class_names, std::string identity);
 
-/// Parses and loads an image data SPEC: "fashion-mnist:train|test", "idx:DIR:train|test",
+/// Parses and loads an image data SPEC: "fashion-mnist:train|test", "biased-fmnist:train|test"
+/// (data/biased_fmnist.h), "idx:DIR:train|test",
 /// "folder:DIR" (ImageFolder), "celeba:DIR:train|valid|test" (the last two need OpenCV).
 /// Throws UsageError for an unknown SPEC, FileError for unreadable data.
 LabelledImages load_image_data(const std::string& spec);

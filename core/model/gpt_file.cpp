@@ -1,0 +1,187 @@
+#include "model/gpt_file.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "io/errors.h"
+
+namespace mumoe::model {
+namespace {
+
+std::string layer_name(int64_t layer) {
+  const auto prefix = nn::gpt_mlp_prefix(layer);
+  return prefix.substr(0, prefix.size() - 1);
+}
+
+bool has_tensor(const std::set<std::string>& names, const std::string& name) { return names.count(name) > 0; }
+
+std::vector<int64_t> tensor_shape(const ModelFile& file, const std::string& name) {
+  return file.read_tensor(name).sizes().vec();
+}
+
+// Every manifest layer must be the MLP block of one of the GPT's layers, with its configuration.
+void check_layers_fit(const ModelFile& file, const nn::GptConfig& config) {
+  const auto expected = to_json(config.mlp_config());
+  std::set<std::string> seen;
+  for (const auto& layer : file.manifest().layers) {
+    bool known = false;
+    for (int64_t i = 0; i < config.n_layer && !known; ++i) known = layer.name == layer_name(i);
+    if (!known || layer.prefix != layer.name + ".")
+      throw FileError(file.path(), "μMoE layer '" + layer.name + "' is not the MLP block of one of the " +
+                                       std::to_string(config.n_layer) + " GPT layers");
+    if (to_json(layer.config) != expected)
+      throw FileError(file.path(), "μMoE layer '" + layer.name + "' has configuration " +
+                                       to_json(layer.config).dump() +
+                                       ", which is not the GPT's MLP block " + expected.dump());
+    seen.insert(layer.name);
+  }
+  for (int64_t i = 0; i < config.n_layer; ++i)
+    if (!seen.count(layer_name(i)))
+      throw FileError(file.path(), "the GPT's μMoE layer '" + layer_name(i) + "' is missing");
+}
+
+[[noreturn]] void not_a_gpt(const ModelFile& file, const std::string& problem) {
+  throw FileError(file.path(), "not a nanoGPT-μMoE state dict: " + problem);
+}
+
+}  // namespace
+
+std::vector<io::NamedTensor> gpt_state_dict(const nn::MuMoEGpt& gpt) {
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& p : gpt->named_parameters()) tensors.push_back({p.key(), p.value()});
+  for (const auto& b : gpt->named_buffers()) tensors.push_back({b.key(), b.value()});
+  tensors.push_back({kLmHeadKey, gpt->wte()->weight});
+  return tensors;
+}
+
+Manifest gpt_manifest(const nn::MuMoEGpt& gpt, nlohmann::json provenance, const std::string& tokenizer) {
+  const auto& config = gpt->config();
+  Manifest m;
+  m.architecture = kGptArchitecture;
+  m.architecture_config = {{"gpt", nn::to_json(config)}, {"tokenizer", tokenizer}};
+  for (int64_t i = 0; i < config.n_layer; ++i)
+    m.layers.push_back({layer_name(i), nn::gpt_mlp_prefix(i), config.mlp_config(), false});
+  m.provenance = std::move(provenance);
+  return m;
+}
+
+void save_gpt(const std::string& path, const nn::MuMoEGpt& gpt, const Manifest& manifest,
+              const io::WriteProgress& progress) {
+  save_model_file(path, manifest, gpt_state_dict(gpt), progress);
+}
+
+void load_gpt_weights(const ModelFile& file, nn::MuMoEGpt& gpt) {
+  const auto names_list = file.tensor_names();
+  const std::set<std::string> names(names_list.begin(), names_list.end());
+
+  // Tensors the model does not have are an error (a different architecture or configuration),
+  // except nanoGPT's causal-mask buffers, which carry no learned values.
+  std::set<std::string> known;
+  for (const auto& t : gpt_state_dict(gpt)) known.insert(t.name);
+  static const std::regex mask_buffer(R"(transformer\.h\.\d+\.attn\.bias)");
+  for (const auto& name : names)
+    if (!known.count(name) && !std::regex_match(name, mask_buffer))
+      throw FileError(file.path(), "tensor '" + name + "' is not part of a μMoE GPT with " +
+                                       std::to_string(gpt->n_layer()) + " layers");
+
+  // Weight tying: PyTorch's state dict lists the shared tensor under both names; a file written
+  // with safetensors' save_model keeps only one of them.
+  const bool has_wte = has_tensor(names, kTokenEmbeddingKey), has_head = has_tensor(names, kLmHeadKey);
+  if (has_wte && has_head &&
+      !torch::equal(file.read_tensor(kTokenEmbeddingKey), file.read_tensor(kLmHeadKey)))
+    throw FileError(file.path(), std::string(kLmHeadKey) + " differs from " + kTokenEmbeddingKey +
+                                     "; this GPT ties them (weight tying), so they must be equal");
+  const std::string embedding_source = has_wte || !has_head ? kTokenEmbeddingKey : kLmHeadKey;
+  file.load_into(*gpt, [&](const std::string& key) {
+    return key == kTokenEmbeddingKey ? embedding_source : key;
+  });
+}
+
+nn::MuMoEGpt load_gpt(const ModelFile& file, int64_t n_head) {
+  if (file.inferred()) return load_gpt_state_dict(file, n_head);
+  const auto& m = file.manifest();
+  if (m.architecture != kGptArchitecture)
+    throw FileError(file.path(), "is a '" + m.architecture + "' model, not a μMoE GPT");
+  if (!m.architecture_config.contains("gpt"))
+    throw FileError(file.path(), "manifest: architecture_config lacks 'gpt'");
+  nn::GptConfig config;
+  try {
+    config = nn::gpt_config_from_json(m.architecture_config.at("gpt"));
+  } catch (const UsageError& e) {
+    throw FileError(file.path(), std::string("manifest: ") + e.what());
+  }
+  check_layers_fit(file, config);
+  nn::MuMoEGpt gpt(config);
+  load_gpt_weights(file, gpt);
+  gpt->eval();
+  return gpt;
+}
+
+int64_t default_head_count(int64_t n_embd) {
+  if (n_embd <= 0) throw UsageError("n_embd must be positive");
+  auto heads = std::max<int64_t>(1, std::llround(static_cast<double>(n_embd) / 64.0));
+  while (n_embd % heads != 0) --heads;
+  return heads;
+}
+
+nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
+  const auto names_list = file.tensor_names();
+  const std::set<std::string> names(names_list.begin(), names_list.end());
+  auto fail = [&file](const std::string& problem) { not_a_gpt(file, problem); };
+
+  const std::string embedding = has_tensor(names, kTokenEmbeddingKey) ? kTokenEmbeddingKey : kLmHeadKey;
+  if (!has_tensor(names, embedding)) fail("it has neither transformer.wte.weight nor lm_head.weight");
+  const auto wte = tensor_shape(file, embedding);
+  if (wte.size() != 2) fail(embedding + " is not a matrix [vocab_size, n_embd]");
+  if (!has_tensor(names, "transformer.wpe.weight")) fail("transformer.wpe.weight is missing");
+  const auto wpe = tensor_shape(file, "transformer.wpe.weight");
+  if (wpe.size() != 2 || wpe[1] != wte[1])
+    fail("transformer.wpe.weight has shape " + c10::str(c10::IntArrayRef(wpe)) + ", expected [block_size, " +
+         std::to_string(wte[1]) + "]");
+
+  nn::GptConfig c;
+  c.vocab_size = wte[0];
+  c.n_embd = wte[1];
+  c.block_size = wpe[0];
+  c.n_layer = 0;
+  while (has_tensor(names, "transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
+  if (c.n_layer == 0) fail("it has no transformer.h.0.ln_1.weight");
+  if (n_head < 0) throw UsageError("n_head must be positive (or 0 for the default)");
+  c.n_head = n_head > 0 ? n_head : default_head_count(c.n_embd);
+  if (c.n_embd % c.n_head != 0)
+    throw UsageError("n_head " + std::to_string(c.n_head) + " does not divide n_embd " + std::to_string(c.n_embd) +
+                     " of " + file.path());
+
+  // The MLP blocks' sizes come from the μMoE layers ModelFile found by their gating weights.
+  const ModelLayer* first = nullptr;
+  for (const auto& layer : file.manifest().layers)
+    if (layer.name == layer_name(0)) first = &layer;
+  if (!first) not_a_gpt(file, "it has no μMoE MLP block " + layer_name(0));
+  const auto& mlp = first->config;
+  if (mlp.hierarchy() != 1)
+    fail(layer_name(0) + " has " + std::to_string(mlp.hierarchy()) + " expert modes; the GPT supports one");
+  c.experts = mlp.expert_dims.front();
+  c.factorization = mlp.factorization;
+  c.cp_rank = mlp.cp_rank;
+  c.tr_ranks = mlp.tr_ranks;
+  c.gate_activation = mlp.gate_activation;
+  try {
+    c.validate();
+  } catch (const UsageError& e) {
+    throw FileError(file.path(), e.what());
+  }
+  check_layers_fit(file, c);
+  return c;
+}
+
+nn::MuMoEGpt load_gpt_state_dict(const ModelFile& file, int64_t n_head) {
+  nn::MuMoEGpt gpt(infer_gpt_config(file, n_head));
+  load_gpt_weights(file, gpt);
+  gpt->eval();
+  return gpt;
+}
+
+}  // namespace mumoe::model

@@ -1,0 +1,324 @@
+#include "nn/mumoe_gpt.h"
+
+#include <torch/torch.h>
+
+#include <cmath>
+#include <limits>
+
+#include "io/errors.h"
+#include "text/splitmix64.h"
+
+namespace mumoe::nn {
+namespace {
+
+// nanoGPT's LayerNorm uses eps 1e-5, as does the μMoE block's input LayerNorm.
+constexpr double kLayerNormEps = 1e-5;
+
+torch::nn::LayerNorm layer_norm(int64_t width) {
+  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(kLayerNormEps));
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError("invalid GPT configuration: " + message);
+}
+
+// Restores train()/eval() when generate() returns or throws.
+class ModeGuard {
+ public:
+  explicit ModeGuard(torch::nn::Module& m) : module_(m), was_training_(m.is_training()) {}
+  ~ModeGuard() { module_.train(was_training_); }
+
+ private:
+  torch::nn::Module& module_;
+  bool was_training_;
+};
+
+}  // namespace
+
+void GptConfig::validate() const {
+  require(vocab_size > 0, "vocab_size must be positive");
+  require(block_size > 0, "block_size must be positive");
+  require(n_layer > 0, "n_layer must be positive");
+  require(n_head > 0, "n_head must be positive");
+  require(n_embd > 0, "n_embd must be positive");
+  require(n_embd % n_head == 0, "n_head (" + std::to_string(n_head) + ") must divide n_embd (" +
+                                    std::to_string(n_embd) + ")");
+  require(experts > 0, "experts must be positive");
+  if (factorization == Factorization::CP)
+    require(cp_rank > 0, "cp_rank must be positive");
+  else
+    require(tr_ranks.size() == 3, "a TR GPT needs 3 ring ranks, got " + std::to_string(tr_ranks.size()));
+  require(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
+  mlp_config().validate();
+}
+
+LayerConfig GptConfig::mlp_config() const {
+  LayerConfig c;
+  c.factorization = factorization;
+  c.input_dim = n_embd;
+  c.output_dim = 4 * n_embd;
+  c.second_dim = n_embd;
+  c.expert_dims = {experts};
+  if (factorization == Factorization::CP)
+    c.cp_rank = cp_rank;
+  else
+    c.tr_ranks = tr_ranks;
+  c.use_bias = true;
+  c.gate_norm = GateNorm::LayerNorm;
+  c.gate_activation = gate_activation;
+  c.input_layer_norm = true;
+  c.norm_eps = kLayerNormEps;
+  return c;
+}
+
+nlohmann::json to_json(const GptConfig& c) {
+  nlohmann::json j = {{"vocab_size", c.vocab_size}, {"block_size", c.block_size},
+                      {"n_layer", c.n_layer},       {"n_head", c.n_head},
+                      {"n_embd", c.n_embd},         {"experts", c.experts},
+                      {"factorization", to_string(c.factorization)},
+                      {"dropout", c.dropout},       {"gate_activation", to_string(c.gate_activation)}};
+  if (c.factorization == Factorization::CP)
+    j["cp_rank"] = c.cp_rank;
+  else
+    j["tr_ranks"] = c.tr_ranks;
+  return j;
+}
+
+GptConfig gpt_config_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw UsageError("GPT configuration is not a JSON object");
+  GptConfig c;
+  const char* key = "";
+  try {
+    const std::initializer_list<std::pair<const char*, int64_t*>> sizes = {
+        {"vocab_size", &c.vocab_size}, {"block_size", &c.block_size}, {"n_layer", &c.n_layer},
+        {"n_head", &c.n_head},         {"n_embd", &c.n_embd},         {"experts", &c.experts}};
+    for (const auto& [name, target] : sizes) {
+      key = name;
+      *target = j.at(name).get<int64_t>();
+    }
+    key = "factorization";
+    c.factorization = parse_factorization(j.value("factorization", std::string("CP")));
+    if (c.factorization == Factorization::CP) {
+      key = "cp_rank";
+      c.cp_rank = j.at(key).get<int64_t>();
+    } else {
+      key = "tr_ranks";
+      c.tr_ranks = j.at(key).get<std::vector<int64_t>>();
+    }
+    key = "dropout";
+    c.dropout = j.value(key, c.dropout);
+    key = "gate_activation";
+    c.gate_activation = parse_gate_activation(j.value(key, std::string("entmax15")));
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError(std::string("GPT configuration: '") + key + "' is missing or has the wrong type");
+  }
+  c.validate();
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
+    : n_embd_(n_embd), n_head_(n_head), dropout_(dropout) {
+  if (n_head <= 0 || n_embd % n_head != 0)
+    throw UsageError("attention: n_head " + std::to_string(n_head) + " must divide n_embd " +
+                     std::to_string(n_embd));
+  c_attn_ = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
+  c_proj_ = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
+  if (x.dim() != 3 || x.size(2) != n_embd_)
+    throw UsageError("attention expects [B, T, " + std::to_string(n_embd_) + "], got " +
+                     c10::str(x.sizes()));
+  const int64_t batch = x.size(0), tokens = x.size(1), head_size = n_embd_ / n_head_;
+  const auto qkv = c_attn_->forward(x).split(n_embd_, /*dim=*/2);
+  // [B, T, C] → [B, heads, T, head_size]: heads become a batch dimension.
+  auto heads = [&](const torch::Tensor& t) {
+    return t.reshape({batch, tokens, n_head_, head_size}).transpose(1, 2);
+  };
+  const auto q = heads(qkv[0]), k = heads(qkv[1]), v = heads(qkv[2]);
+  auto att = q.matmul(k.transpose(-2, -1)) * (1.0 / std::sqrt(static_cast<double>(head_size)));
+  // Position t must not see t' > t: those scores become −∞, i.e. weight 0 after the softmax.
+  const auto future = torch::ones({tokens, tokens}, torch::dtype(torch::kBool).device(x.device())).triu(1);
+  att = att.masked_fill(future, -std::numeric_limits<double>::infinity());
+  att = torch::dropout(torch::softmax(att, -1), dropout_, is_training());
+  const auto y = att.matmul(v).transpose(1, 2).contiguous().view({batch, tokens, n_embd_});
+  return torch::dropout(c_proj_->forward(y), dropout_, is_training());
+}
+
+// ---------------------------------------------------------------------------------------------
+
+GptBlockImpl::GptBlockImpl(const GptConfig& config) : dropout_(config.dropout) {
+  ln_1_ = register_module("ln_1", layer_norm(config.n_embd));
+  attn_ = register_module("attn", CausalSelfAttention(config.n_embd, config.n_head, config.dropout));
+  // nanoGPT's MLP module only wraps the μMoE block (its dropout has no parameters), so a plain
+  // container gives the key "mlp.MuMoE_layer.…".
+  auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+  mlp_ = mlp->register_module("MuMoE_layer", MuMoEBlock(config.mlp_config()));
+}
+
+torch::Tensor GptBlockImpl::attention_residual(const torch::Tensor& x) {
+  return x + attn_->forward(ln_1_->forward(x));
+}
+
+BlockOutput GptBlockImpl::mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation) {
+  auto out = mlp_->forward(h, ablation);
+  out.output = h + torch::dropout(out.output, dropout_, is_training());
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+MuMoEGptImpl::MuMoEGptImpl(GptConfig config) : config_(std::move(config)) {
+  config_.validate();
+  auto transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
+  wte_ = transformer->register_module("wte", torch::nn::Embedding(config_.vocab_size, config_.n_embd));
+  wpe_ = transformer->register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
+  for (int64_t i = 0; i < config_.n_layer; ++i) h_->push_back(GptBlock(config_));
+  transformer->register_module("h", h_);
+  ln_f_ = transformer->register_module("ln_f", layer_norm(config_.n_embd));
+  reset_parameters();
+}
+
+void MuMoEGptImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  wte_->weight.normal_(0.0, 0.02);
+  wpe_->weight.normal_(0.0, 0.02);
+  // GPT-2's scaled initialisation of the projections that write into the residual stream.
+  const double proj_std = 0.02 / std::sqrt(2.0 * static_cast<double>(config_.n_layer));
+  for (int64_t i = 0; i < config_.n_layer; ++i) {
+    auto b = block(i);
+    b->ln_1()->reset_parameters();
+    b->attn()->c_attn()->weight.normal_(0.0, 0.02);
+    b->attn()->c_attn()->bias.zero_();
+    b->attn()->c_proj()->weight.normal_(0.0, proj_std);
+    b->attn()->c_proj()->bias.zero_();
+    b->mlp()->reset_parameters();
+  }
+  ln_f_->reset_parameters();
+}
+
+void MuMoEGptImpl::check_layer(int64_t layer) const {
+  if (layer < 0 || layer >= config_.n_layer)
+    throw UsageError("layer " + std::to_string(layer) + " does not exist: the GPT has layers 0–" +
+                     std::to_string(config_.n_layer - 1));
+}
+
+GptBlock MuMoEGptImpl::block(int64_t layer) const {
+  check_layer(layer);
+  return GptBlock(h_->ptr<GptBlockImpl>(static_cast<size_t>(layer)));
+}
+
+torch::Tensor MuMoEGptImpl::embed(const torch::Tensor& idx) {
+  if (idx.dim() != 2 || !at::isIntegralType(idx.scalar_type(), /*includeBool=*/false))
+    throw UsageError("the GPT expects integer token ids [B, T], got " +
+                     std::string(c10::toString(idx.scalar_type())) + " " + c10::str(idx.sizes()));
+  const int64_t tokens = idx.size(1);
+  if (tokens < 1 || tokens > config_.block_size)
+    throw UsageError("the GPT reads 1–" + std::to_string(config_.block_size) + " tokens at a time, got " +
+                     std::to_string(tokens));
+  if (idx.numel() > 0) {
+    const auto lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
+    if (lo < 0 || hi >= config_.vocab_size)
+      throw UsageError("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary (0–" +
+                       std::to_string(config_.vocab_size - 1) + ")");
+  }
+  const auto ids = idx.to(wte_->weight.device(), torch::kLong);
+  const auto positions = torch::arange(tokens, torch::dtype(torch::kLong).device(ids.device()));
+  return torch::dropout(wte_->forward(ids) + wpe_->forward(positions), config_.dropout, is_training());
+}
+
+GptOutput MuMoEGptImpl::forward(const torch::Tensor& idx, const std::vector<ExpertAblation>& ablation,
+                                bool keep_mlp_inputs) {
+  if (static_cast<int64_t>(ablation.size()) > config_.n_layer)
+    throw UsageError("ablation names " + std::to_string(ablation.size()) + " layers but the GPT has " +
+                     std::to_string(config_.n_layer));
+  GptOutput out;
+  auto x = embed(idx);
+  for (int64_t l = 0; l < config_.n_layer; ++l) {
+    auto b = block(l);
+    const auto h = b->attention_residual(x);
+    if (keep_mlp_inputs) out.mlp_inputs.push_back(h);
+    auto mlp = b->mlp_residual(h, l < static_cast<int64_t>(ablation.size()) ? ablation[l] : ExpertAblation{});
+    x = mlp.output;
+    out.coefficients.push_back(mlp.coefficients.front());
+  }
+  // lm_head shares wte's weight (weight tying) and has no bias.
+  out.logits = torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
+  return out;
+}
+
+torch::Tensor MuMoEGptImpl::residual_before_mlp(const torch::Tensor& idx, int64_t layer,
+                                                const std::vector<ExpertAblation>& ablation) {
+  check_layer(layer);
+  auto x = embed(idx);
+  for (int64_t l = 0;; ++l) {
+    auto b = block(l);
+    const auto h = b->attention_residual(x);
+    if (l == layer) return h;
+    x = b->mlp_residual(h, l < static_cast<int64_t>(ablation.size()) ? ablation[l] : ExpertAblation{}).output;
+  }
+}
+
+std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, int64_t max_new_tokens,
+                                            double temperature, int64_t top_k, uint64_t seed) {
+  if (prompt.empty()) throw UsageError("generation needs a prompt of at least one token");
+  if (max_new_tokens < 0) throw UsageError("max_new_tokens must be ≥ 0");
+  if (!(temperature >= 0) || !std::isfinite(temperature)) throw UsageError("temperature must be ≥ 0");
+  if (top_k < 0) throw UsageError("top_k must be ≥ 0 (0: no top-k filter)");
+  for (auto id : prompt)
+    if (id < 0 || id >= config_.vocab_size)
+      throw UsageError("prompt token " + std::to_string(id) + " is outside the vocabulary (0–" +
+                       std::to_string(config_.vocab_size - 1) + ")");
+
+  ModeGuard mode(*this);
+  eval();
+  torch::NoGradGuard no_grad;
+  text::SplitMix64 rng(seed);
+  const auto device = wte_->weight.device();
+  std::vector<int64_t> context(prompt.begin(), prompt.end());
+  std::vector<int32_t> generated;
+  for (int64_t step = 0; step < max_new_tokens; ++step) {
+    const auto begin = static_cast<int64_t>(context.size()) > config_.block_size
+                           ? context.end() - config_.block_size
+                           : context.begin();
+    const std::vector<int64_t> window(begin, context.end());
+    const auto idx = torch::tensor(window, torch::kLong).view({1, -1}).to(device);
+    auto logits = forward(idx).logits.select(0, 0).select(0, -1).to(torch::kCPU, torch::kFloat64);
+
+    int64_t next = 0;
+    if (temperature == 0) {
+      next = logits.argmax().item<int64_t>();
+    } else {
+      logits = logits / temperature;
+      if (top_k > 0 && top_k < config_.vocab_size) {
+        const auto kth = std::get<0>(logits.topk(top_k)).min();
+        logits = logits.masked_fill(logits < kth, -std::numeric_limits<double>::infinity());
+      }
+      const auto probs = torch::softmax(logits, 0).contiguous();
+      const auto p = probs.accessor<double, 1>();
+      // Inverse-CDF draw with a 53-bit uniform: the same tokens on every platform and torch
+      // version, unlike torch::multinomial.
+      const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+      double cumulative = 0;
+      next = -1;
+      for (int64_t v = 0; v < p.size(0); ++v) {
+        if (p[v] <= 0) continue;
+        next = v;  // the last token with p > 0 absorbs rounding at the top of the CDF
+        cumulative += p[v];
+        if (u < cumulative) break;
+      }
+      if (next < 0) throw UsageError("the model's next-token distribution is not finite");
+    }
+    context.push_back(next);
+    generated.push_back(static_cast<int32_t>(next));
+  }
+  return generated;
+}
+
+std::string gpt_mlp_prefix(int64_t layer) {
+  return "transformer.h." + std::to_string(layer) + ".mlp.MuMoE_layer.";
+}
+
+}  // namespace mumoe::nn

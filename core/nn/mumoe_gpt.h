@@ -1,0 +1,165 @@
+// A small nanoGPT whose MLP blocks are μMoE two-layer blocks (the language models of the paper,
+// spec §2): token + position embeddings, n_layer blocks `x = x + attn(ln_1(x)); x = x + mlp(x)`
+// (no ln_2: the μMoE block has its own input LayerNorm and its gates see the raw residual
+// stream), a final LayerNorm and an lm_head tied to the token embedding.
+//
+// Module names equal nanoGPT's state-dict keys (transformer.wte.weight, transformer.h.{i}.ln_1.*,
+// transformer.h.{i}.attn.c_attn.*, transformer.h.{i}.mlp.MuMoE_layer.*, transformer.ln_f.*), so
+// a checkpoint of the reference code maps onto it key for key. lm_head.weight is the one
+// exception: LibTorch's parameters() does not de-duplicate shared tensors (an optimizer would
+// update a registered tied weight twice per step), so the module registers only
+// transformer.wte.weight and model::gpt_state_dict() (model/gpt_file.h) adds lm_head.weight, as
+// PyTorch's state_dict does.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/embedding.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/expert_ablation.h"
+#include "nn/layer_config.h"
+#include "nn/mumoe_block.h"
+
+namespace mumoe::nn {
+
+struct GptConfig {
+  int64_t vocab_size = 256;  ///< V (256: the byte tokenizer)
+  int64_t block_size = 128;  ///< context length: the most tokens one forward pass sees
+  int64_t n_layer = 4;
+  int64_t n_head = 4;        ///< must divide n_embd
+  int64_t n_embd = 128;      ///< C
+  int64_t experts = 32;      ///< N, experts per MLP block (hierarchy 1)
+  /// How each MLP block's weight tensors are factorised: CP with cp_rank (the default), or TR
+  /// with tr_ranks (3 ring ranks; the reference's TRμMoE GPT uses {4, 4, r}).
+  Factorization factorization = Factorization::CP;
+  int64_t cp_rank = 128;
+  std::vector<int64_t> tr_ranks;
+  double dropout = 0.1;  ///< embeddings, attention weights, attention output, MLP output
+  GateActivationKind gate_activation = GateActivationKind::Entmax15;
+
+  /// Throws UsageError naming the first bad field.
+  void validate() const;
+
+  /// The configuration of every MLP block: input C → hidden 4C → C, LayerNorm gating, input
+  /// LayerNorm, per-expert bias (the reference's MuMoE(..., apply_ln=True, normalization='ln')).
+  LayerConfig mlp_config() const;
+};
+
+nlohmann::json to_json(const GptConfig& config);
+/// Throws UsageError naming a missing or mistyped field, or the first invalid value.
+GptConfig gpt_config_from_json(const nlohmann::json& json);
+
+/// nanoGPT's CausalSelfAttention, written out (no fused kernel: LibTorch 1.13 has none):
+/// q, k, v from one c_attn projection, per head softmax(q kᵀ/√d + causal mask) v, c_proj.
+class CausalSelfAttentionImpl : public torch::nn::Module {
+ public:
+  CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout);
+  /// x [B, T, C] → [B, T, C]. Position t attends to positions ≤ t only.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear c_attn() const { return c_attn_; }
+  torch::nn::Linear c_proj() const { return c_proj_; }
+  int64_t n_head() const { return n_head_; }
+
+ private:
+  int64_t n_embd_;
+  int64_t n_head_;
+  double dropout_;
+  torch::nn::Linear c_attn_{nullptr};
+  torch::nn::Linear c_proj_{nullptr};
+};
+TORCH_MODULE(CausalSelfAttention);
+
+/// One transformer block ("transformer.h.{i}"): ln_1, attn, and mlp.MuMoE_layer.
+class GptBlockImpl : public torch::nn::Module {
+ public:
+  explicit GptBlockImpl(const GptConfig& config);
+
+  /// x + attn(ln_1(x)): the residual stream the MLP block reads.
+  torch::Tensor attention_residual(const torch::Tensor& x);
+  /// h + dropout(mlp(h)) for h = attention_residual(x), with the MLP's output.
+  BlockOutput mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation = {});
+
+  torch::nn::LayerNorm ln_1() const { return ln_1_; }
+  CausalSelfAttention attn() const { return attn_; }
+  /// The μMoE block registered as "mlp.MuMoE_layer".
+  MuMoEBlock mlp() const { return mlp_; }
+
+ private:
+  double dropout_;
+  torch::nn::LayerNorm ln_1_{nullptr};
+  CausalSelfAttention attn_{nullptr};
+  MuMoEBlock mlp_{nullptr};
+};
+TORCH_MODULE(GptBlock);
+
+/// What MuMoEGpt::forward returns.
+struct GptOutput {
+  torch::Tensor logits;  ///< [B, T, V]
+  /// Per layer, the MLP block's expert coefficients [B, T, N] as used (ablated experts are 0).
+  std::vector<torch::Tensor> coefficients;
+  /// Per layer, the MLP block's input (the residual stream after attention) [B, T, C]; filled
+  /// only when forward is asked to keep them.
+  std::vector<torch::Tensor> mlp_inputs;
+};
+
+class MuMoEGptImpl : public torch::nn::Module {
+ public:
+  explicit MuMoEGptImpl(GptConfig config);
+
+  /// idx: integer token ids [B, T] with 1 ≤ T ≤ block_size and 0 ≤ id < vocab_size (checked;
+  /// UsageError otherwise). ablation_per_layer[l] removes experts of layer l's MLP block; it may
+  /// be shorter than n_layer (missing layers: no ablation). Dropout is active in train() mode.
+  GptOutput forward(const torch::Tensor& idx,
+                    const std::vector<ExpertAblation>& ablation_per_layer = {},
+                    bool keep_mlp_inputs = false);
+
+  /// The input of layer `layer`'s MLP block for idx (what analysis caches) [B, T, C]; the same
+  /// tensor forward() would feed it, with the same ablations of the layers below.
+  torch::Tensor residual_before_mlp(const torch::Tensor& idx, int64_t layer,
+                                    const std::vector<ExpertAblation>& ablation_per_layer = {});
+
+  /// Samples max_new_tokens continuation tokens of `prompt` (non-empty) and returns them (without
+  /// the prompt). The context is cropped to the last block_size tokens. temperature 0 picks the
+  /// most likely token; top_k > 0 samples among the k most likely only. Runs in eval mode
+  /// without gradients (the module's mode is restored) and is deterministic for a seed: the
+  /// draws come from a SplitMix64 generator on CPU-side probabilities, not from torch's RNG.
+  std::vector<int32_t> generate(const std::vector<int32_t>& prompt, int64_t max_new_tokens,
+                                double temperature = 1.0, int64_t top_k = 0, uint64_t seed = 0);
+
+  /// Re-initialises every parameter as nanoGPT does: Linear and Embedding weights N(0, 0.02),
+  /// biases 0, c_proj weights N(0, 0.02/√(2·n_layer)), LayerNorms (1, 0); the μMoE blocks as
+  /// in spec §1 (gating 0). Uses torch's global generator (seed it with torch::manual_seed).
+  void reset_parameters();
+
+  const GptConfig& config() const { return config_; }
+  int64_t n_layer() const { return config_.n_layer; }
+  /// Block `layer` ("transformer.h.{layer}"); throws UsageError when out of range.
+  GptBlock block(int64_t layer) const;
+  torch::nn::Embedding wte() const { return wte_; }
+  torch::nn::Embedding wpe() const { return wpe_; }
+  torch::nn::LayerNorm ln_f() const { return ln_f_; }
+
+ private:
+  torch::Tensor embed(const torch::Tensor& idx);
+  void check_layer(int64_t layer) const;
+
+  GptConfig config_;
+  torch::nn::Embedding wte_{nullptr};
+  torch::nn::Embedding wpe_{nullptr};
+  torch::nn::ModuleList h_;
+  torch::nn::LayerNorm ln_f_{nullptr};
+};
+TORCH_MODULE(MuMoEGpt);
+
+/// The state-dict key of layer `layer`'s μMoE block prefix: "transformer.h.{layer}.mlp.MuMoE_layer.".
+std::string gpt_mlp_prefix(int64_t layer);
+
+}  // namespace mumoe::nn
