@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "language_model.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -18,11 +19,13 @@ namespace {
 struct EvaluateOptions {
   std::string model, data = "fashion-mnist:test", ablate, device = "cpu", layer;
   int64_t batch_size = 500;
+  double validation_fraction = 0.05;
   bool json = false;
 };
 
 int run_evaluate(const EvaluateOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
+  if (is_text_spec(o.data)) return run_evaluate_language_model(o.model, o.data, o.validation_fraction, o.device, o.json);
   const auto file = model::ModelFile::load(o.model);
   auto classifier = model::ClassifierModel::load(file, o.layer);
   const auto data = data::load_dataset(o.data);
@@ -63,6 +66,8 @@ Command add_evaluate_command(CLI::App& parent) {
   app->add_option("MODEL", o->model, "Model file")->required();
   app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
   app->add_option("--layer", o->layer, "μMoE layer of a multi-layer model file");
+  app->add_option("--validation-fraction", o->validation_fraction,
+                  "GPT on a text SPEC: the held-out share of documents it was trained with (default 0.05)");
   app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
   app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
   app->add_option("--device", o->device, "cpu (default) or cuda[:N]");

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "language_model.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -25,6 +26,7 @@ struct TrainCommandOptions {
   std::string variant = "cp", experts = "128", tr_ranks = "4,4,32", activation = "entmax15";
   int64_t rank = 64, feature_dim = 128;
   train::TrainOptions train;
+  LanguageModelRequest lm;  ///< the GPT's own options (text SPECs)
   bool json = false, quiet = false, overwrite = false;
   std::string command_line;
 };
@@ -79,6 +81,24 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   std::error_code ec;
   if (!o.overwrite && !o.train.resume && std::filesystem::exists(o.output, ec))
     throw UsageError(o.output + " exists; pass --overwrite to replace it (or --resume to continue)");
+  if (is_text_spec(o.data)) {
+    // A text SPEC trains the byte-level μMoE GPT; shared flags carry over.
+    auto r = o.lm;
+    r.data = o.data;
+    r.output = o.output;
+    r.command_line = o.command_line;
+    r.device = o.train.device;
+    if (app.count("--experts")) r.experts = parse_int_list(o.experts, "--experts")[0];
+    if (app.count("--rank")) r.rank = o.rank;
+    if (app.count("--batch-size")) r.batch_size = o.train.batch_size;
+    if (app.count("--lr")) r.learning_rate = o.train.learning_rate;
+    if (app.count("--weight-decay")) r.weight_decay = o.train.weight_decay;
+    r.seed = o.train.seed;
+    r.resume = o.train.resume;
+    r.quiet = o.quiet;
+    r.json = o.json;
+    return run_train_language_model(r);
+  }
 
   nn::LayerConfig head;
   head.factorization = nn::parse_factorization(o.variant);
@@ -181,7 +201,8 @@ Command add_train_command(CLI::App& parent) {
   auto* app = parent.add_subcommand("train", "Train a CNN + μMoE-head classifier, or a μMoE head on features");
   app->add_option("--output", o->output, "Model file to write (also the per-epoch checkpoint)")->required();
   app->add_option("--data", o->data,
-                  "Training data SPEC (default fashion-mnist:train; features:FILE trains a bare head)");
+                  "Training data SPEC (default fashion-mnist:train; features:FILE trains a bare head; "
+                  "fortunes or text:FILE trains the byte-level μMoE GPT)");
   app->add_option("--test-data", o->test_data, "Evaluation data SPEC (default fashion-mnist:test; '' for none)");
   app->add_option("--config", o->config_file, "JSON file with any of the options below (flags win)");
   app->add_option("--variant", o->variant, "Head factorization: cp (default), tr or tt");
@@ -198,6 +219,16 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--seed", o->train.seed, "Random seed (default 0)");
   app->add_option("--device", o->train.device, "cpu (default) or cuda[:N]");
   app->add_flag("--resume", o->train.resume, "Continue from the checkpoint in --output");
+  // The byte-level μMoE GPT (data SPEC fortunes[:DIR] or text:FILE|DIR).
+  app->add_option("--steps", o->lm.steps, "GPT: optimizer steps (default 2000)");
+  app->add_option("--block-size", o->lm.block_size, "GPT: context length in bytes (default 128)");
+  app->add_option("--layers", o->lm.layers, "GPT: transformer blocks (default 4)");
+  app->add_option("--heads", o->lm.heads, "GPT: attention heads (default 4)");
+  app->add_option("--embd", o->lm.embd, "GPT: width (default 128)");
+  app->add_option("--warmup", o->lm.warmup, "GPT: warm-up steps (default 100)");
+  app->add_option("--checkpoint-every", o->lm.checkpoint_every, "GPT: steps between checkpoints (default 250)");
+  app->add_option("--validation-fraction", o->lm.validation_fraction,
+                  "GPT: documents held out for validation (default 0.05)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
   app->add_flag("--quiet", o->quiet, "No progress output");
   app->add_flag("--json", o->json, "Print a JSON summary");

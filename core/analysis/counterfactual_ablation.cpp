@@ -17,8 +17,6 @@ namespace {
 // Rows per batched re-evaluation: large enough for efficient matrix products, small enough that
 // the dense coefficient rows of a 1024-expert mode stay around 100 MB.
 constexpr int64_t kRowsPerBatch = 12288;
-// Below this fraction of non-zero coefficients, sparse × dense products beat dense BLAS here.
-constexpr double kSparseDensity = 0.2;
 
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
@@ -60,21 +58,10 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
                                                    const torch::Tensor& zero_row, const torch::Tensor& zero_expert) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> coefficients;
-  const auto none = torch::zeros({0}, torch::kLong);
   for (int64_t e = 0; e < run_.modes(); ++e) {
-    const auto experts = run_.info.expert_dims[e];
-    const auto& rows = run_.coefficients[e];
-    // a_n := 0 (no renormalisation). Sparse gates (entmax) are multiplied as sparse rows — cost
-    // ∝ active experts instead of N; dense gates (softmax) as dense rows.
-    const double density = static_cast<double>(rows.indices.size()) / (run_.samples() * experts);
-    if (density < kSparseDensity && device_.is_cpu()) {
-      coefficients.push_back(
-          sparse_rows_without(rows, samples, experts, e == mode ? zero_row : none, e == mode ? zero_expert : none));
-    } else {
-      auto a = dense_rows(rows, samples, experts);
-      if (e == mode) a.index_put_({zero_row, zero_expert}, 0.0);
-      coefficients.push_back(a.to(device_));
-    }
+    auto a = dense_rows(run_.coefficients[e], samples, run_.info.expert_dims[e]);
+    if (e == mode) a.index_put_({zero_row, zero_expert}, 0.0);  // a_n := 0, no renormalisation
+    coefficients.push_back(a.to(device_));
   }
   const auto x = inputs_.index_select(0, samples).to(device_);
   return layer_->output_from_coefficients(x, coefficients).argmax(1).cpu();

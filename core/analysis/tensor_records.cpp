@@ -28,23 +28,16 @@ cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
   return out;
 }
 
-namespace {
-
-struct RowEntries {
-  torch::Tensor row;     ///< [nnz] position of the entry's row in `samples`
-  torch::Tensor expert;  ///< [nnz]
-  torch::Tensor value;   ///< [nnz] float64
-};
-
-// Every stored entry of the CSR rows listed in `samples`, in row order.
-RowEntries entries_of(const cache::SparseRows& rows, const torch::Tensor& samples) {
+torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts) {
   const int64_t b = samples.size(0);
+  auto dense = torch::zeros({b, experts}, torch::kFloat64);
+  if (b == 0) return dense;
   const auto offsets = torch::from_blob(const_cast<int64_t*>(rows.offsets.data()),
                                         {static_cast<int64_t>(rows.offsets.size())}, torch::kLong);
   const auto starts = offsets.index_select(0, samples);
   const auto lengths = offsets.index_select(0, samples + 1) - starts;
   const int64_t total = lengths.sum().item<int64_t>();
-  if (total == 0) return {torch::zeros({0}, torch::kLong), torch::zeros({0}, torch::kLong), torch::zeros({0}, torch::kFloat64)};
+  if (total == 0) return dense;
   // Position of every stored entry of the selected rows: start of its row + its rank in the row.
   const auto row_of_entry = torch::repeat_interleave(torch::arange(b), lengths);
   const auto row_begin_in_flat = (lengths.cumsum(0) - lengths).index_select(0, row_of_entry);
@@ -56,35 +49,8 @@ RowEntries entries_of(const cache::SparseRows& rows, const torch::Tensor& sample
   const auto values = torch::from_blob(const_cast<double*>(rows.values.data()),
                                        {static_cast<int64_t>(rows.values.size())}, torch::kFloat64)
                           .index_select(0, positions);
-  return {row_of_entry, indices, values};
-}
-
-}  // namespace
-
-torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts) {
-  auto dense = torch::zeros({samples.size(0), experts}, torch::kFloat64);
-  if (samples.size(0) == 0) return dense;
-  const auto e = entries_of(rows, samples);
-  dense.index_put_({e.row, e.expert}, e.value);
+  dense.index_put_({row_of_entry, indices}, values);
   return dense;
-}
-
-torch::Tensor sparse_rows_without(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts,
-                                  const torch::Tensor& zero_row, const torch::Tensor& zero_expert) {
-  const int64_t b = samples.size(0);
-  auto e = entries_of(rows, samples);
-  if (zero_row.numel() > 0 && e.row.numel() > 0) {
-    // Drop the entries to zero: match (row, expert) pairs through one combined key.
-    const auto key = e.row * experts + e.expert;
-    const auto removed = zero_row * experts + zero_expert;
-    const auto keep = torch::logical_not(torch::isin(key, removed));
-    e.row = e.row.masked_select(keep);
-    e.expert = e.expert.masked_select(keep);
-    e.value = e.value.masked_select(keep);
-  }
-  return torch::sparse_coo_tensor(torch::stack({e.row, e.expert}), e.value, {b, experts},
-                                  torch::TensorOptions().dtype(torch::kFloat64))
-      ._coalesced_(true);
 }
 
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,

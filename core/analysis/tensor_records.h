@@ -16,12 +16,6 @@ cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients);
 /// Dense float64 [rows.size(), experts] of the CSR rows listed in `samples` (indices into rows).
 torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts);
 
-/// The same rows as a sparse COO tensor [samples.size(0), experts] without the entries
-/// (zero_row[k], zero_expert[k]) — i.e. with those coefficients set to 0. Multiplying it with a
-/// factor costs nnz·R instead of rows·N·R: what makes ablation of sparse (entmax) gates cheap.
-torch::Tensor sparse_rows_without(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts,
-                                  const torch::Tensor& zero_row, const torch::Tensor& zero_expert);
-
 /// A chunk from tensors: inputs float [n, I], labels [n], scores [n, C] (predictions are their
 /// argmax), coefficients per mode [n, N_e], attributes [n, K] or undefined.
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,

@@ -1,0 +1,174 @@
+#include "language_model.h"
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include "cli_support.h"
+#include "io/errors.h"
+#include "model/gpt_file.h"
+#include "text/byte_tokenizer.h"
+#include "text/text_corpus.h"
+#include "train/lm_training.h"
+
+namespace mumoe::cli {
+namespace {
+
+std::vector<int32_t> tokens_of(const std::vector<std::string>& documents) {
+  std::string joined;
+  for (const auto& d : documents) joined += d + "\n";
+  return text::ByteTokenizer().encode(joined);
+}
+
+}  // namespace
+
+bool is_text_spec(const std::string& spec) {
+  return spec == "fortunes" || spec.rfind("fortunes:", 0) == 0 || spec.rfind("text:", 0) == 0;
+}
+
+TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed) {
+  const auto corpus = text::load_text_spec(spec);
+  const auto split = text::split_documents(corpus, validation_fraction, seed);
+  TextTokens t;
+  t.train = tokens_of(split.train.documents);
+  t.validation = tokens_of(split.validation.documents);
+  t.train_documents = static_cast<int64_t>(split.train.documents.size());
+  t.validation_documents = static_cast<int64_t>(split.validation.documents.size());
+  return t;
+}
+
+int run_train_language_model(const LanguageModelRequest& r) {
+  const auto tokens = load_text_tokens(r.data, r.validation_fraction, r.seed);
+  nn::GptConfig config;
+  config.block_size = r.block_size;
+  config.n_layer = r.layers;
+  config.n_head = r.heads;
+  config.n_embd = r.embd;
+  config.experts = r.experts;
+  config.cp_rank = r.rank;
+  config.validate();
+  torch::manual_seed(r.seed);
+  nn::MuMoEGpt gpt(config);
+
+  train::LmTrainOptions o;
+  o.steps = r.steps;
+  o.batch_size = r.batch_size;
+  o.learning_rate = r.learning_rate;
+  o.min_learning_rate = r.learning_rate / 10;
+  o.warmup_steps = r.warmup;
+  o.weight_decay = r.weight_decay;
+  o.seed = r.seed;
+  o.device = r.device;
+  o.checkpoint_path = r.output;
+  o.checkpoint_every = r.checkpoint_every;
+  o.resume = r.resume;
+  nlohmann::json provenance = {{"command", r.command_line},      {"data", r.data},
+                               {"tokenizer", "byte"},            {"train_tokens", tokens.train.size()},
+                               {"validation_tokens", tokens.validation.size()},
+                               {"validation_fraction", r.validation_fraction},
+                               {"steps", r.steps},               {"batch_size", r.batch_size},
+                               {"learning_rate", r.learning_rate}, {"seed", r.seed},
+                               {"libtorch", TORCH_VERSION}};
+  auto write = [&](const std::string& path, int64_t done) {
+    auto p = provenance;
+    p["completed_steps"] = done;
+    model::save_gpt(path, gpt, model::gpt_manifest(gpt, p));
+  };
+  auto read = [&](const std::string& path) -> int64_t {
+    const auto file = model::ModelFile::load(path);
+    model::load_gpt_weights(file, gpt);
+    return file.manifest().provenance.value("completed_steps", int64_t{0});
+  };
+  auto progress = [&](const train::LmTrainProgress& p) {
+    if (!r.quiet && (p.step % 25 == 0 || p.step == p.steps))
+      std::fprintf(stderr, "step %lld/%lld  loss %.3f  lr %.2e  %.0f tokens/s  ETA %.0f s\n",
+                   static_cast<long long>(p.step), static_cast<long long>(p.steps), p.smoothed_loss, p.learning_rate,
+                   p.tokens_per_second, p.eta_seconds);
+    return true;
+  };
+  const auto result = train::train_lm(gpt, tokens.train, o, progress, write, read);
+  const auto eval = train::evaluate_lm(gpt, tokens.validation, 0, 32, r.device);
+  provenance["completed_steps"] = r.steps;
+  provenance["train_seconds_this_run"] = result.seconds;
+  provenance["validation_metrics"] = {{"tokens", eval.tokens},
+                                      {"mean_loss", eval.mean_loss},
+                                      {"perplexity", eval.perplexity},
+                                      {"accuracy", eval.accuracy}};
+  gpt->to(torch::kCPU);
+  model::save_gpt(r.output, gpt, model::gpt_manifest(gpt, provenance));
+  std::error_code ec;
+  std::filesystem::remove(r.output + ".optim.pt", ec);
+  if (r.json)
+    std::cout << nlohmann::json({{"output", r.output}, {"seconds", result.seconds},
+                                 {"validation", provenance["validation_metrics"]}})
+                     .dump(2)
+              << "\n";
+  else
+    std::printf("wrote %s after %.0f s; validation loss %.3f nats/byte, perplexity %.2f, next-byte accuracy %.3f\n",
+                r.output.c_str(), result.seconds, eval.mean_loss, eval.perplexity, eval.accuracy);
+  return kSuccess;
+}
+
+int run_evaluate_language_model(const std::string& model_path, const std::string& data, double validation_fraction,
+                                const std::string& device, bool json) {
+  const auto file = model::ModelFile::load(model_path);
+  auto gpt = model::load_gpt(file);
+  const auto seed = file.manifest().provenance.value("seed", uint64_t{0});
+  const auto tokens = load_text_tokens(data, validation_fraction, seed);
+  const auto e = train::evaluate_lm(gpt, tokens.validation, 0, 32, device);
+  if (json)
+    std::cout << nlohmann::json({{"model", model_path}, {"data", data}, {"split", "validation"},
+                                 {"tokens", e.tokens}, {"mean_loss", e.mean_loss}, {"perplexity", e.perplexity},
+                                 {"accuracy", e.accuracy}})
+                     .dump(2)
+              << "\n";
+  else
+    std::printf("%s on %s (validation, %lld bytes): loss %.4f nats/byte, perplexity %.3f, next-byte accuracy %.4f\n",
+                model_path.c_str(), data.c_str(), static_cast<long long>(e.tokens), e.mean_loss, e.perplexity,
+                e.accuracy);
+  return kSuccess;
+}
+
+namespace {
+
+struct GenerateOptions {
+  std::string model, prompt;
+  int64_t tokens = 200, top_k = 40;
+  double temperature = 0.8;
+  uint64_t seed = 0;
+  bool json = false;
+};
+
+int run_generate(const GenerateOptions& o) {
+  const auto file = model::ModelFile::load(o.model);
+  auto gpt = model::load_gpt(file);
+  text::ByteTokenizer tokenizer;
+  const auto prompt = tokenizer.encode(o.prompt.empty() ? std::string("\n") : o.prompt);
+  const auto generated = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, o.seed);
+  const auto text = tokenizer.decode(generated);
+  if (o.json)
+    std::cout << nlohmann::json({{"prompt", o.prompt}, {"text", text}, {"seed", o.seed}}).dump(2) << "\n";
+  else
+    std::cout << o.prompt << text << "\n";
+  return kSuccess;
+}
+
+}  // namespace
+
+Command add_generate_command(CLI::App& parent) {
+  auto o = std::make_shared<GenerateOptions>();
+  auto* app = parent.add_subcommand("generate", "Sample text from a byte-level μMoE GPT");
+  app->add_option("MODEL", o->model, "GPT model file")->required();
+  app->add_option("--prompt", o->prompt, "Text to continue");
+  app->add_option("--tokens", o->tokens, "Bytes to generate (default 200)");
+  app->add_option("--temperature", o->temperature, "Sampling temperature (default 0.8; 0 = greedy)");
+  app->add_option("--top-k", o->top_k, "Sample among the k most likely bytes (default 40; 0 = all)");
+  app->add_option("--seed", o->seed, "Seed (default 0)");
+  app->add_flag("--json", o->json, "Print JSON");
+  return {app, [o]() { return run_generate(*o); }};
+}
+
+}  // namespace mumoe::cli

@@ -1,0 +1,39 @@
+// The language-model side of the CLI: text SPECs become byte tokens, `mumoe train` on a text
+// SPEC trains the byte-level μMoE GPT, `mumoe evaluate` reports loss / perplexity / next-byte
+// accuracy for GPT models, and `mumoe generate` samples text.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mumoe::cli {
+
+/// "fortunes", "fortunes:DIR", "text:FILE", "text:DIR".
+bool is_text_spec(const std::string& spec);
+
+/// A text SPEC split by documents (seeded) and byte-tokenized; documents are joined with "\n".
+struct TextTokens {
+  std::vector<int32_t> train, validation;
+  int64_t train_documents = 0, validation_documents = 0;
+};
+TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed);
+
+/// What `mumoe train` passes on for a text SPEC.
+struct LanguageModelRequest {
+  std::string data, output, command_line, device = "cpu";
+  int64_t experts = 32, rank = 128, steps = 2000, block_size = 128, layers = 4, heads = 4, embd = 128;
+  int64_t batch_size = 32, warmup = 100, checkpoint_every = 250;
+  double learning_rate = 1e-3, weight_decay = 0.1, validation_fraction = 0.05;
+  uint64_t seed = 0;
+  bool resume = false, quiet = false, json = false;
+};
+int run_train_language_model(const LanguageModelRequest& request);
+
+/// `mumoe evaluate` for a mumoe-gpt model file on a text SPEC (its validation split).
+int run_evaluate_language_model(const std::string& model, const std::string& data, double validation_fraction,
+                                const std::string& device, bool json);
+
+}  // namespace mumoe::cli
