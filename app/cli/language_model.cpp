@@ -150,7 +150,11 @@ int run_generate(const GenerateOptions& o) {
   const auto generated = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, o.seed);
   const auto text = tokenizer.decode(generated);
   if (o.json)
-    std::cout << nlohmann::json({{"prompt", o.prompt}, {"text", text}, {"seed", o.seed}}).dump(2) << "\n";
+    // Sampled bytes need not be valid UTF-8: invalid sequences become U+FFFD in the JSON text;
+    // "tokens" holds the exact bytes.
+    std::cout << nlohmann::json({{"prompt", o.prompt}, {"text", text}, {"tokens", generated}, {"seed", o.seed}})
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+              << "\n";
   else
     std::cout << o.prompt << text << "\n";
   return kSuccess;
