@@ -43,10 +43,22 @@ CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, cons
   before_ = class_accuracy(run.labels, run.predictions, class_count);
 }
 
-void CounterfactualAblation::check(int64_t mode, const std::vector<int64_t>& experts) const {
+void CounterfactualAblation::check_mode(int64_t mode) const {
   if (mode < 0 || mode >= run_.modes())
     throw UsageError("expert mode " + std::to_string(mode) + " does not exist (the layer has " +
                      std::to_string(run_.modes()) + ")");
+}
+
+std::vector<int64_t> CounterfactualAblation::affected_samples(int64_t mode, const std::vector<int64_t>& experts) const {
+  std::set<int64_t> affected;
+  const auto& cols = run_.columns[mode];
+  for (auto n : experts)
+    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
+  return {affected.begin(), affected.end()};
+}
+
+void CounterfactualAblation::check(int64_t mode, const std::vector<int64_t>& experts) const {
+  check_mode(mode);
   for (auto n : experts)
     if (n < 0 || n >= run_.info.expert_dims[mode])
       throw UsageError("cannot ablate expert " + std::to_string(n) + " of mode " + std::to_string(mode) +
@@ -123,12 +135,8 @@ std::vector<int64_t> CounterfactualAblation::predictions_after(int64_t mode, con
     return predictions;
   }
   const std::set<int64_t> removed(experts.begin(), experts.end());
-  std::set<int64_t> affected;
-  const auto& cols = run_.columns[mode];
-  for (auto n : removed)
-    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
   auto predictions = run_.predictions;
-  const std::vector<int64_t> samples(affected.begin(), affected.end());
+  const auto samples = affected_samples(mode, experts);
   for (size_t begin = 0; begin < samples.size(); begin += kRowsPerBatch) {
     const std::vector<int64_t> part(samples.begin() + begin,
                                     samples.begin() + std::min(samples.size(), begin + kRowsPerBatch));
@@ -161,12 +169,11 @@ AblationOutcome CounterfactualAblation::outcome(int64_t mode, const std::vector<
 
 AblationOutcome CounterfactualAblation::ablate(int64_t mode, const std::vector<int64_t>& experts,
                                                AblationMethod method) {
+  // Only the size is needed here: per expert, support(n) is it without building the set.
   const auto predictions = predictions_after(mode, experts, method);
-  std::set<int64_t> affected;
-  const auto& cols = run_.columns[mode];
-  for (auto n : experts)
-    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
-  return outcome(mode, experts, predictions, static_cast<int64_t>(affected.size()));
+  const int64_t affected = experts.size() == 1 ? run_.columns[mode].support(experts[0])
+                                                : static_cast<int64_t>(affected_samples(mode, experts).size());
+  return outcome(mode, experts, predictions, affected);
 }
 
 SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallback& progress) {
@@ -231,7 +238,7 @@ SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallb
 }
 
 SweepOutcome CounterfactualAblation::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress) {
-  check(mode, {0});
+  check_mode(mode);
   const auto start = std::chrono::steady_clock::now();
   SweepOutcome sweep;
   if (method == AblationMethod::Sparse) {

@@ -37,7 +37,10 @@ class CounterfactualAblation {
   SweepOutcome sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {});
 
  private:
+  void check_mode(int64_t mode) const;
   void check(int64_t mode, const std::vector<int64_t>& experts) const;
+  /// Samples with a_n > 0 for some n in `experts` (of `mode`), ascending.
+  std::vector<int64_t> affected_samples(int64_t mode, const std::vector<int64_t>& experts) const;
   AblationOutcome outcome(int64_t mode, const std::vector<int64_t>& experts, const std::vector<int64_t>& predictions,
                           int64_t affected) const;
   /// Predictions of the layer on `samples` (long [B]) with coefficient (row b, expert
