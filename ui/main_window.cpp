@@ -1,40 +1,68 @@
 #include "main_window.h"
 
 #include <QAction>
+#include <QChartView>
+#include <QCheckBox>
+#include <QListView>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
+#include <QComboBox>
 #include <QDragEnterEvent>
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QLabel>
+#include <QLineEdit>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QPixmapCache>
+#include <QProgressBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QStatusBar>
+#include <QStyle>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QToolBar>
+#include <QToolButton>
 
 #include <exception>
 
+#include "ablation_chart.h"
+#include "experts_page.h"
 #include "format.h"
+#include "gallery_view.h"
 #include "model_overview_model.h"
+#include "sample_detail.h"
+#include "session_controller.h"
+#include "sweep_chart.h"
+#include "thumbnail_store.h"
+#include "widget_export.h"
 
 namespace mumoe::ui {
 namespace {
 
 constexpr int kMaxRecentFiles = 8;
 const char* kRecentKey = "recentFiles";
+const char* kDataKey = "dataSpec";
 
 QString htmlRow(const QString& key, const QString& value) {
   return QStringLiteral("<tr><td style='color:#666;padding-right:12px'>%1</td><td>%2</td></tr>")
       .arg(key.toHtmlEscaped(), value.toHtmlEscaped());
+}
+
+QString durationText(double seconds) {
+  if (seconds < 0) return {};
+  if (seconds < 60) return QObject::tr("%1 s").arg(seconds, 0, 'f', seconds < 10 ? 1 : 0);
+  return QObject::tr("%1 min %2 s").arg(int(seconds) / 60).arg(int(seconds) % 60);
 }
 
 }  // namespace
@@ -43,12 +71,16 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     : QMainWindow(parent), demoModelPath_(std::move(demoModelPath)) {
   setWindowTitle(tr("mumoe-studio"));
   setAcceptDrops(true);
+  QPixmapCache::setCacheLimit(std::max(QPixmapCache::cacheLimit(), 48 * 1024));  // KiB: ~1,500 thumbnails
 
+  controller_ = new SessionController(this);
+  thumbnails_ = new ThumbnailStore(64LL << 20, this);
+
+  // Model page: the layers of the file and its provenance.
   overview_ = new ModelOverviewModel(this);
   auto* proxy = new QSortFilterProxyModel(this);
   proxy->setSourceModel(overview_);
   proxy->setSortRole(ModelOverviewModel::SortRole);
-
   table_ = new QTableView;
   table_->setModel(proxy);
   table_->setSortingEnabled(true);
@@ -59,43 +91,114 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   table_->horizontalHeader()->setStretchLastSection(false);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(ModelOverviewModel::Gating, QHeaderView::Stretch);
-
   details_ = new QTextBrowser;
   details_->setOpenLinks(false);
   details_->setPlaceholderText(tr("Open a model (File ▸ Open, or drop a .safetensors file here)."));
+  modelSplitter_ = new QSplitter(Qt::Vertical);
+  modelSplitter_->setObjectName(QStringLiteral("modelSplitter"));
+  modelSplitter_->addWidget(table_);
+  modelSplitter_->addWidget(details_);
+  modelSplitter_->setStretchFactor(0, 1);
+  modelSplitter_->setStretchFactor(1, 2);
 
-  auto* splitter = new QSplitter(Qt::Vertical);
-  splitter->addWidget(table_);
-  splitter->addWidget(details_);
-  splitter->setStretchFactor(0, 1);
-  splitter->setStretchFactor(1, 2);
-  setCentralWidget(splitter);
+  // Experts page and Ablation page.
+  experts_ = new ExpertsPage(thumbnails_);
+  ablationChart_ = new AblationChart;
+  sweepChart_ = new SweepChart;
+  ablationSplitter_ = new QSplitter(Qt::Vertical);
+  ablationSplitter_->setObjectName(QStringLiteral("ablationSplitter"));
+  ablationSplitter_->addWidget(ablationChart_);
+  ablationSplitter_->addWidget(sweepChart_);
+  ablationSplitter_->setContentsMargins(4, 4, 4, 4);
 
-  statusLabel_ = new QLabel(tr("No model open"));
-  statusBar()->addWidget(statusLabel_, 1);
+  tabs_ = new QTabWidget;
+  tabs_->setDocumentMode(true);
+  tabs_->addTab(modelSplitter_, tr("Model"));
+  tabs_->addTab(experts_, tr("Experts"));
+  tabs_->addTab(ablationSplitter_, tr("Ablation"));
+  setCentralWidget(tabs_);
 
-  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
-          [this] { showLayerDetails(); });
-  buildMenus();
-
-  QSettings settings;
-  restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
-  if (!settings.contains("mainWindow/geometry")) resize(1100, 720);
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { showLayerDetails(); });
+  buildActions();
+  buildToolBar();
+  buildStatusBar();
+  connectController();
+  restoreLayout();
 }
 
 MainWindow::~MainWindow() = default;
 
-void MainWindow::buildMenus() {
+void MainWindow::buildActions() {
+  auto* style = QApplication::style();
   auto* file = menuBar()->addMenu(tr("&File"));
-  auto* open = file->addAction(tr("&Open Model…"), this, &MainWindow::chooseAndOpenModel);
-  open->setShortcut(QKeySequence::Open);
-  if (!demoModelPath_.isEmpty())
-    file->addAction(tr("Open &Demo Model"), this, [this] { openModel(demoModelPath_); });
+  openAction_ = file->addAction(style->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open Model…"), this,
+                                &MainWindow::chooseAndOpenModel);
+  openAction_->setShortcut(QKeySequence::Open);
+  if (!demoModelPath_.isEmpty()) {
+    demoAction_ = file->addAction(style->standardIcon(QStyle::SP_ComputerIcon), tr("Open &Demo Model"), this,
+                                  [this] { openModel(demoModelPath_); });
+    demoAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
+  }
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   rebuildRecentMenu();
   file->addSeparator();
+  exportAction_ = file->addAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export View…"), this,
+                                  &MainWindow::chooseExport);
+  exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
+  exportAction_->setToolTip(tr("Save the gallery or chart of this page as PNG or SVG (Ctrl+E)"));
+  file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
+
+  auto* data = menuBar()->addMenu(tr("&Data"));
+  data->addAction(tr("Fashion-MNIST &Test Set"), this, [this] { setDataSpec(QStringLiteral("fashion-mnist:test")); });
+  data->addAction(tr("Fashion-MNIST T&raining Set"), this, [this] { setDataSpec(QStringLiteral("fashion-mnist:train")); });
+  data->addAction(tr("&Biased Fashion-MNIST (test)"), this, [this] { setDataSpec(QStringLiteral("biased-fmnist:test")); });
+  data->addSeparator();
+  data->addAction(tr("Image &Folder…"), this, &MainWindow::chooseDataFolder);
+  data->addAction(tr("F&eature File…"), this, &MainWindow::chooseFeatureFile);
+  data->addAction(tr("Data &SPEC…"), this, [this] {
+    bool ok = false;
+    const QString spec = QInputDialog::getText(this, tr("Data set"),
+                                               tr("Data SPEC (fashion-mnist:test, idx:DIR:test, folder:DIR, "
+                                                  "celeba:DIR:test, features:FILE):"),
+                                               QLineEdit::Normal, dataSpec(), &ok);
+    if (ok && !spec.trimmed().isEmpty()) setDataSpec(spec.trimmed());
+  });
+
+  auto* analysis = menuBar()->addMenu(tr("&Analysis"));
+  reloadAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserReload), tr("&Analyze"), this,
+                                      &MainWindow::startAnalysis);
+  reloadAction_->setShortcut(QKeySequence::Refresh);
+  reloadAction_->setToolTip(tr("Open the model on the data set, extracting what the cache lacks (F5)"));
+  ablateAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaPlay), tr("A&blate Selected Experts"), this,
+                                      [this] { ablate(experts_->selectedExperts()); });
+  ablateAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
+  ablateAction_->setToolTip(tr("Remove the selected experts together and show the per-class accuracy change (Ctrl+Return)"));
+  sweepAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaSeekForward), tr("Run &Sweep"), this,
+                                     &MainWindow::runSweep);
+  sweepAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return));
+  sweepAction_->setToolTip(tr("Remove every expert in turn (Ctrl+Shift+Return)"));
+  cancelAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel Job"), controller_,
+                                      &SessionController::cancel);
+  cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
+  cancelAction_->setEnabled(false);
+
+  auto* view = menuBar()->addMenu(tr("&View"));
+  view->addAction(tr("&Model"), this, [this] { showPage(Page::Model); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_1));
+  view->addAction(tr("&Experts"), this, [this] { showPage(Page::Experts); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_2));
+  view->addAction(tr("&Ablation"), this, [this] { showPage(Page::Ablation); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_3));
+  view->addSeparator();
+  auto* hideDead = view->addAction(tr("&Hide Dead Experts"));
+  hideDead->setCheckable(true);
+  connect(hideDead, &QAction::toggled, experts_->hideDeadBox(), &QAbstractButton::setChecked);
+  connect(experts_->hideDeadBox(), &QAbstractButton::toggled, hideDead, &QAction::setChecked);
+  auto* find = view->addAction(tr("&Filter Experts"), this, [this] {
+    showPage(Page::Experts);
+    experts_->filterEdit()->setFocus();
+    experts_->filterEdit()->selectAll();
+  });
+  find->setShortcut(QKeySequence::Find);
 
   auto* help = menuBar()->addMenu(tr("&Help"));
   help->addAction(tr("&About mumoe-studio"), this, [this] {
@@ -105,33 +208,272 @@ void MainWindow::buildMenus() {
   });
 }
 
+void MainWindow::buildToolBar() {
+  auto* bar = addToolBar(tr("Main"));
+  bar->setObjectName(QStringLiteral("mainToolBar"));
+  bar->setMovable(false);
+  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  bar->addAction(openAction_);
+  bar->addSeparator();
+  bar->addWidget(new QLabel(tr(" Data ")));
+  dataCombo_ = new QComboBox;
+  dataCombo_->setEditable(true);
+  dataCombo_->setMinimumContentsLength(22);
+  dataCombo_->setInsertPolicy(QComboBox::NoInsert);
+  dataCombo_->addItems({QStringLiteral("fashion-mnist:test"), QStringLiteral("fashion-mnist:train"),
+                        QStringLiteral("biased-fmnist:test")});
+  dataCombo_->setToolTip(tr("Data SPEC: fashion-mnist:test, idx:DIR:test, folder:DIR, celeba:DIR:test, features:FILE"));
+  dataCombo_->setCurrentText(QSettings().value(kDataKey, QStringLiteral("fashion-mnist:test")).toString());
+  connect(dataCombo_, &QComboBox::activated, this, [this] { setDataSpec(dataCombo_->currentText()); });
+  connect(dataCombo_->lineEdit(), &QLineEdit::returnPressed, this, [this] { setDataSpec(dataCombo_->currentText()); });
+  bar->addWidget(dataCombo_);
+  bar->addAction(reloadAction_);
+  bar->addSeparator();
+  bar->addAction(ablateAction_);
+  bar->addAction(sweepAction_);
+  bar->addAction(cancelAction_);
+  bar->addSeparator();
+  bar->addAction(exportAction_);
+}
+
+void MainWindow::buildStatusBar() {
+  statusLabel_ = new QLabel(tr("No model open"));
+  progressLabel_ = new QLabel;
+  progressBar_ = new QProgressBar;
+  progressBar_->setMaximumWidth(220);
+  progressBar_->setTextVisible(true);
+  cancelButton_ = new QToolButton;
+  cancelButton_->setDefaultAction(cancelAction_);
+  cancelButton_->setToolButtonStyle(Qt::ToolButtonIconOnly);
+  statusBar()->addWidget(statusLabel_, 1);
+  statusBar()->addPermanentWidget(progressLabel_);
+  statusBar()->addPermanentWidget(progressBar_);
+  statusBar()->addPermanentWidget(cancelButton_);
+  progressBar_->hide();
+  progressLabel_->hide();
+  cancelButton_->hide();
+}
+
+void MainWindow::connectController() {
+  auto* c = controller_;
+  connect(c, &SessionController::sessionOpened, this, &MainWindow::onSessionOpened);
+  connect(c, &SessionController::progress, this, &MainWindow::onProgress);
+  connect(c, &SessionController::busyChanged, this, &MainWindow::onBusyChanged);
+  connect(c, &SessionController::statisticsReady, this,
+          [this](const analysis::ModeStatistics& s, const AnswerTiming&) { experts_->setStatistics(s); });
+  connect(c, &SessionController::sweepReady, this, [this](const analysis::SweepOutcome& s, const AnswerTiming&) {
+    experts_->setSweep(s, accuracy_);
+    sweepChart_->setSweep(s, accuracy_);
+  });
+  connect(c, &SessionController::galleryReady, this, [this](const analysis::Gallery& g, const AnswerTiming& t) {
+    experts_->gallery()->setGallery(g, classNames_, t);
+  });
+  connect(c, &SessionController::ablationReady, this, [this](const analysis::AblationOutcome& o, const AnswerTiming& t) {
+    ablationChart_->setOutcome(o, accuracy_, classNames_, t);
+    statusBar()->showMessage(t.fromCache ? tr("Ablation from the cache in %1 ms").arg(t.latencyMs, 0, 'f', 1)
+                                         : tr("Ablation computed in %1 ms").arg(t.latencyMs, 0, 'f', 0),
+                             8000);
+  });
+  connect(c, &SessionController::coefficientsReady, this, [this](qint64, qint64 sample, const QVector<double>& a) {
+    experts_->gallery()->detail()->setCoefficients(sample, a);
+  });
+  connect(c, &SessionController::imagesReady, thumbnails_, &ThumbnailStore::insert);
+  connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
+  connect(c, &SessionController::jobFailed, this, [this](const QString& task, const QString& message) {
+    if (task == QLatin1String("open")) {
+      experts_->setMessage(tr("<b style='color:#c62828'>Analysis unavailable:</b> %1").arg(message.toHtmlEscaped()));
+      statusLabel_->setText(tr("Analysis unavailable — %1").arg(message));
+      lastError_ = message;
+      Q_EMIT analysisFailed(message);
+      showError(tr("Cannot analyse this model"), message);
+      return;
+    }
+    showError(tr("The %1 job failed").arg(task), message);
+  });
+  connect(c, &SessionController::jobCancelled, this,
+          [this](const QString& task) { statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000); });
+
+  connect(experts_, &ExpertsPage::statisticsWanted, this, [this](qint64 mode, double threshold) {
+    controller_->requestStatistics(mode, threshold);
+    controller_->requestSweep(mode);
+  });
+  connect(experts_, &ExpertsPage::ablateRequested, this, &MainWindow::ablate);
+  connect(experts_->gallery(), &GalleryView::requestChanged, this,
+          [this] { controller_->requestGallery(experts_->gallery()->request()); });
+  connect(experts_->gallery(), &GalleryView::sampleActivated, this,
+          [this](qint64 sample) { controller_->requestCoefficients(experts_->mode(), sample); });
+  connect(experts_->gallery(), &GalleryView::exportRequested, this, &MainWindow::chooseExport);
+  connect(sweepChart_, &SweepChart::expertClicked, this, [this](qint64 expert) {
+    experts_->selectExpert(expert);
+    ablate({expert});
+  });
+}
+
 bool MainWindow::openModel(const QString& path) {
   model::ModelSummary summary;
   try {
     summary = model::summarize_model_file(path.toStdString());
   } catch (const std::exception& e) {
     lastError_ = QString::fromUtf8(e.what());
-    showError(lastError_);
+    showError(tr("Cannot open model"), lastError_);
     return false;
   }
   lastError_.clear();
   currentPath_ = QFileInfo(path).absoluteFilePath();
   overview_->setSummary(summary);
   setWindowTitle(tr("%1 — mumoe-studio").arg(QFileInfo(path).fileName()));
-  statusLabel_->setText(tr("%n μMoE layer(s) · %1 parameters · %2", nullptr, static_cast<int>(summary.layers.size()))
-                            .arg(groupedNumber(summary.total_parameters()), currentPath_));
   table_->selectRow(0);
   showLayerDetails();
   rememberRecent(currentPath_);
   Q_EMIT modelOpened(currentPath_);
+  startAnalysis();
   return true;
 }
 
+void MainWindow::setDataSpec(const QString& spec) {
+  if (dataCombo_->currentText() != spec) dataCombo_->setCurrentText(spec);
+  QSettings().setValue(kDataKey, spec);
+  if (!currentPath_.isEmpty()) startAnalysis();
+}
+
+QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(); }
+
+void MainWindow::setCachePath(const QString& path) { controller_->setCachePath(path); }
+
+void MainWindow::startAnalysis() {
+  if (currentPath_.isEmpty()) return;
+  const auto& layers = overview_->summary().layers;
+  // A model with several μMoE layers: the one selected on the Model page.
+  QString layer;
+  if (layers.size() > 1) {
+    const QModelIndex current = table_->currentIndex();
+    auto* proxy = static_cast<QSortFilterProxyModel*>(table_->model());
+    const int row = current.isValid() ? proxy->mapToSource(current).row() : 0;
+    layer = QString::fromStdString(layers[static_cast<size_t>(row)].name);
+  }
+  thumbnails_->clear();
+  experts_->clear();
+  experts_->setMessage(tr("<i>Opening %1 on %2…</i>").arg(QFileInfo(currentPath_).fileName().toHtmlEscaped(),
+                                                          dataSpec().toHtmlEscaped()));
+  ablationChart_->clear();
+  sweepChart_->clear();
+  accuracy_ = {};
+  classNames_.clear();
+  statusLabel_->setText(tr("Opening %1 on %2…").arg(currentPath_, dataSpec()));
+  controller_->open(currentPath_, dataSpec(), layer);
+}
+
+void MainWindow::onSessionOpened(const SessionInfo& info) {
+  accuracy_ = info.accuracy;
+  classNames_ = info.classNames;
+  thumbnails_->setAvailable(info.hasImages);
+  experts_->setSession(info);
+  const int modes = static_cast<int>(info.expertDims.size());
+  statusLabel_->setText(tr("%1 · layer %2 · %3 on %4 samples of %5 · accuracy %6 % · %7")
+                            .arg(QFileInfo(info.modelPath).fileName(), info.layer)
+                            .arg(modes == 1 ? tr("%1 experts").arg(info.expertDims.value(0))
+                                            : tr("experts %1").arg(joinDims(std::vector<int64_t>(info.expertDims.begin(),
+                                                                                                 info.expertDims.end()))))
+                            .arg(groupedNumber(info.samples))
+                            .arg(info.dataSpec)
+                            .arg(info.accuracy.overall * 100, 0, 'f', 2)
+                            .arg(info.extractedNow ? tr("extracted in %1").arg(durationText(info.openSeconds))
+                                                   : tr("from the cache")));
+  if (!info.cacheNote.isEmpty()) showError(tr("Analysis cache"), info.cacheNote);
+  controller_->requestStatistics(0, experts_->threshold());
+  controller_->requestSweep(0);
+  Q_EMIT sessionReady();
+}
+
+void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, double eta) {
+  const QString what = task == QLatin1String("extract") ? tr("Extracting") : task == QLatin1String("sweep") ? tr("Sweep")
+                                                                                                           : task;
+  progressBar_->setRange(0, static_cast<int>(std::max<qint64>(total, 1)));
+  progressBar_->setValue(static_cast<int>(done));
+  progressBar_->setFormat(QStringLiteral("%1 %p%").arg(what));
+  progressLabel_->setText(eta >= 0 && done < total ? tr("ETA %1").arg(durationText(eta)) : QString());
+  progressLabel_->setVisible(!progressLabel_->text().isEmpty());
+  progressBar_->show();
+}
+
+void MainWindow::onBusyChanged(bool busy) {
+  cancelAction_->setEnabled(busy);
+  cancelButton_->setVisible(busy);
+  if (!busy) {
+    progressBar_->hide();
+    progressLabel_->hide();
+  } else if (!progressBar_->isVisible()) {
+    progressBar_->setRange(0, 0);  // busy indicator until the first progress report
+    progressBar_->setFormat(QString());
+    progressBar_->show();
+  }
+}
+
+void MainWindow::showPage(Page page) { tabs_->setCurrentIndex(static_cast<int>(page)); }
+
+void MainWindow::ablate(const QVector<qint64>& experts) {
+  if (experts.isEmpty()) {
+    statusBar()->showMessage(tr("Select one or more experts to ablate"), 5000);
+    return;
+  }
+  if (!controller_->hasSession()) {
+    statusBar()->showMessage(tr("The analysis is not ready yet"), 5000);
+    return;
+  }
+  controller_->requestAblation(experts_->mode(), experts);
+  showPage(Page::Ablation);
+}
+
+void MainWindow::runSweep() {
+  controller_->requestSweep(experts_->mode());
+  showPage(Page::Ablation);
+}
+
+bool MainWindow::exportCurrentView(const QString& path) {
+  QWidget* widget = nullptr;
+  switch (static_cast<Page>(tabs_->currentIndex())) {
+    case Page::Model: widget = table_; break;
+    case Page::Experts: widget = experts_->gallery()->listView()->viewport(); break;
+    case Page::Ablation:
+      widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_->chartView())
+                                                                        : sweepChart_->chartView();
+      break;
+  }
+  QString error;
+  if (!exportWidget(widget, path, &error)) {
+    showError(tr("Export failed"), error);
+    return false;
+  }
+  statusBar()->showMessage(tr("Saved %1").arg(path), 6000);
+  return true;
+}
+
+void MainWindow::chooseExport() {
+  QSettings settings;
+  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
+  const QString name = tabs_->currentIndex() == int(Page::Experts)
+                           ? QStringLiteral("gallery-expert-%1.png").arg(experts_->currentExpert())
+                           : QStringLiteral("ablation.png");
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export View"), dir + QLatin1Char('/') + name, exportFileFilter());
+  if (path.isEmpty()) return;
+  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
+  exportCurrentView(path);
+}
+
 void MainWindow::chooseAndOpenModel() {
-  const QString path = QFileDialog::getOpenFileName(
-      this, tr("Open Model"), QFileInfo(currentPath_).absolutePath(),
-      tr("Model files (*.safetensors);;All files (*)"));
+  const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), QFileInfo(currentPath_).absolutePath(),
+                                                    tr("Model files (*.safetensors);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
+}
+
+void MainWindow::chooseDataFolder() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Image Folder (one sub-folder per class)"));
+  if (!dir.isEmpty()) setDataSpec(QStringLiteral("folder:") + dir);
+}
+
+void MainWindow::chooseFeatureFile() {
+  const QString file = QFileDialog::getOpenFileName(this, tr("Feature File"), {}, tr("Feature files (*.safetensors)"));
+  if (!file.isEmpty()) setDataSpec(QStringLiteral("features:") + file);
 }
 
 void MainWindow::showLayerDetails() {
@@ -201,14 +543,19 @@ void MainWindow::rememberRecent(const QString& path) {
 void MainWindow::rebuildRecentMenu() {
   recentMenu_->clear();
   const QStringList recent = QSettings().value(kRecentKey).toStringList();
-  for (const QString& path : recent)
-    recentMenu_->addAction(QFileInfo(path).fileName(), this, [this, path] { openModel(path); })->setToolTip(path);
+  int n = 0;
+  for (const QString& path : recent) {
+    auto* action = recentMenu_->addAction(QStringLiteral("&%1 %2").arg(++n).arg(QFileInfo(path).fileName()), this,
+                                          [this, path] { openModel(path); });
+    action->setToolTip(path);
+    if (n <= 9) action->setShortcut(QKeySequence(QStringLiteral("Ctrl+Alt+%1").arg(n)));
+  }
   recentMenu_->setEnabled(!recent.isEmpty());
 }
 
-void MainWindow::showError(const QString& message) {
+void MainWindow::showError(const QString& title, const QString& message) {
   statusBar()->showMessage(message, 10000);
-  if (errorDialogs_) QMessageBox::critical(this, tr("Cannot open model"), message);
+  if (errorDialogs_) QMessageBox::critical(this, title, message);
 }
 
 void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
@@ -217,11 +564,41 @@ void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
 
 void MainWindow::dropEvent(QDropEvent* event) {
   const auto urls = event->mimeData()->urls();
-  if (!urls.isEmpty() && urls.first().isLocalFile()) openModel(urls.first().toLocalFile());
+  if (urls.isEmpty() || !urls.first().isLocalFile()) return;
+  const QFileInfo dropped(urls.first().toLocalFile());
+  // A folder is an image data set (one sub-folder per class); a file is a model.
+  if (dropped.isDir()) setDataSpec(QStringLiteral("folder:") + dropped.absoluteFilePath());
+  else openModel(dropped.absoluteFilePath());
+}
+
+void MainWindow::saveLayout() const {
+  QSettings settings;
+  settings.setValue("mainWindow/geometry", saveGeometry());
+  settings.setValue("mainWindow/state", saveState());
+  settings.setValue("mainWindow/modelSplitter", modelSplitter_->saveState());
+  settings.setValue("mainWindow/expertsSplitter", experts_->splitter()->saveState());
+  settings.setValue("mainWindow/ablationSplitter", ablationSplitter_->saveState());
+  settings.setValue("mainWindow/page", tabs_->currentIndex());
+  settings.setValue("experts/hideDead", experts_->hideDeadBox()->isChecked());
+}
+
+void MainWindow::restoreLayout() {
+  QSettings settings;
+  restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
+  if (!settings.contains("mainWindow/geometry")) resize(1280, 800);
+  restoreState(settings.value("mainWindow/state").toByteArray());
+  modelSplitter_->restoreState(settings.value("mainWindow/modelSplitter").toByteArray());
+  if (!experts_->splitter()->restoreState(settings.value("mainWindow/expertsSplitter").toByteArray()))
+    experts_->splitter()->setSizes({520, 760});
+  if (!ablationSplitter_->restoreState(settings.value("mainWindow/ablationSplitter").toByteArray()))
+    ablationSplitter_->setSizes({380, 320});
+  tabs_->setCurrentIndex(settings.value("mainWindow/page", int(Page::Experts)).toInt());
+  experts_->hideDeadBox()->setChecked(settings.value("experts/hideDead", false).toBool());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-  QSettings().setValue("mainWindow/geometry", saveGeometry());
+  saveLayout();
+  controller_->cancel();
   QMainWindow::closeEvent(event);
 }
 

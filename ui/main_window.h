@@ -1,44 +1,89 @@
 // The main window: opens a model file (dialog, drag and drop, recent files, the bundled demo)
-// and shows its μMoE layers and provenance. Heavier views (galleries, ablation, bias) hang off
-// this window in later milestones.
+// and a data set (Data menu, or a data SPEC typed in the toolbar), and shows
+//   * Model    — the μMoE layers and provenance of the file (read on the GUI thread: header only);
+//   * Experts  — the expert browser and galleries (ExpertsPage);
+//   * Ablation — the per-class accuracy change of the last ablation and the full sweep.
+// Everything heavy goes through the SessionController (one worker thread, progress with ETA
+// and cancel in the status bar); answers already in the cache appear at once. Settings, window
+// layout and recent files persist (QSettings).
 #pragma once
 
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
 
+#include "analysis/ablation_results.h"
+
+class QAction;
+class QComboBox;
 class QLabel;
 class QMenu;
+class QProgressBar;
+class QSplitter;
+class QTabWidget;
 class QTableView;
 class QTextBrowser;
+class QToolButton;
 
 namespace mumoe::ui {
 
+class AblationChart;
+class ExpertsPage;
 class ModelOverviewModel;
+class SessionController;
+class SweepChart;
+class ThumbnailStore;
+struct AnswerTiming;
+struct SessionInfo;
 
 class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
+  enum class Page { Model, Experts, Ablation };
+
   /// `demoModelPath` is what File ▸ Open Demo Model opens ("" hides the action).
   explicit MainWindow(QString demoModelPath = {}, QWidget* parent = nullptr);
   ~MainWindow() override;
 
-  /// Opens a model file. On failure the current model stays open, lastError() names the file
-  /// and the problem, and (if enabled) an error dialog shows it. Never throws.
+  /// Opens a model file and starts its analysis on the current data set. On failure the current
+  /// model stays open, lastError() names the file and the problem, and (if enabled) an error
+  /// dialog shows it. Never throws. Returns once the file's header is read; the analysis
+  /// follows (sessionReady / analysisFailed).
   bool openModel(const QString& path);
+  /// Analyses the open model on another data set (a data SPEC, e.g. "folder:/data/pets").
+  void setDataSpec(const QString& spec);
+  QString dataSpec() const;
   QString lastError() const { return lastError_; }
   QString currentModelPath() const { return currentPath_; }
 
   /// Tests and --screenshot turn modal error dialogs off.
   void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
+  /// The cache file of sessions opened from now on ("" = the default).
+  void setCachePath(const QString& path);
+
+  void showPage(Page page);
+  /// Ablates these experts of the current mode (the Ablation page shows the answer).
+  void ablate(const QVector<qint64>& experts);
+  void runSweep();
+  /// Saves the current page's main chart or gallery (PNG or SVG by suffix).
+  bool exportCurrentView(const QString& path);
 
   ModelOverviewModel* overviewModel() const { return overview_; }
   QTableView* layerTable() const { return table_; }
   QTextBrowser* detailsView() const { return details_; }
+  SessionController* controller() const { return controller_; }
+  ThumbnailStore* thumbnails() const { return thumbnails_; }
+  ExpertsPage* expertsPage() const { return experts_; }
+  AblationChart* ablationChart() const { return ablationChart_; }
+  SweepChart* sweepChart() const { return sweepChart_; }
+  QTabWidget* tabs() const { return tabs_; }
 
  Q_SIGNALS:
   void modelOpened(const QString& path);
+  /// The analysis session is ready (extracted or found in the cache).
+  void sessionReady();
+  void analysisFailed(const QString& message);
 
  protected:
   void dragEnterEvent(QDragEnterEvent* event) override;
@@ -46,22 +91,55 @@ class MainWindow : public QMainWindow {
   void closeEvent(QCloseEvent* event) override;
 
  private:
-  void buildMenus();
+  void buildActions();
+  void buildToolBar();
+  void buildStatusBar();
+  void connectController();
+  void startAnalysis();
   void chooseAndOpenModel();
+  void chooseDataFolder();
+  void chooseFeatureFile();
+  void chooseExport();
   void showLayerDetails();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
-  void showError(const QString& message);
+  void showError(const QString& title, const QString& message);
+  void onSessionOpened(const SessionInfo& info);
+  void onProgress(const QString& task, qint64 done, qint64 total, double eta);
+  void onBusyChanged(bool busy);
+  void saveLayout() const;
+  void restoreLayout();
 
   QString demoModelPath_;
   QString currentPath_;
   QString lastError_;
   bool errorDialogs_ = true;
+  SessionController* controller_ = nullptr;
+  ThumbnailStore* thumbnails_ = nullptr;
   ModelOverviewModel* overview_ = nullptr;
   QTableView* table_ = nullptr;
   QTextBrowser* details_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  ExpertsPage* experts_ = nullptr;
+  AblationChart* ablationChart_ = nullptr;
+  SweepChart* sweepChart_ = nullptr;
+  QSplitter* ablationSplitter_ = nullptr;
+  QSplitter* modelSplitter_ = nullptr;
+  QComboBox* dataCombo_ = nullptr;
   QLabel* statusLabel_ = nullptr;
+  QLabel* progressLabel_ = nullptr;
+  QProgressBar* progressBar_ = nullptr;
+  QToolButton* cancelButton_ = nullptr;
   QMenu* recentMenu_ = nullptr;
+  QAction* openAction_ = nullptr;
+  QAction* demoAction_ = nullptr;
+  QAction* reloadAction_ = nullptr;
+  QAction* ablateAction_ = nullptr;
+  QAction* sweepAction_ = nullptr;
+  QAction* cancelAction_ = nullptr;
+  QAction* exportAction_ = nullptr;
+  analysis::ClassAccuracy accuracy_;
+  QStringList classNames_;
 };
 
 }  // namespace mumoe::ui

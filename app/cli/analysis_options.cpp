@@ -64,4 +64,36 @@ std::string class_name(const analysis::AnalysisSession& session, int64_t c) {
   return c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : "class " + std::to_string(c);
 }
 
+void TextCliOptions::add_to(CLI::App* app) {
+  app->add_option("--max-sequences", max_sequences,
+                  "GPT models: evaluation sequences of block_size tokens from the validation split (default " +
+                      std::to_string(analysis::kDefaultLmSequences) + "; 0 = all)");
+}
+
+bool is_text_model(const AnalysisCliOptions& o) { return analysis::is_gpt_model_file(o.model.model); }
+
+std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOptions& o, const TextCliOptions& text,
+                                                                  bool extract) {
+  std::signal(SIGINT, on_sigint);
+  analysis::TextSessionOptions t;
+  t.model_path = o.model.model;
+  // The image default means "not given": a GPT reads the fortunes it was trained on.
+  t.data_spec = o.session.data_spec == analysis::SessionOptions().data_spec ? "fortunes" : o.session.data_spec;
+  t.layer = o.session.layer;
+  t.cache_path = o.session.cache_path;
+  t.device = o.session.device;
+  t.max_sequences = text.max_sequences;
+  auto session = analysis::TextAnalysisSession::open(t);
+  const auto& report = session->cache_report();
+  if (report.set_aside)
+    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
+              << report.set_aside_path << " and a new cache was started\n";
+  if (extract)
+    session->extract([&](const analysis::ExtractionProgress& p) {
+      return report_progress("extracting tokens", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
+                             o.quiet);
+    });
+  return session;
+}
+
 }  // namespace mumoe::cli

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "analysis/analysis_session.h"
+#include "analysis/text_analysis_session.h"
 #include "model_options.h"
 
 namespace mumoe::cli {
@@ -33,5 +34,19 @@ bool report_progress(const std::string& label, int64_t done, int64_t total, doub
 
 /// "Pullover" or "class 7" when the index has no name.
 std::string class_name(const analysis::AnalysisSession& session, int64_t c);
+
+/// The options the text path of gallery / ablate adds (μMoE GPT models).
+struct TextCliOptions {
+  int64_t max_sequences = analysis::kDefaultLmSequences;
+  void add_to(CLI::App* app);
+};
+
+/// True when the command's MODEL is a μMoE GPT (the text path).
+bool is_text_model(const AnalysisCliOptions& options);
+
+/// Opens a text session for a GPT: --data defaults to "fortunes" (its validation split), and
+/// `extract` runs the per-token extraction with progress (SIGINT cancels, exit 130).
+std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOptions& options,
+                                                                  const TextCliOptions& text, bool extract);
 
 }  // namespace mumoe::cli

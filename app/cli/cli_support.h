@@ -36,6 +36,9 @@ Command add_train_command(CLI::App& parent);
 Command add_evaluate_command(CLI::App& parent);
 Command add_features_command(CLI::App& parent);
 Command add_generate_command(CLI::App& parent);
+Command add_rewrite_command(CLI::App& parent);
+Command add_fairness_command(CLI::App& parent);
+Command add_export_command(CLI::App& parent);
 #ifdef MUMOE_WITH_ANALYSIS
 Command add_analyze_command(CLI::App& parent);
 Command add_stats_command(CLI::App& parent);

@@ -1,6 +1,8 @@
 // mumoe ablate MODEL --data SPEC (--experts 3,17 | --all) [--method sparse|naive]: per-class
 // accuracy before and after removing experts (W_n := 0), d^(n), polysemanticity (spec §4).
 // --experts ablates the set together; --all ablates each expert of the mode in turn (a sweep).
+// For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the metric is next-token accuracy
+// per target byte and loss over the validation split's sequences (analysis/lm_ablation.h).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -24,6 +26,7 @@ struct AblateOptions {
   int64_t mode = 0;
   std::string method = "sparse";
   bool recompute = false;
+  TextCliOptions text;
 };
 
 
@@ -38,9 +41,58 @@ void print_outcome(const analysis::AnalysisSession& session, const analysis::Cla
                 << std::setw(8) << before.per_class[c] << " → " << std::setw(8) << o.after.per_class[c] << "\n";
 }
 
+int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
+  if (o.mode != 0) throw UsageError("a GPT's MLP blocks have one expert mode (--mode 0)");
+  auto session = open_text_analysis(o.analysis, o.text, /*extract=*/false);
+  const auto start = std::chrono::steady_clock::now();
+  auto report = [&](const std::string& label) {
+    return [&o, start, label](int64_t done, int64_t total) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return report_progress(label, done, total, elapsed, elapsed / done * (total - done), o.analysis.quiet);
+    };
+  };
+  const auto answer = o.all ? session->sweep(method, report("ablating experts"), o.recompute)
+                            : session->ablate(parse_int_list(o.experts, "--experts"), method, o.recompute,
+                                              report("baseline pass (sequences)"));
+  const auto& r = answer.value;
+  if (o.analysis.json) {
+    auto j = analysis::to_json(r);
+    j["model"] = o.analysis.model.model;
+    j["data"] = session->eval_set().identity;
+    j["layer"] = session->layer_name();
+    j["from_cache"] = answer.from_cache;
+    j["seconds"] = answer.seconds;
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  const auto& b = r.baseline;
+  std::cout << std::fixed << std::setprecision(4) << session->layer_name() << ": " << (o.all ? "each expert" : "experts " + o.experts)
+            << " ablated (" << o.method << ", " << std::setprecision(2) << answer.seconds << " s"
+            << (answer.from_cache ? ", from the cache" : "") << ") on " << b.tokens << " tokens of "
+            << session->eval_set().identity << "\n"
+            << std::setprecision(4) << "  next-token accuracy before " << b.before.overall << ", loss " << b.loss_before
+            << "\n";
+  auto order = r.experts;
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return x.outcome.after.overall < y.outcome.after.overall;
+  });
+  for (size_t i = 0; i < std::min<size_t>(o.all ? 10 : 1, order.size()); ++i) {
+    const auto& e = order[i];
+    std::cout << "  " << (o.all ? "expert " + std::to_string(e.outcome.experts[0]) : std::string("after")) << "  accuracy "
+              << e.outcome.after.overall << "  loss " << e.loss_after << "  polysemanticity " << e.outcome.polysemanticity
+              << "  (" << e.outcome.changed_predictions << " predictions changed; " << e.outcome.affected_samples
+              << " tokens with a_n > 0 in " << e.affected_sequences << " sequences)\n";
+  }
+  if (o.all)
+    std::cout << "  experts whose removal changes a class accuracy: " << r.experts_with_effect
+              << ", mean polysemanticity " << r.mean_polysemanticity << "\n";
+  return kSuccess;
+}
+
 int run_ablate(AblateOptions& o) {
   if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
   const auto method = analysis::parse_ablation_method(o.method);
+  if (is_text_model(o.analysis)) return run_text_ablate(o, method);
   auto session = open_analysis(o.analysis);
   const auto before = session->accuracy();
   nlohmann::json j = {{"model", o.analysis.session.model_path},
@@ -113,6 +165,7 @@ Command add_ablate_command(CLI::App& parent) {
   app->add_option("--mode", o->mode, "Expert mode (default 0)");
   app->add_option("--method", o->method, "sparse (default: re-evaluate only affected samples) or naive (oracle)");
   app->add_flag("--recompute", o->recompute, "Ignore a stored answer and compute again");
+  o->text.add_to(app);
   return {app, [o]() { return run_ablate(*o); }};
 }
 

@@ -28,8 +28,9 @@ int run_evaluate(const EvaluateOptions& o) {
   if (is_text_spec(o.data)) return run_evaluate_language_model(o.model, o.data, o.validation_fraction, o.device, o.json);
   const auto file = model::ModelFile::load(o.model);
   auto classifier = model::ClassifierModel::load(file, o.layer);
-  const auto data = data::load_dataset(o.data);
+  const auto data = classifier.prepare(data::load_dataset(o.data));
   classifier.check_compatible(data);
+  const auto& names = classifier.multilabel() ? data.target_names : data.class_names;
   const auto start = std::chrono::steady_clock::now();
   const auto e = train::evaluate_classifier(classifier, data, o.batch_size, o.device, ablation);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -39,7 +40,8 @@ int run_evaluate(const EvaluateOptions& o) {
                                  {"samples", e.samples},
                                  {"accuracy", e.accuracy},
                                  {"mean_loss", e.mean_loss},
-                                 {"class_names", data.class_names},
+                                 {"task", classifier.multilabel() ? "multilabel" : "multiclass"},
+                                 {"class_names", names},
                                  {"per_class_accuracy", e.per_class_accuracy},
                                  {"per_class_count", e.per_class_count},
                                  {"ablated", o.ablate},
@@ -53,7 +55,7 @@ int run_evaluate(const EvaluateOptions& o) {
             << "  accuracy " << std::fixed << std::setprecision(4) << e.accuracy << ", mean loss " << e.mean_loss
             << "\n";
   for (size_t c = 0; c < e.per_class_accuracy.size(); ++c)
-    std::cout << "  " << std::left << std::setw(14) << data.class_names[c] << std::right << std::setw(8)
+    std::cout << "  " << std::left << std::setw(14) << names[c] << std::right << std::setw(8)
               << e.per_class_accuracy[c] << "  (" << e.per_class_count[c] << ")\n";
   return 0;
 }

@@ -26,8 +26,10 @@ int run_features(const FeaturesOptions& o) {
   const auto file = model::ModelFile::load(o.model);
   auto classifier = model::load_image_classifier(file);
   auto data = data::load_image_data(o.data);
-  // The model's own label names when it has them (the data may only number its classes).
-  const auto& class_names = file.manifest().label_names.empty() ? data.class_names : file.manifest().label_names;
+  // The model's own label names when it has them (the data may only number its classes); a
+  // multi-label model's labels name its outputs (attributes), not the data's classes.
+  const bool model_names_classes = !file.manifest().label_names.empty() && file.manifest().task != model::kMultiLabel;
+  const auto& class_names = model_names_classes ? file.manifest().label_names : data.class_names;
   const int64_t n = o.limit > 0 ? std::min(o.limit, data.size()) : data.size();
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> chunks;

@@ -1,6 +1,8 @@
 // mumoe gallery MODEL --data SPEC --expert N [--order random|top] [--output sheet.png]: the
 // samples an expert processes (spec §4): a seeded random draw among a_n ≥ threshold, or the
 // largest a_n; as JSON and/or a PNG contact sheet with label and coefficient overlaid.
+// For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the samples are tokens of the
+// validation split, shown inside ±--context tokens of their document with the token marked.
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
@@ -8,6 +10,7 @@
 #include <sstream>
 
 #include "analysis/result_json.h"
+#include "analysis/token_gallery.h"
 #include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
@@ -23,6 +26,10 @@ struct GalleryOptions {
   analysis::GalleryRequest request;
   std::string order = "random";
   std::string output;
+  bool top = false;
+  int64_t context = 24;
+  bool ansi = false;
+  TextCliOptions text;
 };
 
 std::string two_decimals(double v) {
@@ -51,8 +58,34 @@ void write_png(const analysis::AnalysisSession& session, const analysis::Gallery
 #endif
 }
 
+int run_text_gallery(GalleryOptions& o) {
+  if (!o.output.empty()) throw UsageError("--output (PNG contact sheets) is for image models; GPT galleries are text");
+  auto session = open_text_analysis(o.analysis, o.text, /*extract=*/true);
+  const auto answer = session->gallery(o.request, o.context);
+  const auto& g = answer.value;
+  if (o.analysis.json) {
+    auto j = analysis::to_json(g);
+    j["model"] = o.analysis.model.model;
+    j["data"] = session->eval_set().identity;
+    j["layer"] = session->layer_name();
+    j["tokens"] = session->eval_set().tokens();
+    j["from_cache"] = answer.from_cache;
+    j["seconds"] = answer.seconds;
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  std::cout << session->layer_name() << ", expert " << g.request.expert << ": " << g.items.size() << " of "
+            << g.eligible << " eligible tokens ("
+            << (g.request.order == analysis::GalleryOrder::Top ? "largest a_n"
+                                                               : "random with a_n >= " + two_decimals(g.request.threshold))
+            << ", " << session->eval_set().tokens() << " tokens of " << session->eval_set().identity << ")\n"
+            << analysis::render_token_gallery(g, o.ansi);
+  return kSuccess;
+}
+
 int run_gallery(GalleryOptions& o) {
-  o.request.order = analysis::parse_gallery_order(o.order);
+  o.request.order = o.top ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
+  if (is_text_model(o.analysis)) return run_text_gallery(o);
   auto session = open_analysis(o.analysis);
   const auto answer = session->gallery(o.request);
   const auto& g = answer.value;
@@ -90,6 +123,10 @@ Command add_gallery_command(CLI::App& parent) {
   app->add_option("--output", o->output, "Write a PNG contact sheet");
   app->add_option("--images", o->analysis.session.gallery_images,
                   "Images of a feature file's samples, in the same order (e.g. fashion-mnist:test)");
+  app->add_flag("--top", o->top, "Same as --order top");
+  app->add_option("--context", o->context, "GPT models: tokens of context on each side (default 24)");
+  app->add_flag("--ansi", o->ansi, "GPT models: mark the token in reverse video instead of «»");
+  o->text.add_to(app);
   return {app, [o]() { return run_gallery(*o); }};
 }
 

@@ -23,6 +23,7 @@ namespace {
 
 struct TrainCommandOptions {
   std::string data = "fashion-mnist:train", test_data = "fashion-mnist:test", output, config_file;
+  std::string targets;  ///< "" = multi-class on the labels; "a,b" = multi-label on these attributes
   std::string variant = "cp", experts = "128", tr_ranks = "4,4,32", activation = "entmax15";
   int64_t rank = 64, feature_dim = 128;
   train::TrainOptions train;
@@ -58,6 +59,7 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("experts", "--experts", o.experts);
   take("rank", "--rank", o.rank);
   take("tr_ranks", "--tr-ranks", o.tr_ranks);
+  take("targets", "--targets", o.targets);
   take("activation", "--activation", o.activation);
   take("feature_dim", "--feature-dim", o.feature_dim);
   take("epochs", "--epochs", o.train.epochs);
@@ -108,26 +110,32 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   else head.tr_ranks = parse_int_list(o.tr_ranks, "--tr-ranks");
   head.gate_activation = nn::parse_gate_activation(o.activation);
 
-  const auto train_data = data::load_dataset(o.data);
-  const auto test_data = o.test_data.empty() ? data::Dataset{} : data::load_dataset(o.test_data);
-  head.output_dim = static_cast<int64_t>(train_data.class_names.size());
+  // --targets turns the task into multi-label: one binary output per named attribute.
+  const auto targets = parse_name_list(o.targets);
+  const bool multilabel = !targets.empty();
+  auto prepare = [&](data::Dataset d) { return multilabel ? data::with_targets(std::move(d), targets) : d; };
+  const auto train_data = prepare(data::load_dataset(o.data));
+  const auto test_data = o.test_data.empty() ? data::Dataset{} : prepare(data::load_dataset(o.test_data));
+  const auto labels = multilabel ? targets : train_data.class_names;
+  head.output_dim = static_cast<int64_t>(labels.size());
 
   torch::manual_seed(o.train.seed);
   // Image data trains a CNN with the head; a feature file trains the head alone on its features.
   auto classifier = [&] {
     if (!train_data.has_images()) {
       head.input_dim = train_data.features.size(1);
-      return model::ClassifierModel::from_layer(nn::MuMoEBlock(head), "head", train_data.class_names);
+      return model::ClassifierModel::from_layer(nn::MuMoEBlock(head), "head", labels, multilabel);
     }
     nn::BackboneConfig backbone;
     backbone.in_channels = train_data.images.size(1);
     backbone.image_size = train_data.images.size(2);
     backbone.feature_dim = o.feature_dim;
-    return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), train_data.class_names);
+    return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), labels, multilabel);
   }();
   if (test_data.size() > 0) classifier.check_compatible(test_data);
   nlohmann::json provenance = {{"command", o.command_line},
                                {"data", o.data},
+                               {"task", multilabel ? "multilabel" : "multiclass"},
                                {"train_samples", train_data.size()},
                                {"seed", o.train.seed},
                                {"epochs", o.train.epochs},
@@ -205,6 +213,9 @@ Command add_train_command(CLI::App& parent) {
                   "fortunes or text:FILE trains the byte-level μMoE GPT)");
   app->add_option("--test-data", o->test_data, "Evaluation data SPEC (default fashion-mnist:test; '' for none)");
   app->add_option("--config", o->config_file, "JSON file with any of the options below (flags win)");
+  app->add_option("--targets", o->targets,
+                  "Multi-label task: comma-separated attributes of the data, one binary output each "
+                  "(BCE loss), e.g. footwear,long_sleeves (default: multi-class on the labels)");
   app->add_option("--variant", o->variant, "Head factorization: cp (default), tr or tt");
   app->add_option("--experts", o->experts, "Experts per mode (default 128)");
   app->add_option("--rank", o->rank, "CP rank (default 64)");

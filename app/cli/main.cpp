@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
   std::vector<Command> commands = {add_info_command(app), add_forward_command(app),
                                    add_init_command(app), add_train_command(app),
                                    add_evaluate_command(app), add_features_command(app),
-                                   add_generate_command(app)};
+                                   add_generate_command(app), add_rewrite_command(app),
+                                   add_fairness_command(app), add_export_command(app)};
 #ifdef MUMOE_WITH_ANALYSIS
   for (auto add : {add_analyze_command, add_stats_command, add_gallery_command, add_ablate_command})
     commands.push_back(add(app));

@@ -1,7 +1,12 @@
 // mumoe-studio: the desktop application.
 //
-//   mumoe-studio [MODEL]                      open MODEL (default: the bundled demo model)
-//   mumoe-studio --screenshot FILE [MODEL]    render the main window offscreen to FILE and exit
+//   mumoe-studio [MODEL]                              open MODEL (default: the bundled demo model)
+//   mumoe-studio --data SPEC [MODEL]                  … on another data set (default: the last used)
+//   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation;
+//                                                     bias and tokens are not yet available)
+//                                                     offscreen to FILE (PNG) once its data is
+//                                                     there, and exit (0 written, 2 error, 3 view
+//                                                     not available)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -10,6 +15,7 @@
 #include <QTimer>
 
 #include "main_window.h"
+#include "screenshot_driver.h"
 
 namespace {
 
@@ -31,36 +37,53 @@ int main(int argc, char** argv) {
   QApplication::setOrganizationName(QStringLiteral("mumoe"));
   QApplication::setApplicationName(QStringLiteral("mumoe-studio"));
   QApplication::setApplicationVersion(QStringLiteral(MUMOE_VERSION));
+  QApplication::setStyle(QStringLiteral("Fusion"));
 
   QCommandLineParser parser;
   parser.setApplicationDescription(QStringLiteral("Inspect, test and edit μMoE models"));
   parser.addHelpOption();
   parser.addVersionOption();
   QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                QStringLiteral("Render the window to FILE (PNG) and exit."), QStringLiteral("FILE"));
-  parser.addOption(screenshot);
+                                QStringLiteral("Render the view offscreen to FILE (PNG) once its data is there, and exit."),
+                                QStringLiteral("FILE"));
+  QCommandLineOption view(QStringLiteral("view"),
+                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens."),
+                          QStringLiteral("VIEW"), QStringLiteral("gallery"));
+  QCommandLineOption data(QStringLiteral("data"), QStringLiteral("Data SPEC (default: the last used, fashion-mnist:test)."),
+                          QStringLiteral("SPEC"));
+  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1400x860)."),
+                          QStringLiteral("WxH"), QStringLiteral("1400x860"));
+  parser.addOptions({screenshot, view, data, size});
   parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("Model file to open (default: the demo)"));
   parser.process(app);
 
   const QString demo = demoModelPath();
   const QString model = parser.positionalArguments().value(0, demo);
   mumoe::ui::MainWindow window(demo);
+  if (parser.isSet(data)) window.setDataSpec(parser.value(data));
 
   if (parser.isSet(screenshot)) {
+    QTextStream err(stderr);
+    const auto which = mumoe::ui::parseStudioView(parser.value(view));
+    if (!which) {
+      err << "mumoe-studio: unknown view '" << parser.value(view) << "' (model, gallery, ablation, bias, tokens)\n";
+      return 1;
+    }
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
     window.setErrorDialogsEnabled(false);
-    window.resize(1100, 720);
-    if (!window.openModel(model)) {
-      QTextStream(stderr) << "mumoe-studio: " << window.lastError() << "\n";
-      return 2;
-    }
+    window.resize(wh.value(0).toInt() > 0 ? wh.value(0).toInt() : 1400, wh.value(1).toInt() > 0 ? wh.value(1).toInt() : 860);
     window.show();
-    QApplication::processEvents();
-    const QString out = parser.value(screenshot);
-    if (!window.grab().save(out)) {
-      QTextStream(stderr) << "mumoe-studio: cannot write " << out << "\n";
-      return 2;
-    }
-    return 0;
+    mumoe::ui::ScreenshotDriver driver(&window, *which, parser.value(screenshot));
+    int code = 0;
+    QObject::connect(&driver, &mumoe::ui::ScreenshotDriver::finished, &app, [&](int exitCode, const QString& message) {
+      code = exitCode;
+      err << "mumoe-studio: " << message << "\n";
+      err.flush();
+      app.exit(exitCode);
+    });
+    driver.start(model);
+    app.exec();
+    return code;
   }
 
   window.show();

@@ -78,6 +78,11 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   impl->extraction.device = options.device;
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   impl->model = model::ClassifierModel::load(file, options.layer);
+  // Per-class accuracy, ablation and the expert × class table assume one class per sample.
+  if (impl->model->multilabel())
+    throw UsageError(options.model_path +
+                     " is a multi-label model: per-class analysis does not apply; use `mumoe fairness` and "
+                     "`mumoe rewrite`, which evaluate each target attribute");
   impl->data = data::load_dataset(options.data_spec);
   impl->model->check_compatible(impl->data);
   impl->class_names = impl->model->label_names().empty() ? impl->data.class_names : impl->model->label_names();

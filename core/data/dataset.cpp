@@ -2,6 +2,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
+#include "io/errors.h"
+
 namespace mumoe::data {
 
 namespace {
@@ -40,6 +44,29 @@ Dataset load_dataset(const std::string& spec) {
     return d;
   }
   return Dataset::from(load_image_data(spec));
+}
+
+int64_t Dataset::attribute_index(const std::string& name) const {
+  const auto it = std::find(attribute_names.begin(), attribute_names.end(), name);
+  return it == attribute_names.end() ? -1 : static_cast<int64_t>(it - attribute_names.begin());
+}
+
+Dataset with_targets(Dataset data, const std::vector<std::string>& names) {
+  if (names.empty()) throw UsageError("a multi-label task needs at least one target attribute");
+  std::vector<int64_t> columns;
+  for (const auto& name : names) {
+    const auto column = data.attribute_index(name);
+    if (column < 0 || !data.attributes.defined()) {
+      std::string have;
+      for (const auto& a : data.attribute_names) have += (have.empty() ? "" : ", ") + a;
+      throw UsageError(data.identity + " has no attribute '" + name + "'" +
+                       (have.empty() ? " (it has no attributes)" : " (it has: " + have + ")"));
+    }
+    columns.push_back(column);
+  }
+  data.targets = data.attributes.index_select(1, torch::tensor(columns, torch::kLong)).contiguous();
+  data.target_names = names;
+  return data;
 }
 
 }  // namespace mumoe::data

@@ -18,6 +18,10 @@ struct Dataset {
   torch::Tensor features;    ///< [S, I] float32 for feature files, else undefined
   torch::Tensor labels;      ///< [S] int64
   torch::Tensor attributes;  ///< [S, K] int64 0/1, or undefined
+  /// [S, T] int64 0/1: the binary targets of a multi-label task (attribute columns named
+  /// target_names, chosen by with_targets), or undefined for a multi-class task.
+  torch::Tensor targets;
+  std::vector<std::string> target_names;
   std::vector<std::string> class_names;
   std::vector<std::string> attribute_names;
   std::string identity;  ///< the SPEC it was loaded from
@@ -25,6 +29,9 @@ struct Dataset {
   bool has_images() const { return images.defined(); }
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
   int64_t attribute_count() const { return attributes.defined() ? attributes.size(1) : 0; }
+  bool multilabel() const { return targets.defined(); }
+  /// Column of attribute `name`, or -1.
+  int64_t attribute_index(const std::string& name) const;
 
   static Dataset from(LabelledImages images);
   static Dataset from(LabelledFeatures features);
@@ -33,5 +40,9 @@ struct Dataset {
 /// "features:FILE" (a feature file) or any image SPEC of load_image_data. Throws UsageError for
 /// an unknown SPEC and FileError for unreadable data.
 Dataset load_dataset(const std::string& spec);
+
+/// `data` with the attribute columns `names` as multi-label targets (in that order). Throws
+/// UsageError naming the data and the first attribute it lacks (and the ones it has).
+Dataset with_targets(Dataset data, const std::vector<std::string>& names);
 
 }  // namespace mumoe::data

@@ -10,6 +10,7 @@ namespace mumoe::model {
 ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& layer) {
   ClassifierModel m;
   m.label_names_ = file.manifest().label_names;
+  m.multilabel_ = file.manifest().task == kMultiLabel;
   if (file.manifest().architecture == kImageClassifierArchitecture) {
     if (!layer.empty() && layer != "head")
       throw UsageError(file.path() + " is an image classifier; its only μMoE layer is 'head', not '" + layer + "'");
@@ -26,8 +27,9 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
 }
 
 ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier classifier,
-                                                       std::vector<std::string> labels) {
+                                                       std::vector<std::string> labels, bool multilabel) {
   ClassifierModel m;
+  m.multilabel_ = multilabel;
   m.classifier_ = std::move(classifier);
   m.layer_ = m.classifier_->head();
   m.layer_name_ = "head";
@@ -35,8 +37,10 @@ ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier class
   return m;
 }
 
-ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels) {
+ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
+                                            bool multilabel) {
   ClassifierModel m;
+  m.multilabel_ = multilabel;
   m.layer_ = std::move(layer);
   m.layer_name_ = std::move(name);
   m.label_names_ = std::move(labels);
@@ -65,12 +69,15 @@ void ClassifierModel::load_weights(const ModelFile& file) {
 
 void ClassifierModel::save(const std::string& path, const nlohmann::json& provenance) const {
   if (has_backbone()) {
-    save_image_classifier(path, classifier_, image_classifier_manifest(classifier_, label_names_, provenance));
+    auto m = image_classifier_manifest(classifier_, label_names_, provenance);
+    m.task = multilabel_ ? kMultiLabel : kMultiClass;
+    save_image_classifier(path, classifier_, m);
     return;
   }
   Manifest m;
   m.layers = {{layer_name_, layer_name_ + ".", layer_->config(), false}};
   m.label_names = label_names_;
+  m.task = multilabel_ ? kMultiLabel : kMultiClass;
   m.provenance = provenance;
   save_model_file(path, m, layer_tensors(m.layers[0], layer_));
 }
@@ -95,6 +102,15 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
                        "-dimensional features but layer '" + layer_name_ + "' expects " +
                        std::to_string(config.input_dim));
   }
+  if (multilabel_) {
+    if (!data.multilabel() || data.target_names != label_names_)
+      throw UsageError("this multi-label model predicts " + std::to_string(label_names_.size()) +
+                       " attributes; " + data.identity + " must be prepared with them as targets");
+    if (static_cast<int64_t>(label_names_.size()) != class_count())
+      throw UsageError("layer '" + layer_name_ + "' has " + std::to_string(class_count()) + " outputs but the model has " +
+                       std::to_string(label_names_.size()) + " target attributes");
+    return;
+  }
   const auto classes = static_cast<int64_t>(data.class_names.size());
   if (classes > class_count())
     throw UsageError(data.identity + " has " + std::to_string(classes) + " classes but layer '" + layer_name_ +
@@ -102,6 +118,11 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
   if (!label_names_.empty() && static_cast<int64_t>(label_names_.size()) != classes)
     throw UsageError("the model has " + std::to_string(label_names_.size()) + " labels but " + data.identity +
                      " has " + std::to_string(classes) + " classes");
+}
+
+data::Dataset ClassifierModel::prepare(data::Dataset data) const {
+  if (!multilabel_ || (data.multilabel() && data.target_names == label_names_)) return data;
+  return data::with_targets(std::move(data), label_names_);
 }
 
 torch::Tensor ClassifierModel::layer_inputs(const data::Dataset& data, int64_t begin, int64_t end) {

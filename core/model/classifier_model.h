@@ -26,8 +26,11 @@ class ClassifierModel {
   /// Throws FileError/UsageError naming the file and the problem.
   static ClassifierModel load(const ModelFile& file, const std::string& layer = "");
   /// A new model around an image classifier, or around a bare layer called `name`.
-  static ClassifierModel from_image_classifier(nn::ImageClassifier classifier, std::vector<std::string> labels);
-  static ClassifierModel from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels);
+  /// `multilabel`: one binary output per label, each a data attribute of that name.
+  static ClassifierModel from_image_classifier(nn::ImageClassifier classifier, std::vector<std::string> labels,
+                                               bool multilabel = false);
+  static ClassifierModel from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
+                                    bool multilabel = false);
 
   /// Every trainable parameter and buffer (backbone and layer).
   torch::nn::Module& module();
@@ -41,8 +44,12 @@ class ClassifierModel {
   void save(const std::string& path, const nlohmann::json& provenance) const;
 
   /// Throws UsageError when `data` cannot be fed to this model (images vs features, image shape,
-  /// feature width, class count vs the layer's output width or the model's labels).
+  /// feature width, class count vs the layer's output width or the model's labels; for a
+  /// multi-label model, targets other than its labels).
   void check_compatible(const data::Dataset& data) const;
+  /// `data` made ready for this model: a multi-label model's labels become the data's targets
+  /// (data::with_targets; throws UsageError when an attribute is missing); unchanged otherwise.
+  data::Dataset prepare(data::Dataset data) const;
 
   /// The μMoE layer's inputs for samples [begin, end): backbone features for images, the
   /// feature rows for feature files. float32 [n, I] on the CPU. No gradients.
@@ -53,6 +60,8 @@ class ClassifierModel {
   const std::string& layer_name() const { return layer_name_; }
   int64_t class_count() const { return layer_->config().final_output_dim(); }
   const std::vector<std::string>& label_names() const { return label_names_; }
+  /// True when every output is an independent binary target (sigmoid/BCE), not a class score.
+  bool multilabel() const { return multilabel_; }
   bool has_backbone() const { return !classifier_.is_empty(); }
   /// The image classifier (empty holder for a bare layer).
   nn::ImageClassifier image_classifier() const { return classifier_; }
@@ -65,6 +74,7 @@ class ClassifierModel {
   nn::MuMoEBlock layer_{nullptr};
   std::string layer_name_;
   std::vector<std::string> label_names_;
+  bool multilabel_ = false;
   torch::Device device_ = torch::kCPU;
 };
 

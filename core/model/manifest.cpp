@@ -51,7 +51,8 @@ nlohmann::json to_json(const Manifest& m) {
   return {{"format", kFormatName},           {"format_version", m.format_version},
           {"architecture", m.architecture},  {"architecture_config", m.architecture_config},
           {"layers", layers},
-          {"label_names", m.label_names},    {"attribute_names", m.attribute_names},
+          {"label_names", m.label_names},    {"task", m.task},
+          {"attribute_names", m.attribute_names},
           {"provenance", m.provenance}};
 }
 
@@ -111,6 +112,9 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
     m.layers.push_back(std::move(layer));
   }
   m.label_names = optional_field<std::vector<std::string>>(j, "label_names", {}, path, where);
+  m.task = optional_field<std::string>(j, "task", kMultiClass, path, where);
+  if (m.task != kMultiClass && m.task != kMultiLabel)
+    throw FileError(path, "manifest: task '" + m.task + "' is neither multiclass nor multilabel");
   m.attribute_names = optional_field<std::vector<std::string>>(j, "attribute_names", {}, path, where);
   m.provenance = optional_field<nlohmann::json>(j, "provenance", nlohmann::json::object(), path, where);
   return m;

@@ -17,6 +17,8 @@ namespace mumoe::model {
 inline constexpr const char* kManifestMetadataKey = "mumoe.manifest";
 inline constexpr const char* kFormatName = "mumoe-studio-model";
 inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kMultiClass = "multiclass";
+inline constexpr const char* kMultiLabel = "multilabel";
 
 /// One μMoE layer or block of a model: its tensors are "<prefix><reference key>".
 struct ModelLayer {
@@ -36,6 +38,9 @@ struct Manifest {
   nlohmann::json architecture_config = nlohmann::json::object();
   std::vector<ModelLayer> layers;
   std::vector<std::string> label_names;
+  /// kMultiClass: one softmax over label_names; kMultiLabel: one independent binary output per
+  /// label name, each the data attribute of that name (trained with BCE).
+  std::string task = "multiclass";
   std::vector<std::string> attribute_names;
   nlohmann::json provenance = nlohmann::json::object();
 };

@@ -18,6 +18,34 @@ double learning_rate_at(const TrainOptions& o, int64_t global_step, int64_t tota
   return o.learning_rate * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
+// Per target attribute: the share of samples whose thresholded output (logit > 0, i.e.
+// probability > 0.5) equals the attribute; `accuracy` is their mean, `mean_loss` the mean BCE.
+Evaluation evaluate_multilabel(model::ClassifierModel& model, const data::Dataset& data, int64_t batch_size,
+                               const torch::Device& device, const nn::ExpertAblation& ablation) {
+  if (!data.multilabel()) throw UsageError(data.identity + " has no multi-label targets for this model");
+  const int64_t targets = data.targets.size(1);
+  auto correct = torch::zeros({targets}, torch::kLong);
+  double loss_sum = 0;
+  for (int64_t start = 0; start < data.size(); start += batch_size) {
+    const int64_t end = std::min(data.size(), start + batch_size);
+    const auto truth = data.targets.slice(0, start, end);
+    const auto logits = model.forward(data, torch::arange(start, end), device, ablation).output.cpu();
+    loss_sum += torch::binary_cross_entropy_with_logits(logits, truth.to(logits.scalar_type()), {}, {},
+                                                        at::Reduction::Sum)
+                    .item<double>();
+    correct += ((logits > 0).to(torch::kLong) == truth).to(torch::kLong).sum(0);
+  }
+  Evaluation e;
+  e.samples = data.size();
+  for (int64_t t = 0; t < targets; ++t) {
+    e.per_class_count.push_back(e.samples);
+    e.per_class_accuracy.push_back(e.samples ? correct[t].item<double>() / e.samples : 0.0);
+  }
+  e.accuracy = e.samples ? correct.sum().item<double>() / (e.samples * targets) : 0;
+  e.mean_loss = e.samples ? loss_sum / (e.samples * targets) : 0;
+  return e;
+}
+
 }  // namespace
 
 TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset& data, const TrainOptions& o,
@@ -29,6 +57,7 @@ TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset&
   if (o.schedule != "cosine" && o.schedule != "constant")
     throw UsageError("unknown schedule '" + o.schedule + "' (expected cosine or constant)");
   if (data.size() == 0) throw UsageError("the training data (" + data.identity + ") is empty");
+  model.check_compatible(data);
   const auto device = nn::parse_device(o.device);
   torch::manual_seed(o.seed);
   module.to(device);
@@ -57,12 +86,17 @@ TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset&
     double loss_sum = 0;
     for (int64_t step = 0; step < steps_per_epoch; ++step) {
       const auto idx = order.slice(0, step * o.batch_size, std::min(n, (step + 1) * o.batch_size));
-      const auto labels = data.labels.index_select(0, idx).to(device);
+      // Multi-class: softmax cross-entropy on the class label; multi-label: one binary
+      // cross-entropy per target attribute, averaged.
+      const auto labels = (model.multilabel() ? data.targets : data.labels).index_select(0, idx).to(device);
       for (auto& group : optimizer.param_groups())
         static_cast<torch::optim::AdamWOptions&>(group.options())
             .lr(learning_rate_at(o, epoch * steps_per_epoch + step, total_steps));
       optimizer.zero_grad();
-      auto loss = torch::cross_entropy_loss(model.forward(data, idx, device).output, labels);
+      const auto output = model.forward(data, idx, device).output;
+      auto loss = model.multilabel()
+                      ? torch::binary_cross_entropy_with_logits(output, labels.to(output.scalar_type()))
+                      : torch::cross_entropy_loss(output, labels);
       loss.backward();
       optimizer.step();
       loss_sum += loss.item<double>();
@@ -112,6 +146,7 @@ Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Datase
   model.module().to(device);
   model.module().eval();
   torch::NoGradGuard no_grad;
+  if (model.multilabel()) return evaluate_multilabel(model, data, batch_size, device, ablation);
   const int64_t classes = static_cast<int64_t>(data.class_names.size());
   auto correct = torch::zeros({classes}, torch::kLong);
   auto count = torch::zeros({classes}, torch::kLong);

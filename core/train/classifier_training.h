@@ -50,7 +50,7 @@ struct TrainResult {
 /// Called after each epoch to write a checkpoint (model file) to `path`.
 using CheckpointWriter = std::function<void(const std::string& path, int64_t completed_epochs)>;
 
-/// Trains with softmax cross-entropy. Batches are shuffled with a generator seeded by
+/// Trains with softmax cross-entropy (multi-label models: binary cross-entropy per target). Batches are shuffled with a generator seeded by
 /// seed + epoch, so a resumed run sees the same batches as an uninterrupted one.
 /// Works for both kinds of ClassifierModel: a CNN with its head on images, or a bare μMoE layer
 /// on a feature file.
@@ -63,6 +63,9 @@ TrainResult train_classifier(nn::ImageClassifier& classifier, const data::Labell
                              const CheckpointWriter& write_checkpoint,
                              const std::function<int64_t(const std::string&)>& read_checkpoint);
 
+/// For a multi-label model the "classes" are its target attributes: per_class_accuracy[t] is the
+/// share of samples whose output t (logit > 0) equals attribute t, accuracy their mean and
+/// mean_loss the mean binary cross-entropy.
 struct Evaluation {
   int64_t samples = 0;
   double accuracy = 0;

@@ -13,6 +13,7 @@
 #include "model/model_file.h"
 #include "model_overview_model.h"
 #include "temp_dir.h"
+#include "ui_test_registry.h"
 
 using namespace mumoe;
 
@@ -51,8 +52,6 @@ class MainWindowTest : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
-  void initTestCase() { QStandardPaths::setTestModeEnabled(true); }
-
   void overviewModelPassesTheModelTester() {
     ui::ModelOverviewModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
@@ -110,5 +109,5 @@ class MainWindowTest : public QObject {
   }
 };
 
-QTEST_MAIN(MainWindowTest)
+MUMOE_UI_TEST(MainWindowTest)
 #include "test_main_window.moc"

@@ -1,0 +1,87 @@
+#include "analysis/lm_forward.h"
+
+#include <torch/torch.h>
+
+#include "io/errors.h"
+
+namespace mumoe::analysis {
+
+nn::MuMoEGpt copy_gpt(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
+  nn::MuMoEGpt copy(gpt->config());
+  copy->to(device, dtype);
+  torch::NoGradGuard no_grad;
+  const auto params = gpt->named_parameters();
+  for (auto& p : copy->named_parameters()) p.value().copy_(params[p.key()]);
+  const auto buffers = gpt->named_buffers();
+  for (auto& b : copy->named_buffers()) b.value().copy_(buffers[b.key()]);
+  copy->eval();
+  return copy;
+}
+
+namespace {
+
+// MuMoEGptImpl::embed is private; this is its eval-mode arithmetic (dropout is the identity).
+torch::Tensor embed(nn::MuMoEGpt& gpt, const torch::Tensor& idx) {
+  const auto ids = idx.to(gpt->wte()->weight.device(), torch::kLong);
+  const auto positions = torch::arange(idx.size(1), torch::dtype(torch::kLong).device(ids.device()));
+  return gpt->wte()->forward(ids) + gpt->wpe()->forward(positions);
+}
+
+}  // namespace
+
+LayerPass forward_at_layer(nn::MuMoEGpt& gpt, const torch::Tensor& idx, int64_t layer) {
+  if (idx.dim() != 2 || idx.size(1) < 1 || idx.size(1) > gpt->config().block_size)
+    throw UsageError("forward_at_layer expects token ids [B, T] with T ≤ block_size");
+  torch::NoGradGuard no_grad;
+  auto x = embed(gpt, idx);
+  for (int64_t l = 0; l < layer; ++l) {
+    auto b = gpt->block(l);
+    x = b->mlp_residual(b->attention_residual(x)).output;
+  }
+  auto b = gpt->block(layer);
+  LayerPass p;
+  p.mlp_input = b->attention_residual(x);
+  auto out = b->mlp_residual(p.mlp_input);
+  p.block_output = out.output;
+  p.coefficients = out.coefficients.front();
+  p.logits = forward_from_block(gpt, p.block_output, layer + 1);
+  return p;
+}
+
+torch::Tensor forward_from_block(nn::MuMoEGpt& gpt, torch::Tensor x, int64_t from) {
+  torch::NoGradGuard no_grad;
+  for (int64_t l = from; l < gpt->n_layer(); ++l) {
+    auto b = gpt->block(l);
+    x = b->mlp_residual(b->attention_residual(x)).output;
+  }
+  return torch::nn::functional::linear(gpt->ln_f()->forward(x), gpt->wte()->weight);
+}
+
+torch::Tensor token_losses(const torch::Tensor& logits, const torch::Tensor& targets) {
+  const auto v = logits.size(-1);
+  return torch::cross_entropy_loss(logits.reshape({-1, v}), targets.reshape({-1}).to(logits.device(), torch::kLong),
+                                   {}, at::Reduction::None);
+}
+
+int64_t gpt_layer_index(const std::string& name, int64_t n_layer) {
+  auto fail = [&]() -> int64_t {
+    throw UsageError("unknown layer '" + name + "': the GPT's μMoE layers are transformer.h.0.mlp.MuMoE_layer … " +
+                     "transformer.h." + std::to_string(n_layer - 1) + ".mlp.MuMoE_layer (or give the number 0–" +
+                     std::to_string(n_layer - 1) + ")");
+  };
+  std::string digits = name;
+  const std::string prefix = "transformer.h.", suffix = ".mlp.MuMoE_layer";
+  if (name.rfind(prefix, 0) == 0) {
+    auto rest = name.substr(prefix.size());
+    if (!rest.empty() && rest.back() == '.') rest.pop_back();
+    if (rest.size() <= suffix.size() || rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0)
+      return fail();
+    digits = rest.substr(0, rest.size() - suffix.size());
+  }
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return fail();
+  const int64_t index = std::stoll(digits);
+  if (index >= n_layer) return fail();
+  return index;
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,172 @@
+#include "analysis/text_analysis_session.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <optional>
+
+#include "analysis/lm_ablation.h"
+#include "analysis/lm_forward.h"
+#include "analysis/token_extraction.h"
+#include "io/errors.h"
+#include "model/gpt_file.h"
+
+namespace mumoe::analysis {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+bool looks_like_gpt(const model::ModelFile& file) {
+  if (file.manifest().architecture == model::kGptArchitecture) return true;
+  if (!file.inferred()) return false;
+  for (const auto& l : file.manifest().layers)
+    if (l.name.rfind("transformer.h.", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+bool is_gpt_model_file(const std::string& model_path) { return looks_like_gpt(model::ModelFile::load(model_path)); }
+
+struct TextAnalysisSession::Impl {
+  TextSessionOptions options;
+  cache::CacheOpenReport report;
+  std::unique_ptr<cache::AnalysisCache> cache;
+  std::optional<nn::MuMoEGpt> gpt;
+  int64_t layer = 0;
+  std::string layer_name;
+  LmEvalSet set;
+  TokenExtractionOptions extraction;
+  cache::RunKey key;
+  std::optional<RunData> run;
+  std::unique_ptr<LmAblation> engine;
+
+  std::optional<int64_t> run_id() const { return cache->find_run(key); }
+  int64_t complete_run_id() const {
+    const auto id = run_id();
+    if (!id || !cache->run_complete(*id))
+      throw UsageError("no complete token analysis of " + options.model_path + " on " + options.data_spec +
+                       " in the cache yet: run the extraction first");
+    return *id;
+  }
+  // Answers are stored under the extraction's run; the run row exists (partial or complete)
+  // once begin_run has seen this key, which extraction does first.
+  int64_t result_run_id() {
+    if (auto id = run_id()) return *id;
+    return cache->begin_run(key, make_token_run_info(*gpt, set, extraction));
+  }
+  LmAblation& ablation(const SweepCallback& progress) {
+    if (!engine) engine = std::make_unique<LmAblation>(*gpt, set, layer, options.device, progress);
+    return *engine;
+  }
+};
+
+TextAnalysisSession::TextAnalysisSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TextAnalysisSession::~TextAnalysisSession() = default;
+
+std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSessionOptions& options) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const auto file = model::ModelFile::load(options.model_path);
+  if (!looks_like_gpt(file)) throw UsageError(options.model_path + " is not a μMoE GPT");
+  const auto& m = file.manifest();
+  if (m.architecture_config.is_object() && m.architecture_config.contains("tokenizer") &&
+      m.architecture_config.at("tokenizer") != "byte")
+    throw UsageError(options.model_path + " uses the tokenizer " + m.architecture_config.at("tokenizer").dump() +
+                     "; text analysis supports byte-level GPTs only");
+  impl->gpt = model::load_gpt(file, options.n_head);
+  auto& gpt = *impl->gpt;
+  if (gpt->config().vocab_size != 256)
+    throw UsageError(options.model_path + " has a vocabulary of " + std::to_string(gpt->config().vocab_size) +
+                     "; text analysis supports byte-level GPTs (256) only");
+  if (options.layer.empty() && gpt->n_layer() > 1)
+    throw UsageError("the GPT has " + std::to_string(gpt->n_layer()) +
+                     " μMoE layers: name one with --layer (transformer.h.0.mlp.MuMoE_layer … transformer.h." +
+                     std::to_string(gpt->n_layer() - 1) + ".mlp.MuMoE_layer)");
+  impl->layer = options.layer.empty() ? 0 : gpt_layer_index(options.layer, gpt->n_layer());
+  impl->layer_name = nn::gpt_mlp_prefix(impl->layer);
+  impl->layer_name.pop_back();
+  const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
+                                                             : m.provenance.value("validation_fraction", 0.05);
+  const auto seed = m.provenance.value("seed", uint64_t{0});
+  impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences);
+  impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
+  impl->extraction.device = options.device;
+  impl->key = make_token_run_key(options.model_path, impl->set, impl->layer, impl->extraction);
+  const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;
+  impl->cache = cache::AnalysisCache::open(path, &impl->report);
+  return std::unique_ptr<TextAnalysisSession>(new TextAnalysisSession(std::move(impl)));
+}
+
+const TextSessionOptions& TextAnalysisSession::options() const { return impl_->options; }
+const cache::CacheOpenReport& TextAnalysisSession::cache_report() const { return impl_->report; }
+const std::string& TextAnalysisSession::cache_path() const { return impl_->cache->path(); }
+const std::string& TextAnalysisSession::layer_name() const { return impl_->layer_name; }
+int64_t TextAnalysisSession::layer_index() const { return impl_->layer; }
+int64_t TextAnalysisSession::expert_count() const { return (*impl_->gpt)->config().experts; }
+const LmEvalSet& TextAnalysisSession::eval_set() const { return impl_->set; }
+
+bool TextAnalysisSession::extracted() const {
+  const auto id = impl_->run_id();
+  return id && impl_->cache->run_complete(*id);
+}
+
+ExtractionSummary TextAnalysisSession::extract(const ExtractionCallback& progress) {
+  if (extracted()) {
+    ExtractionSummary s;
+    s.run_id = *impl_->run_id();
+    s.chunks_reused = impl_->cache->run_info(s.run_id).chunk_count();
+    return s;
+  }
+  impl_->run.reset();
+  return extract_token_run(*impl_->cache, impl_->key, *impl_->gpt, impl_->set, impl_->layer, impl_->extraction,
+                           progress);
+}
+
+const RunData& TextAnalysisSession::run() {
+  if (!impl_->run) impl_->run = load_run_data(*impl_->cache, impl_->complete_run_id());
+  return *impl_->run;
+}
+
+Answer<TokenGallery> TextAnalysisSession::gallery(const GalleryRequest& request, int64_t context_radius) {
+  const auto start = Clock::now();
+  const auto id = impl_->complete_run_id();
+  const auto key = request.key() + ":c" + std::to_string(context_radius);
+  if (auto stored = impl_->cache->get_result(id, "token-gallery", key))
+    return {token_gallery_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = select_token_gallery(run(), impl_->set, request, context_radius);
+  impl_->cache->put_result(id, "token-gallery", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+Answer<LmAblationReport> TextAnalysisSession::ablate(const std::vector<int64_t>& experts, AblationMethod method,
+                                                     bool recompute, const SweepCallback& progress) {
+  const auto start = Clock::now();
+  std::string key;
+  for (size_t i = 0; i < experts.size(); ++i) key += (i ? "," : "") + std::to_string(experts[i]);
+  key += ":" + to_string(method);
+  const auto id = impl_->result_run_id();
+  if (!recompute)
+    if (auto stored = impl_->cache->get_result(id, "lm-ablation", key))
+      return {lm_ablation_report_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto value = impl_->ablation(progress).ablate(experts, method);
+  impl_->cache->put_result(id, "lm-ablation", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const SweepCallback& progress,
+                                                   bool recompute) {
+  const auto start = Clock::now();
+  const auto key = to_string(method);
+  const auto id = impl_->result_run_id();
+  if (!recompute)
+    if (auto stored = impl_->cache->get_result(id, "lm-sweep", key))
+      return {lm_ablation_report_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  auto& engine = impl_->ablation({});
+  auto value = engine.sweep(method, progress);
+  impl_->cache->put_result(id, "lm-sweep", key, to_json(value).dump());
+  return {std::move(value), false, seconds_since(start)};
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,83 @@
+// The analysis API for μMoE GPTs that the CLI and (later) the GUI's token view share: one
+// model, one text data set (its validation split, cut into sequences), one MLP block, one
+// cache — the language-model counterpart of AnalysisSession (analysis_session.h).
+//
+// What is cached (cache/analysis_cache.h, keyed by the model file's content hash, the evaluation
+// set's identity + token hash, the layer and the parameters):
+//   * the per-token extraction of the layer (token_extraction.h): chunks with resume;
+//   * every answer: token galleries (kind "token-gallery") and ablation reports ("lm-ablation",
+//     "lm-sweep"), baseline included, so asking again needs no forward pass at all.
+// Not cached: the ablation engine's float64 state (h_L, x_{L+1} per token). The cache keeps
+// inputs as float32 and re-running from rounded inputs would not be the model the naive oracle
+// runs; so the first ablation in a session makes one float64 baseline pass (≈ one naive pass)
+// and keeps it in memory for the next ones.
+//
+// Torch-free header (pimpl). Not thread-safe: one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis_session.h"
+#include "analysis/lm_ablation_results.h"
+#include "analysis/lm_eval_set.h"
+#include "analysis/token_gallery.h"
+
+namespace mumoe::analysis {
+
+struct TextSessionOptions {
+  std::string model_path;
+  std::string data_spec = "fortunes";  ///< a text SPEC; its validation split is analysed
+  std::string layer;                   ///< "transformer.h.2.mlp.MuMoE_layer" or "2"; required when n_layer > 1
+  std::string cache_path;              ///< "" = cache::default_cache_path()
+  std::string device = "cpu";
+  int64_t max_sequences = kDefaultLmSequences;  ///< 0 = the whole validation split
+  int64_t sequences_per_chunk = 16;
+  /// The split, as the model was trained (read from the manifest's provenance when < 0 / unset).
+  double validation_fraction = -1;
+  int64_t n_head = 0;  ///< for plain state dicts (see model::load_gpt)
+};
+
+/// True when `model_path` holds a μMoE GPT (a mumoe-gpt file or a plain nanoGPT-μMoE state
+/// dict): the commands then take the text path. Throws FileError for an unreadable file.
+bool is_gpt_model_file(const std::string& model_path);
+
+class TextAnalysisSession {
+ public:
+  /// Loads the model and the evaluation set and opens the cache. Throws FileError / UsageError.
+  static std::unique_ptr<TextAnalysisSession> open(const TextSessionOptions& options);
+  ~TextAnalysisSession();
+  TextAnalysisSession(const TextAnalysisSession&) = delete;
+  TextAnalysisSession& operator=(const TextAnalysisSession&) = delete;
+
+  const TextSessionOptions& options() const;
+  const cache::CacheOpenReport& cache_report() const;
+  const std::string& cache_path() const;
+  const std::string& layer_name() const;  ///< "transformer.h.2.mlp.MuMoE_layer"
+  int64_t layer_index() const;
+  int64_t expert_count() const;
+  const LmEvalSet& eval_set() const;
+
+  bool extracted() const;
+  /// Per-token extraction of the layer into the cache (nothing when extracted()). Cancel → Cancelled.
+  ExtractionSummary extract(const ExtractionCallback& progress = {});
+  /// The complete per-token run. Throws UsageError before extraction.
+  const RunData& run();
+
+  Answer<TokenGallery> gallery(const GalleryRequest& request, int64_t context_radius = 24);
+  /// `progress` reports the baseline pass (sequences) when it has to run.
+  Answer<LmAblationReport> ablate(const std::vector<int64_t>& experts, AblationMethod method = AblationMethod::Sparse,
+                                  bool recompute = false, const SweepCallback& progress = {});
+  /// `progress` reports experts done (after the baseline pass, if it runs).
+  Answer<LmAblationReport> sweep(AblationMethod method = AblationMethod::Sparse, const SweepCallback& progress = {},
+                                 bool recompute = false);
+
+ private:
+  struct Impl;
+  explicit TextAnalysisSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mumoe::analysis

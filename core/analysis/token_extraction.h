@@ -1,0 +1,44 @@
+// Per-token extraction for a μMoE GPT: stream the evaluation sequences through the model and
+// store, for MLP block L, every token as one sample of an ordinary analysis run — so the cache,
+// RunData, statistics and select_gallery work on tokens unchanged:
+//   label        the target token (the byte that follows)
+//   prediction   the argmax next token
+//   scores       one value per token: its cross-entropy (nats); RunInfo::output_dim is 1
+//   inputs       h_L, block L's input (float32; for cluster centres / steering later)
+//   coefficients block L's non-zero a_n (exact float64 values)
+// Sample k is position k % T of sequence k / T (LmEvalSet). One transaction per chunk of whole
+// sequences: an interrupted extraction resumes at the first missing chunk.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "analysis/lm_eval_set.h"
+#include "analysis/progress.h"
+#include "cache/analysis_cache.h"
+#include "nn/mumoe_gpt.h"
+
+namespace mumoe::analysis {
+
+/// Bumped whenever token extraction changes the numbers it stores; part of every run key.
+inline constexpr int kTokenExtractionVersion = 1;
+
+struct TokenExtractionOptions {
+  int64_t sequences_per_chunk = 16;  ///< 2,048 tokens of the demo GPT per chunk and transaction
+  std::string device = "cpu";
+};
+
+/// The cache key: the model file's content hash, the evaluation set's identity and a hash of its
+/// tokens, the layer name ("transformer.h.2.mlp.MuMoE_layer"), and the extraction parameters.
+cache::RunKey make_token_run_key(const std::string& model_path, const LmEvalSet& set, int64_t layer,
+                                 const TokenExtractionOptions& options);
+cache::RunInfo make_token_run_info(const nn::MuMoEGpt& gpt, const LmEvalSet& set,
+                                   const TokenExtractionOptions& options);
+
+/// Computes every chunk the cache lacks (float64 copy of the model) and marks the run complete.
+/// Progress counts tokens; returning false cancels (Cancelled; written chunks stay valid).
+ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::RunKey& key, const nn::MuMoEGpt& gpt,
+                                    const LmEvalSet& set, int64_t layer, const TokenExtractionOptions& options,
+                                    const ExtractionCallback& progress = {});
+
+}  // namespace mumoe::analysis

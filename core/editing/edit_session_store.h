@@ -1,0 +1,49 @@
+// The edit session database: a small SQLite file that keeps each model's edit stack (edits,
+// including undone ones, and how many are applied), so edits survive closing the tool and
+// `mumoe export --session DB` can fold them later. Plain C++ + SQLite (no LibTorch, no Qt).
+//
+// One row per model, keyed by the model file's content hash (a moved or renamed model keeps its
+// edits; a changed model does not inherit edits meant for another). Every save is one
+// transaction, so a crash leaves the previous save intact.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "editing/edit_stack.h"
+
+namespace mumoe::cache {
+class Database;
+}
+
+namespace mumoe::editing {
+
+struct StoredSession {
+  std::string model_hash;
+  std::string model_path;  ///< where the model was when last saved
+  EditStack stack;
+  std::string saved_at;    ///< UTC, ISO 8601
+};
+
+class EditSessionStore {
+ public:
+  /// Opens or creates the database. Throws FileError when the file is not an edit session
+  /// database (another SQLite file, garbage) — it is never modified then.
+  static std::unique_ptr<EditSessionStore> open(const std::string& path);
+  ~EditSessionStore();
+
+  void save(const std::string& model_hash, const std::string& model_path, const EditStack& stack);
+  std::optional<StoredSession> load(const std::string& model_hash) const;
+  /// Every stored session (most recently saved first).
+  std::vector<StoredSession> sessions() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  EditSessionStore(std::string path, std::unique_ptr<cache::Database> db);
+  std::string path_;
+  std::unique_ptr<cache::Database> db_;
+};
+
+}  // namespace mumoe::editing

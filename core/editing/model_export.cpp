@@ -1,0 +1,154 @@
+#include "editing/model_export.h"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "editing/edit_fold.h"
+#include "editing/logit_rewrite.h"
+#include "io/errors.h"
+#include "model/classifier_file.h"
+#include "model/classifier_model.h"
+#include "model/manifest.h"
+
+namespace mumoe::editing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The source model with its μMoE layer replaced by `folded`.
+model::ClassifierModel with_layer(const model::ClassifierModel& source, const nn::MuMoEBlock& folded) {
+  torch::NoGradGuard no_grad;
+  if (!source.has_backbone())
+    return model::ClassifierModel::from_layer(folded, source.layer_name(), source.label_names(), source.multilabel());
+  auto old = source.image_classifier();
+  nn::ImageClassifier edited(old->backbone_config(), folded->config());
+  auto old_params = old->named_parameters();
+  auto head_params = folded->named_parameters();
+  for (auto& p : edited->named_parameters()) {
+    const auto& key = p.key();
+    p.value().copy_(key.rfind("head.", 0) == 0 ? head_params[key.substr(5)] : old_params[key]);
+  }
+  auto old_buffers = old->named_buffers();
+  auto head_buffers = folded->named_buffers();
+  for (auto& b : edited->named_buffers()) {
+    const auto& key = b.key();
+    b.value().copy_(key.rfind("head.", 0) == 0 ? head_buffers[key.substr(5)] : old_buffers[key]);
+  }
+  edited->eval();
+  return model::ClassifierModel::from_image_classifier(edited, source.label_names(), source.multilabel());
+}
+
+// Plain state_dict tensors as PyTorch would name them: the whole classifier ("backbone.*",
+// "head.*"), or a bare layer's own keys ("projs.0", "MuMoE.factors.0", …).
+std::vector<io::NamedTensor> plain_state_dict(model::ClassifierModel& m) {
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& p : m.module().named_parameters()) tensors.push_back({p.key(), p.value()});
+  for (const auto& b : m.module().named_buffers()) tensors.push_back({b.key(), b.value()});
+  return tensors;
+}
+
+// Max |reloaded − live| over the first samples of `data`.
+double verify(const std::string& written, const std::string& layer, model::ClassifierModel& original,
+              const std::vector<LogitEdit>& edits, const data::Dataset& data, int64_t samples) {
+  torch::NoGradGuard no_grad;
+  const auto file = model::ModelFile::load(written);
+  auto reloaded = model::ClassifierModel::load(file, file.inferred() ? "" : layer);
+  const int64_t n = std::min(samples, data.size());
+  const auto inputs = original.layer_inputs(data, 0, n);
+  const auto live = original.layer()->forward(inputs);
+  const auto expected = apply_edits(live.output, live.coefficients.at(0), edits);
+  const auto actual = reloaded.has_backbone()
+                          ? reloaded.forward(data, torch::arange(n), torch::kCPU).output
+                          : reloaded.layer()->forward(inputs).output;
+  if (actual.sizes() != expected.sizes())
+    throw Error("export verification: the reloaded model gives outputs of shape " + c10::str(actual.sizes()) +
+                " instead of " + c10::str(expected.sizes()));
+  const auto diff = (actual.to(torch::kFloat64) - expected.to(torch::kFloat64)).abs().max().item<double>();
+  if (!std::isfinite(diff)) throw Error("export verification: the reloaded model gives NaN or infinite outputs");
+  return diff;
+}
+
+}  // namespace
+
+ExportLayout parse_export_layout(const std::string& text) {
+  if (text == "mumoe") return ExportLayout::Mumoe;
+  if (text == "reference") return ExportLayout::Reference;
+  throw UsageError("unknown layout '" + text + "' (expected mumoe or reference)");
+}
+
+std::string to_string(ExportLayout layout) { return layout == ExportLayout::Mumoe ? "mumoe" : "reference"; }
+
+ExportReport export_edited_model(const model::ModelFile& source, const std::vector<LogitEdit>& edits,
+                                 const data::Dataset& verify_data, const ExportRequest& request,
+                                 const io::WriteProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  if (request.output.empty()) throw UsageError("export: no output file given");
+  if (edits.empty()) throw UsageError("export: there are no edits to fold");
+  std::error_code ec;
+  const bool exists = fs::exists(request.output, ec);
+  if (exists && fs::equivalent(request.output, source.path(), ec) && !request.overwrite)
+    throw UsageError(request.output + " is the source model; pass --overwrite to replace it with the edited model");
+  if (exists && !request.overwrite) throw UsageError(request.output + " exists; pass --overwrite to replace it");
+  for (const auto& e : edits)
+    if (e.layer != edits.front().layer)
+      throw UsageError("export: edits of several layers (" + edits.front().layer + ", " + e.layer +
+                       ") in one file are not supported");
+
+  auto original = model::ClassifierModel::load(source, source.inferred() ? "" : edits.front().layer);
+  check_edits(original.layer()->config(), edits);
+  original.check_compatible(verify_data);
+  auto edited = with_layer(original, fold_edits(original.layer(), edits));
+
+  ExportReport report;
+  report.output = request.output;
+  report.layout = request.layout;
+  report.edits = static_cast<int64_t>(edits.size());
+  report.layer_before = model::to_json(original.layer()->config());
+  report.layer_after = model::to_json(edited.layer()->config());
+
+  // Provenance: what the model was, plus every edit ever folded into it (earlier exports first).
+  auto provenance = source.manifest().provenance;
+  auto history = provenance.value("edits", nlohmann::json::array());
+  for (const auto& e : edits) history.push_back(to_json(e));
+  provenance["edits"] = history;
+  provenance["edited_from"] = source.path();
+
+  const std::string staging = request.output + ".unverified";
+  try {
+    if (request.layout == ExportLayout::Mumoe) {
+      edited.save(staging, provenance);
+    } else {
+      io::write_safetensors(staging, plain_state_dict(edited),
+                            {{"format", "pt"}, {"mumoe.edits", provenance["edits"].dump()}}, progress);
+    }
+    report.max_abs_difference =
+        verify(staging, original.layer_name(), original, edits, verify_data, request.verify_samples);
+    report.verified_samples = std::min(request.verify_samples, verify_data.size());
+    if (report.max_abs_difference > request.tolerance)
+      throw Error("export verification failed: the reloaded model differs from the live-edited one by " +
+                  std::to_string(report.max_abs_difference) + " (tolerance " + std::to_string(request.tolerance) +
+                  "); nothing was written to " + request.output);
+    fs::rename(staging, request.output, ec);
+    if (ec) throw WriteError(request.output, "cannot move the verified export into place: " + ec.message());
+  } catch (...) {
+    fs::remove(staging, ec);
+    throw;
+  }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+nlohmann::json to_json(const ExportReport& r) {
+  return {{"output", r.output},
+          {"layout", to_string(r.layout)},
+          {"edits", r.edits},
+          {"layer_before", r.layer_before},
+          {"layer_after", r.layer_after},
+          {"max_abs_difference", r.max_abs_difference},
+          {"verified_samples", r.verified_samples},
+          {"seconds", r.seconds}};
+}
+
+}  // namespace mumoe::editing

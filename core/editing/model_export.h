@@ -1,0 +1,56 @@
+// Export of an edited model: every logit edit folded exactly into the weights (edit_fold.h),
+// written as the project's model file or as a plain state_dict in the reference key layout
+// (spec §2) that PyTorch's load_state_dict accepts, and verified before it is published.
+//
+// The file is written beside the destination, reloaded through the ordinary loader and its
+// plain forward pass compared with the live-edited model on a sample batch; only when the
+// maximum absolute difference is within tolerance is it renamed onto the destination. A failed
+// write or verification leaves the destination (and the source model) as it was.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "data/dataset.h"
+#include "editing/logit_edit.h"
+#include "io/safetensors.h"
+#include "model/model_file.h"
+
+namespace mumoe::editing {
+
+enum class ExportLayout { Mumoe, Reference };
+ExportLayout parse_export_layout(const std::string& text);  ///< "mumoe" | "reference"
+std::string to_string(ExportLayout layout);
+
+struct ExportRequest {
+  std::string output;
+  ExportLayout layout = ExportLayout::Mumoe;
+  /// Replace an existing destination (required when it is the source model itself).
+  bool overwrite = false;
+  int64_t verify_samples = 256;  ///< the first samples of the verification data
+  double tolerance = 1e-5;       ///< float32 max abs difference allowed
+};
+
+struct ExportReport {
+  std::string output;
+  ExportLayout layout = ExportLayout::Mumoe;
+  int64_t edits = 0;
+  nlohmann::json layer_before;  ///< the edited layer's configuration before …
+  nlohmann::json layer_after;   ///< … and after folding (ranks grown)
+  double max_abs_difference = 0;
+  int64_t verified_samples = 0;
+  double seconds = 0;
+};
+
+/// Folds `edits` into the model of `source` and writes it as requested. `verify_data` must fit
+/// the model (its test split, say). Throws UsageError (bad request, existing destination),
+/// WriteError (I/O, e.g. a full disk) or Error (verification failed).
+ExportReport export_edited_model(const model::ModelFile& source, const std::vector<LogitEdit>& edits,
+                                 const data::Dataset& verify_data, const ExportRequest& request,
+                                 const io::WriteProgress& progress = {});
+
+nlohmann::json to_json(const ExportReport& report);
+
+}  // namespace mumoe::editing

@@ -1,0 +1,301 @@
+// The desktop app end to end, offscreen, on the bundled demo model and Fashion-MNIST's test set
+// with a temporary analysis cache: open the demo (extraction on the worker thread), browse the
+// expert table, select an expert and see its gallery and a sample's coefficients, ablate it from
+// the table and read the chart's bars, compare them with the core's answer, time the cached and
+// the fresh answers, export, cancel a running extraction, and report bad input without crashing.
+#include <QAbstractItemModelTester>
+#include <QChartView>
+#include <QCheckBox>
+#include <QFile>
+#include <QListView>
+#include <QSignalSpy>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <memory>
+
+#include "ablation_chart.h"
+#include "expert_table_model.h"
+#include "experts_page.h"
+#include "gallery_model.h"
+#include "gallery_view.h"
+#include "main_window.h"
+#include "sample_detail.h"
+#include "screenshot_driver.h"
+#include "session_controller.h"
+#include "sweep_chart.h"
+#include "thumbnail_store.h"
+#include "ui_test_registry.h"
+
+using namespace mumoe;
+
+namespace {
+const QString kDemo = QStringLiteral(MUMOE_DEMO_MODEL_PATH);
+constexpr int kExtractionTimeoutMs = 90'000;
+}  // namespace
+
+class StudioTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  std::unique_ptr<ui::MainWindow> window_;
+  qint64 expert_ = -1;
+
+  QString cacheFile() const { return dir_.filePath(QStringLiteral("analysis.sqlite")); }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    QVERIFY2(QFile::exists(kDemo), qPrintable(kDemo));
+    window_ = std::make_unique<ui::MainWindow>(kDemo);
+    window_->setErrorDialogsEnabled(false);
+    window_->setCachePath(cacheFile());
+    window_->resize(1400, 860);
+    window_->show();
+  }
+  void cleanupTestCase() { window_.reset(); }
+
+  void opensTheDemoAndFillsTheExpertTable() {
+    QSignalSpy ready(window_.get(), &ui::MainWindow::sessionReady);
+    QSignalSpy stats(window_->controller(), &ui::SessionController::statisticsReady);
+    QSignalSpy busy(window_->controller(), &ui::SessionController::busyChanged);
+    QSignalSpy progress(window_->controller(), &ui::SessionController::progress);
+    QVERIFY2(window_->openModel(kDemo), qPrintable(window_->lastError()));
+    QVERIFY(window_->controller()->isBusy());  // the GUI thread returned at once
+    QVERIFY(ready.wait(kExtractionTimeoutMs));
+    QVERIFY(progress.count() > 0);  // extraction reported progress
+    QTRY_VERIFY_WITH_TIMEOUT(stats.count() == 1, 10'000);
+    const auto& info = window_->controller()->info();
+    QCOMPARE(info.samples, qint64(10'000));
+    QCOMPARE(info.classNames.size(), 10);
+    QVERIFY(info.hasImages);
+
+    auto* page = window_->expertsPage();
+    auto* table = page->table();
+    QAbstractItemModelTester tester(table->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(table->model()->rowCount(), 128);
+    // Sorted by load, most loaded first.
+    table->sortByColumn(ui::ExpertTableModel::Load, Qt::DescendingOrder);
+    const auto load = [&](int row) {
+      return table->model()->index(row, ui::ExpertTableModel::Load).data(ui::ExpertTableModel::SortRole).toLongLong();
+    };
+    QVERIFY(load(0) >= load(1) && load(1) >= load(127));
+    expert_ = table->model()->index(0, 0).data(ui::ExpertTableModel::ExpertRole).toLongLong();
+    // Hide dead experts: exactly the statistics' dead ones go.
+    const auto dead = page->model()->statistics().dead_experts;
+    page->hideDeadBox()->setChecked(true);
+    QCOMPARE(qint64(table->model()->rowCount()), 128 - dead);
+    page->hideDeadBox()->setChecked(false);
+    // The sweep follows on its own and fills the polysemanticity column.
+    QTRY_VERIFY_WITH_TIMEOUT(page->model()->hasSweep(), 30'000);
+    QVERIFY(window_->sweepChart()->hasSweep());
+    QVERIFY(!window_->sweepChart()->polysemanticity().isEmpty());
+  }
+
+  void selectingAnExpertShowsItsGallery() {
+    QVERIFY(expert_ >= 0);
+    auto* page = window_->expertsPage();
+    window_->showPage(ui::MainWindow::Page::Experts);
+    QSignalSpy galleries(window_->controller(), &ui::SessionController::galleryReady);
+    QVERIFY(page->selectExpert(expert_));
+    QVERIFY(galleries.wait(10'000));
+    auto* gallery = page->gallery();
+    auto* model = gallery->model();
+    QAbstractItemModelTester tester(model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QCOMPARE(qint64(model->rowCount()), std::min<qint64>(64, model->gallery().eligible));
+    QVERIFY(model->rowCount() > 0);
+    for (int row = 0; row < model->rowCount(); ++row)
+      QVERIFY(model->index(row).data(ui::GalleryModel::CoefficientRole).toDouble() >= 0.5);
+
+    // Painting asks for the visible thumbnails; they arrive from the worker.
+    window_->grab();
+    QTRY_VERIFY_WITH_TIMEOUT(window_->thumbnails()->pendingCount() == 0, 10'000);
+    QVERIFY(!model->index(0).data(Qt::DecorationRole).value<QPixmap>().isNull());
+
+    // Clicking a thumbnail enlarges it and shows its coefficient vector.
+    auto* list = gallery->listView();
+    const QRect rect = list->visualRect(model->index(1));
+    QVERIFY(rect.isValid());
+    QSignalSpy coefficients(window_->controller(), &ui::SessionController::coefficientsReady);
+    QTest::mouseClick(list->viewport(), Qt::LeftButton, {}, rect.center());
+    const qint64 sample = model->index(1).data(ui::GalleryModel::SampleRole).toLongLong();
+    QCOMPARE(gallery->detail()->sample(), sample);
+    QVERIFY(coefficients.wait(5'000));
+    const auto bars = gallery->detail()->bars();
+    QVERIFY(!bars.isEmpty());
+    bool found = false;
+    for (const auto& [expert, value] : bars)
+      if (expert == expert_) {
+        found = true;
+        QVERIFY(qAbs(value - model->index(1).data(ui::GalleryModel::CoefficientRole).toDouble()) < 1e-9);
+      }
+    QVERIFY(found);
+  }
+
+  void doubleClickingAnExpertAblatesIt() {
+    auto* table = window_->expertsPage()->table();
+    QSignalSpy ablations(window_->controller(), &ui::SessionController::ablationReady);
+    const QModelIndex index = table->currentIndex();
+    QCOMPARE(index.data(ui::ExpertTableModel::ExpertRole).toLongLong(), expert_);
+    const QRect rect = table->visualRect(index);
+    // A double click is a press (which sets the pressed index) followed by the double click.
+    QTest::mousePress(table->viewport(), Qt::LeftButton, {}, rect.center());
+    QTest::mouseDClick(table->viewport(), Qt::LeftButton, {}, rect.center());
+    QVERIFY(ablations.wait(10'000));
+    QCOMPARE(window_->tabs()->currentIndex(), int(ui::MainWindow::Page::Ablation));
+    const auto outcome = ablations.first().at(0).value<analysis::AblationOutcome>();
+    const auto timing = ablations.first().at(1).value<ui::AnswerTiming>();
+    QCOMPARE(outcome.experts, std::vector<int64_t>{expert_});
+    qInfo("fresh single-expert ablation: %.1f ms to the GUI (core %.1f ms, from cache: %d)", timing.latencyMs,
+          timing.coreSeconds * 1000, int(timing.fromCache));
+    QVERIFY2(timing.latencyMs < 1000, "a single-expert ablation on 10,000 samples takes under a second");
+
+    // The chart's bars are the core's numbers: per-class change in points, largest loss on top.
+    const auto& before = window_->controller()->info().accuracy;
+    const auto bars = window_->ablationChart()->bars();
+    QCOMPARE(bars.size(), 10);
+    for (int i = 0; i + 1 < bars.size(); ++i) QVERIFY(bars[i].second <= bars[i + 1].second);
+    const QStringList names = window_->controller()->info().classNames;
+    for (const auto& [name, change] : bars) {
+      const auto c = static_cast<size_t>(names.indexOf(name));
+      QVERIFY(c < 10);
+      QVERIFY(qAbs(change - (outcome.after.per_class[c] - before.per_class[c]) * 100) < 1e-9);
+    }
+    QVERIFY(qAbs(window_->ablationChart()->overallChange() - (outcome.after.overall - before.overall) * 100) < 1e-9);
+    QVERIFY(window_->ablationChart()->summaryText().contains(QStringLiteral("Expert %1 removed").arg(expert_)));
+
+    // Asked again: a cache lookup, well under 100 ms from request to the GUI.
+    ablations.clear();
+    window_->ablate({expert_});
+    QVERIFY(ablations.wait(5'000));
+    const auto cached = ablations.first().at(1).value<ui::AnswerTiming>();
+    qInfo("cached ablation: %.2f ms to the GUI (core %.2f ms)", cached.latencyMs, cached.coreSeconds * 1000);
+    QVERIFY(cached.fromCache);
+    QVERIFY(cached.latencyMs < 100);
+  }
+
+  void ablatesSeveralSelectedExpertsTogether() {
+    auto* page = window_->expertsPage();
+    auto* table = page->table();
+    table->clearSelection();
+    table->selectionModel()->select(table->model()->index(0, 0),
+                                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    table->selectionModel()->select(table->model()->index(1, 0),
+                                    QItemSelectionModel::Select | QItemSelectionModel::Rows);
+    const auto selected = page->selectedExperts();
+    QCOMPARE(selected.size(), 2);
+    QSignalSpy ablations(window_->controller(), &ui::SessionController::ablationReady);
+    window_->ablate(selected);
+    QVERIFY(ablations.wait(10'000));
+    const auto outcome = ablations.first().at(0).value<analysis::AblationOutcome>();
+    QCOMPARE(outcome.experts.size(), size_t(2));
+    QVERIFY(window_->ablationChart()->summaryText().contains(QStringLiteral("together")));
+  }
+
+  void exportsChartsAsPngAndSvg() {
+    window_->showPage(ui::MainWindow::Page::Ablation);
+    const QString png = dir_.filePath(QStringLiteral("ablation.png"));
+    const QString svg = dir_.filePath(QStringLiteral("ablation.svg"));
+    QVERIFY(window_->exportCurrentView(png));
+    QVERIFY(window_->exportCurrentView(svg));
+    QVERIFY(!QImage(png).isNull());
+    QFile file(svg);
+    QVERIFY(file.open(QIODevice::ReadOnly));
+    QVERIFY(file.readAll().contains("<svg"));
+    window_->showPage(ui::MainWindow::Page::Experts);
+    QVERIFY(window_->exportCurrentView(dir_.filePath(QStringLiteral("gallery.png"))));
+    QVERIFY(!window_->exportCurrentView(dir_.filePath(QStringLiteral("gallery.bmpx"))));
+  }
+
+  void reopeningShowsCachedResultsAtOnce() {
+    // A second window on the same cache: no extraction, statistics straight from the cache.
+    ui::MainWindow again(kDemo);
+    again.setErrorDialogsEnabled(false);
+    again.setCachePath(cacheFile());
+    QSignalSpy opened(again.controller(), &ui::SessionController::sessionOpened);
+    QSignalSpy stats(again.controller(), &ui::SessionController::statisticsReady);
+    QVERIFY(again.openModel(kDemo));
+    QVERIFY(opened.wait(20'000));
+    QVERIFY(!opened.first().first().value<ui::SessionInfo>().extractedNow);
+    QTRY_VERIFY_WITH_TIMEOUT(stats.count() == 1, 10'000);
+    const auto timing = stats.first().at(1).value<ui::AnswerTiming>();
+    qInfo("cached statistics: %.2f ms to the GUI", timing.latencyMs);
+    QVERIFY(timing.fromCache);
+    QVERIFY(timing.latencyMs < 100);
+    again.controller()->waitForIdle();
+  }
+
+  void cancelStopsARunningExtraction() {
+    QTemporaryDir fresh;
+    ui::SessionController controller;
+    controller.setCachePath(fresh.filePath(QStringLiteral("c.sqlite")));
+    QSignalSpy cancelled(&controller, &ui::SessionController::jobCancelled);
+    QSignalSpy opened(&controller, &ui::SessionController::sessionOpened);
+    connect(&controller, &ui::SessionController::progress, &controller,
+            [&controller](const QString&, qint64 done) {
+              if (done > 0) controller.cancel();
+            });
+    controller.open(kDemo, QStringLiteral("fashion-mnist:test"));
+    QVERIFY(cancelled.wait(30'000));
+    QCOMPARE(cancelled.first().first().toString(), QStringLiteral("open"));
+    QCOMPARE(opened.count(), 0);
+    QVERIFY(!controller.hasSession());
+    QVERIFY(!controller.isBusy());
+  }
+
+  void badInputIsReportedNotCrashed() {
+    ui::MainWindow window(kDemo);
+    window.setErrorDialogsEnabled(false);
+    window.setCachePath(dir_.filePath(QStringLiteral("bad.sqlite")));
+    // An unreadable model keeps nothing open and names the file.
+    QVERIFY(!window.openModel(dir_.filePath(QStringLiteral("missing.safetensors"))));
+    QVERIFY(window.lastError().contains(QStringLiteral("missing.safetensors")));
+    // A data set that does not exist: the model opens, the analysis says why it cannot run.
+    QSignalSpy failed(&window, &ui::MainWindow::analysisFailed);
+    window.setDataSpec(QStringLiteral("folder:") + dir_.filePath(QStringLiteral("no-such-folder")));
+    QVERIFY(window.openModel(kDemo));
+    QVERIFY(failed.wait(20'000));
+    QVERIFY2(failed.first().first().toString().contains(QStringLiteral("no-such-folder")),
+             qPrintable(failed.first().first().toString()));
+    // Asking for an ablation now is refused politely.
+    QSignalSpy jobFailed(window.controller(), &ui::SessionController::jobFailed);
+    window.controller()->requestAblation(0, {1});
+    QCOMPARE(jobFailed.count(), 1);
+    window.setDataSpec(QStringLiteral("fashion-mnist:test"));
+    window.controller()->cancel();
+    window.controller()->waitForIdle();
+  }
+
+  void screenshotDriverRendersTheAblationView() {
+    ui::MainWindow window(kDemo);
+    window.setCachePath(cacheFile());
+    window.setErrorDialogsEnabled(false);
+    window.resize(1200, 760);
+    window.show();
+    const QString out = dir_.filePath(QStringLiteral("shot.png"));
+    ui::ScreenshotDriver driver(&window, ui::StudioView::Ablation, out, 30'000);
+    QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
+    driver.start(kDemo);
+    QVERIFY(finished.wait(30'000));
+    QCOMPARE(finished.first().first().toInt(), 0);
+    QCOMPARE(QImage(out).size(), QSize(1200, 760));
+    QVERIFY(window.ablationChart()->hasOutcome());
+  }
+
+  void viewsOfLaterMilestonesSayNotYetAvailable() {
+    QCOMPARE(ui::parseStudioView(QStringLiteral("bias")), std::optional<ui::StudioView>(ui::StudioView::Bias));
+    QVERIFY(!ui::parseStudioView(QStringLiteral("nonsense")));
+    ui::MainWindow window(kDemo);
+    ui::ScreenshotDriver driver(&window, ui::StudioView::Tokens, dir_.filePath(QStringLiteral("t.png")));
+    QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
+    driver.start(kDemo);
+    QVERIFY(finished.wait(5'000));
+    QCOMPARE(finished.first().first().toInt(), 3);
+    QVERIFY(finished.first().at(1).toString().contains(QStringLiteral("not yet available")));
+  }
+};
+
+MUMOE_UI_TEST(StudioTest)
+#include "test_studio.moc"

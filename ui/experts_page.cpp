@@ -1,0 +1,206 @@
+#include "experts_page.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QLocale>
+#include <QMenu>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include <algorithm>
+
+#include "expert_table_model.h"
+#include "gallery_view.h"
+#include "session_controller.h"
+
+namespace mumoe::ui {
+
+ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(parent) {
+  mode_ = new QComboBox;
+  mode_->setToolTip(tr("Expert mode (hierarchical layers have several)"));
+  threshold_ = new QDoubleSpinBox;
+  threshold_->setRange(0.01, 1.0);
+  threshold_->setSingleStep(0.05);
+  threshold_->setValue(0.5);
+  threshold_->setPrefix(tr("load: a ≥ "));
+  threshold_->setToolTip(tr("A sample counts towards an expert's load when its coefficient reaches this"));
+  filter_ = new QLineEdit;
+  filter_->setPlaceholderText(tr("Filter: class name or expert number"));
+  filter_->setClearButtonEnabled(true);
+  hideDead_ = new QCheckBox(tr("Hide dead"));
+  hideDead_->setToolTip(tr("Hide experts whose load is zero"));
+  summary_ = new QLabel;
+  summary_->setTextFormat(Qt::RichText);
+  summary_->setWordWrap(true);
+
+  auto* bar = new QHBoxLayout;
+  bar->setContentsMargins(0, 0, 0, 0);
+  bar->addWidget(mode_);
+  bar->addWidget(threshold_);
+  bar->addWidget(filter_, 1);
+  bar->addWidget(hideDead_);
+
+  model_ = new ExpertTableModel(this);
+  proxy_ = new ExpertFilterProxy(this);
+  proxy_->setSourceModel(model_);
+  table_ = new QTableView;
+  table_->setModel(proxy_);
+  table_->setSortingEnabled(true);
+  table_->sortByColumn(ExpertTableModel::Load, Qt::DescendingOrder);
+  table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
+  table_->setAlternatingRowColors(true);
+  table_->setWordWrap(false);
+  table_->verticalHeader()->hide();
+  table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+  table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->horizontalHeader()->setSectionResizeMode(ExpertTableModel::TopClasses, QHeaderView::Stretch);
+  table_->horizontalHeader()->setHighlightSections(false);
+  table_->setContextMenuPolicy(Qt::CustomContextMenu);
+  table_->setToolTip(tr("Double-click an expert to ablate it; select several and press Ctrl+Return to ablate them together"));
+
+  auto* left = new QWidget;
+  auto* leftLayout = new QVBoxLayout(left);
+  leftLayout->setContentsMargins(0, 0, 0, 0);
+  leftLayout->addLayout(bar);
+  leftLayout->addWidget(summary_);
+  leftLayout->addWidget(table_, 1);
+
+  gallery_ = new GalleryView(store);
+  splitter_ = new QSplitter(Qt::Horizontal);
+  splitter_->setObjectName(QStringLiteral("expertsSplitter"));
+  splitter_->addWidget(left);
+  splitter_->addWidget(gallery_);
+  splitter_->setStretchFactor(0, 2);
+  splitter_->setStretchFactor(1, 3);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(4, 4, 4, 4);
+  layout->addWidget(splitter_);
+
+  connect(filter_, &QLineEdit::textChanged, proxy_, &ExpertFilterProxy::setFilterText);
+  connect(hideDead_, &QCheckBox::toggled, proxy_, &ExpertFilterProxy::setHideDead);
+  connect(mode_, &QComboBox::activated, this, [this] { Q_EMIT statisticsWanted(mode(), threshold()); });
+  connect(threshold_, &QDoubleSpinBox::editingFinished, this, [this] {
+    if (model_->rowCount() > 0 && threshold() != model_->statistics().threshold) Q_EMIT statisticsWanted(mode(), threshold());
+  });
+  connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+    const qint64 expert = currentExpert();
+    gallery_->setExpert(mode(), expert);
+    Q_EMIT currentExpertChanged(expert);
+  });
+  connect(table_, &QTableView::doubleClicked, this, [this](const QModelIndex& index) {
+    Q_EMIT ablateRequested({index.data(ExpertTableModel::ExpertRole).toLongLong()});
+  });
+  connect(table_, &QWidget::customContextMenuRequested, this, &ExpertsPage::contextMenu);
+  connect(gallery_, &GalleryView::ablateRequested, this, [this](qint64 expert) { Q_EMIT ablateRequested({expert}); });
+  connect(proxy_, &QAbstractItemModel::modelReset, this, [this] { updateSummary(); });
+  connect(proxy_, &QAbstractItemModel::rowsInserted, this, [this] { updateSummary(); });
+  connect(proxy_, &QAbstractItemModel::rowsRemoved, this, [this] { updateSummary(); });
+  clear();
+}
+
+void ExpertsPage::setSession(const SessionInfo& info) {
+  classNames_ = info.classNames;
+  mode_->clear();
+  for (int m = 0; m < info.expertDims.size(); ++m)
+    mode_->addItem(tr("Mode %1 · %2 experts").arg(m).arg(info.expertDims[m]), m);
+  mode_->setVisible(info.expertDims.size() > 1);
+  model_->clear();
+  gallery_->setExpert(0, -1);
+}
+
+void ExpertsPage::setStatistics(const analysis::ModeStatistics& statistics) {
+  const qint64 previous = currentExpert();
+  model_->setStatistics(statistics, classNames_);
+  threshold_->setValue(statistics.threshold);
+  if (mode_->currentIndex() != statistics.mode) mode_->setCurrentIndex(static_cast<int>(statistics.mode));
+  updateSummary();
+  if (previous >= 0) selectExpert(previous);
+  else gallery_->setExpert(statistics.mode, -1);
+}
+
+void ExpertsPage::setSweep(const analysis::SweepOutcome& sweep, const analysis::ClassAccuracy& before) {
+  model_->setSweep(sweep, before);
+}
+
+void ExpertsPage::setMessage(const QString& html) { summary_->setText(html); }
+
+void ExpertsPage::clear() {
+  model_->clear();
+  gallery_->setExpert(0, -1);
+  summary_->setText(tr("<i>Open a model to browse its experts.</i>"));
+}
+
+void ExpertsPage::updateSummary() {
+  const auto& s = model_->statistics();
+  if (s.experts.empty()) return;
+  const QLocale locale;
+  summary_->setText(tr("<b>%1 experts</b> · %2 dead at a ≥ %3 · %4 active per sample · "
+                       "I(E;Y) = %5 bits · %6 shown")
+                        .arg(s.experts.size())
+                        .arg(s.dead_experts)
+                        .arg(s.threshold)
+                        .arg(locale.toString(s.mean_active_experts, 'f', 1), locale.toString(s.mutual_information_bits, 'f', 2))
+                        .arg(proxy_->rowCount()));
+}
+
+qint64 ExpertsPage::mode() const { return std::max(0, mode_->currentIndex()); }
+double ExpertsPage::threshold() const { return threshold_->value(); }
+
+qint64 ExpertsPage::currentExpert() const {
+  const QModelIndex index = table_->currentIndex();
+  return index.isValid() ? index.data(ExpertTableModel::ExpertRole).toLongLong() : -1;
+}
+
+QVector<qint64> ExpertsPage::selectedExperts() const {
+  QVector<qint64> out;
+  for (const QModelIndex& index : table_->selectionModel()->selectedRows())
+    out << index.data(ExpertTableModel::ExpertRole).toLongLong();
+  if (out.isEmpty() && currentExpert() >= 0) out << currentExpert();
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+bool ExpertsPage::selectExpert(qint64 expert) {
+  const int sourceRow = model_->rowOfExpert(expert);
+  if (sourceRow < 0) return false;
+  QModelIndex index = proxy_->mapFromSource(model_->index(sourceRow, 0));
+  if (!index.isValid()) {
+    filter_->clear();
+    proxy_->setHideDead(false);
+    hideDead_->setChecked(false);
+    index = proxy_->mapFromSource(model_->index(sourceRow, 0));
+  }
+  if (!index.isValid()) return false;
+  table_->setCurrentIndex(index);
+  table_->selectRow(index.row());
+  table_->scrollTo(index);
+  gallery_->setExpert(mode(), expert);
+  return true;
+}
+
+void ExpertsPage::contextMenu(const QPoint& pos) {
+  const QModelIndex at = table_->indexAt(pos);
+  if (!at.isValid()) return;
+  const qint64 expert = at.data(ExpertTableModel::ExpertRole).toLongLong();
+  const auto selected = selectedExperts();
+  QMenu menu(this);
+  menu.addAction(tr("Ablate Expert %1").arg(expert), this, [this, expert] { Q_EMIT ablateRequested({expert}); });
+  if (selected.size() > 1)
+    menu.addAction(tr("Ablate %n Selected Experts Together", nullptr, static_cast<int>(selected.size())), this,
+                   [this, selected] { Q_EMIT ablateRequested(selected); });
+  menu.addSeparator();
+  menu.addAction(tr("Show Top-Ranked Samples"), this, [this, expert] {
+    selectExpert(expert);
+    gallery_->setOrder(analysis::GalleryOrder::Top);
+  });
+  menu.exec(table_->viewport()->mapToGlobal(pos));
+}
+
+}  // namespace mumoe::ui

@@ -1,0 +1,75 @@
+// GalleryView: the gallery of the selected expert — controls (random draw among a_n ≥ threshold
+// or top-ranked, threshold, count, seed, thumbnail size), the thumbnails in a QListView over
+// GalleryModel (lazily loaded through the ThumbnailStore; only visible cells ask for images), and
+// the clicked sample enlarged with its coefficient vector (SampleDetail).
+#pragma once
+
+#include <QStringList>
+#include <QWidget>
+
+#include "analysis/gallery.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListView;
+class QSlider;
+class QSpinBox;
+
+namespace mumoe::ui {
+
+class GalleryDelegate;
+class GalleryModel;
+class SampleDetail;
+class ThumbnailStore;
+struct AnswerTiming;
+
+class GalleryView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit GalleryView(ThumbnailStore* store, QWidget* parent = nullptr);
+
+  /// The expert whose gallery is wanted (-1: none); emits requestChanged when it changes.
+  void setExpert(qint64 mode, qint64 expert);
+  qint64 expert() const { return expert_; }
+  /// The request the controls describe for the current expert.
+  analysis::GalleryRequest request() const;
+  /// Shows an answer (ignored when it is not for the current request).
+  void setGallery(const analysis::Gallery& gallery, const QStringList& classNames, const AnswerTiming& timing);
+  void clear(const QString& message = {});
+  void setOrder(analysis::GalleryOrder order);
+  void setCount(int count);
+
+  GalleryModel* model() const { return model_; }
+  QListView* listView() const { return list_; }
+  SampleDetail* detail() const { return detail_; }
+  /// Shows `row` enlarged (as a click does).
+  void activateRow(int row);
+
+ Q_SIGNALS:
+  void requestChanged();
+  /// A sample was clicked: the page fetches its coefficient vector.
+  void sampleActivated(qint64 sample);
+  void ablateRequested(qint64 expert);
+  void exportRequested();
+
+ private:
+  void contextMenu(const QPoint& pos);
+
+  ThumbnailStore* store_;
+  GalleryModel* model_ = nullptr;
+  GalleryDelegate* delegate_ = nullptr;
+  QListView* list_ = nullptr;
+  SampleDetail* detail_ = nullptr;
+  QLabel* title_ = nullptr;
+  QComboBox* order_ = nullptr;
+  QDoubleSpinBox* threshold_ = nullptr;
+  QSpinBox* count_ = nullptr;
+  QSpinBox* seed_ = nullptr;
+  QSlider* zoom_ = nullptr;
+  qint64 mode_ = 0;
+  qint64 expert_ = -1;
+};
+
+}  // namespace mumoe::ui

@@ -1,0 +1,129 @@
+#include "screenshot_driver.h"
+
+#include <QListView>
+#include <QPixmap>
+#include <QTableView>
+
+#include "ablation_chart.h"
+#include "expert_table_model.h"
+#include "experts_page.h"
+#include "gallery_model.h"
+#include "gallery_view.h"
+#include "main_window.h"
+#include "sample_detail.h"
+#include "session_controller.h"
+#include "sweep_chart.h"
+#include "thumbnail_store.h"
+
+namespace mumoe::ui {
+
+std::optional<StudioView> parseStudioView(const QString& name) {
+  const QString n = name.trimmed().toLower();
+  if (n == QLatin1String("model") || n == QLatin1String("overview")) return StudioView::Model;
+  if (n == QLatin1String("gallery") || n == QLatin1String("experts")) return StudioView::Gallery;
+  if (n == QLatin1String("ablation")) return StudioView::Ablation;
+  if (n == QLatin1String("bias")) return StudioView::Bias;
+  if (n == QLatin1String("tokens")) return StudioView::Tokens;
+  return std::nullopt;
+}
+
+bool studioViewAvailable(StudioView view) { return view != StudioView::Bias && view != StudioView::Tokens; }
+
+ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString outputPath, int timeoutMs, QObject* parent)
+    : QObject(parent), window_(window), view_(view), output_(std::move(outputPath)) {
+  poll_.setInterval(100);
+  connect(&poll_, &QTimer::timeout, this, &ScreenshotDriver::poll);
+  timeout_.setSingleShot(true);
+  timeout_.setInterval(timeoutMs);
+  connect(&timeout_, &QTimer::timeout, this,
+          [this] { finish(2, tr("timed out after %1 s waiting for the view's data").arg(timeout_.interval() / 1000)); });
+}
+
+void ScreenshotDriver::start(const QString& modelPath) {
+  if (!studioViewAvailable(view_)) {
+    QTimer::singleShot(0, this, [this] {
+      finish(3, tr("the %1 view is not yet available").arg(view_ == StudioView::Bias ? QStringLiteral("bias")
+                                                                                        : QStringLiteral("tokens")));
+    });
+    return;
+  }
+  auto* c = window_->controller();
+  connect(window_, &MainWindow::analysisFailed, this, [this](const QString& m) { finish(2, m); });
+  connect(c, &SessionController::statisticsReady, this, [this] { onStatistics(); });
+  connect(c, &SessionController::sweepReady, this, [this] { sweepSeen_ = true; });
+  connect(c, &SessionController::ablationReady, this, [this] { ablationSeen_ = true; });
+  connect(c, &SessionController::galleryReady, this, [this] {
+    // Show one sample enlarged with its coefficient vector.
+    auto* list = window_->expertsPage()->gallery()->listView();
+    if (list->model()->rowCount() > 0 && !list->currentIndex().isValid())
+      list->setCurrentIndex(list->model()->index(0, 0));
+  });
+  connect(c, &SessionController::jobFailed, this,
+          [this](const QString& task, const QString& m) { finish(2, tr("%1: %2").arg(task, m)); });
+  clock_.start();
+  timeout_.start();
+  window_->showPage(view_ == StudioView::Model ? MainWindow::Page::Model
+                    : view_ == StudioView::Gallery ? MainWindow::Page::Experts
+                                                   : MainWindow::Page::Ablation);
+  if (!window_->openModel(modelPath)) {
+    const QString error = window_->lastError();
+    QTimer::singleShot(0, this, [this, error] { finish(2, error); });
+    return;
+  }
+  poll_.start();
+}
+
+void ScreenshotDriver::onStatistics() {
+  if (statisticsSeen_) return;
+  statisticsSeen_ = true;
+  // The most loaded expert: the one with the richest gallery.
+  const auto& stats = window_->expertsPage()->model()->statistics();
+  int64_t best = -1, bestLoad = -1;
+  for (const auto& e : stats.experts)
+    if (e.load > bestLoad) {
+      best = e.expert;
+      bestLoad = e.load;
+    }
+  expert_ = best;
+  if (expert_ < 0 || view_ == StudioView::Model) return;
+  window_->expertsPage()->table()->sortByColumn(ExpertTableModel::Load, Qt::DescendingOrder);
+  window_->expertsPage()->selectExpert(expert_);
+  if (view_ == StudioView::Ablation) window_->ablate({expert_});
+}
+
+bool ScreenshotDriver::ready() {
+  if (!statisticsSeen_ || window_->controller()->isBusy()) return false;
+  switch (view_) {
+    case StudioView::Model: return true;
+    case StudioView::Gallery: {
+      auto* gallery = window_->expertsPage()->gallery();
+      window_->grab();  // paints: visible cells ask for their thumbnails
+      return gallery->model()->rowCount() > 0 && !gallery->detail()->bars().isEmpty() &&
+             window_->thumbnails()->pendingCount() == 0;
+    }
+    case StudioView::Ablation: return ablationSeen_ && sweepSeen_ && window_->ablationChart()->hasOutcome();
+    default: return false;
+  }
+}
+
+void ScreenshotDriver::poll() {
+  if (done_) return;
+  stableTicks_ = ready() ? stableTicks_ + 1 : 0;
+  if (stableTicks_ < 2) return;
+  const QPixmap shot = window_->grab();
+  if (!shot.save(output_, "PNG")) {
+    finish(2, tr("cannot write %1").arg(output_));
+    return;
+  }
+  finish(0, tr("wrote %1 (%2 × %3) in %4 s").arg(output_).arg(shot.width()).arg(shot.height()).arg(clock_.elapsed() / 1000.0, 0, 'f', 1));
+}
+
+void ScreenshotDriver::finish(int code, const QString& message) {
+  if (done_) return;
+  done_ = true;
+  poll_.stop();
+  timeout_.stop();
+  Q_EMIT finished(code, message);
+}
+
+}  // namespace mumoe::ui

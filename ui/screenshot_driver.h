@@ -1,0 +1,60 @@
+// ScreenshotDriver: `mumoe-studio --screenshot FILE --view VIEW [MODEL]`. Opens the model in a
+// MainWindow, drives it to the view (gallery: the most loaded expert selected, its gallery and
+// one sample's coefficients loaded; ablation: that expert ablated and the sweep shown), waits
+// until every visible thumbnail and chart has its data, renders the window and writes FILE.
+// Views other engineers' core APIs will provide later (bias, tokens) are reported as not yet
+// available.
+#pragma once
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+#include <QTimer>
+
+#include <optional>
+
+namespace mumoe::ui {
+
+class MainWindow;
+
+enum class StudioView { Model, Gallery, Ablation, Bias, Tokens };
+
+/// "model", "gallery", "ablation", "bias", "tokens"; nullopt for anything else.
+std::optional<StudioView> parseStudioView(const QString& name);
+/// False for views whose core API is not there yet (bias, tokens).
+bool studioViewAvailable(StudioView view);
+
+class ScreenshotDriver : public QObject {
+  Q_OBJECT
+
+ public:
+  ScreenshotDriver(MainWindow* window, StudioView view, QString outputPath, int timeoutMs = 180'000,
+                   QObject* parent = nullptr);
+  /// Opens `modelPath` and goes; finished() follows exactly once.
+  void start(const QString& modelPath);
+
+ Q_SIGNALS:
+  /// exitCode 0: written; otherwise message says what went wrong.
+  void finished(int exitCode, const QString& message);
+
+ private:
+  void onStatistics();
+  void poll();
+  bool ready();
+  void finish(int code, const QString& message);
+
+  MainWindow* window_;
+  StudioView view_;
+  QString output_;
+  QTimer poll_;
+  QTimer timeout_;
+  QElapsedTimer clock_;
+  qint64 expert_ = -1;
+  bool statisticsSeen_ = false;
+  bool sweepSeen_ = false;
+  bool ablationSeen_ = false;
+  bool done_ = false;
+  int stableTicks_ = 0;
+};
+
+}  // namespace mumoe::ui

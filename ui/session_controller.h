@@ -1,0 +1,157 @@
+// SessionController: the one owner of the analysis session (core/analysis/analysis_session.h)
+// in the GUI, and the job runner that keeps the GUI thread free of model work.
+//
+// Threads: every call into the AnalysisSession runs on one private worker thread (a QThreadPool
+// with a single thread, through QtConcurrent::run), so the session — which is not thread-safe —
+// is only ever touched by one thread at a time, and jobs run in the order they were asked for.
+// Results come back to the GUI thread as queued calls and are announced by the signals below;
+// every public method returns at once.
+//
+// Cancel: cancel() stops the running and the queued jobs. Long jobs (opening with extraction, the
+// sweep) poll the cancel flag in the core's progress callbacks, which then throw
+// mumoe::Cancelled; jobCancelled() says so. Opening another model also cancels what runs.
+//
+// Staleness: each session gets a generation number; answers of a session that was replaced in
+// the meantime are dropped, so a view never shows numbers of the wrong model.
+//
+// Torch-free (the core's public analysis headers are plain C++).
+#pragma once
+
+#include <QHash>
+#include <QImage>
+#include <QMetaType>
+#include <QObject>
+#include <QString>
+#include <QStringList>
+#include <QThreadPool>
+#include <QVector>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+
+#include "analysis/ablation_results.h"
+#include "analysis/expert_statistics.h"
+#include "analysis/gallery.h"
+
+namespace mumoe::analysis {
+class AnalysisSession;
+}
+
+namespace mumoe::ui {
+
+/// What the GUI knows about an open session (copied out of the session once, on the worker).
+struct SessionInfo {
+  QString modelPath;
+  QString dataSpec;
+  QString layer;
+  QString cachePath;
+  QStringList classNames;
+  QVector<qint64> expertDims;
+  qint64 samples = 0;
+  bool hasImages = false;
+  bool extractedNow = false;       ///< false: the run was already in the cache
+  double openSeconds = 0;          ///< open + extraction
+  analysis::ClassAccuracy accuracy;  ///< the unablated model
+  QString cacheNote;               ///< non-empty when an unusable cache file was set aside
+};
+
+/// How an answer was obtained: from the cache or computed, the core's time, and the time from
+/// the request to the answer arriving on the GUI thread (what a user waits).
+struct AnswerTiming {
+  bool fromCache = false;
+  double coreSeconds = 0;
+  double latencyMs = 0;
+};
+
+class SessionController : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit SessionController(QObject* parent = nullptr);
+  /// Cancels and waits for the running job.
+  ~SessionController() override;
+
+  /// Cache file for every session opened from now on ("" = the core's default path, which
+  /// honours $MUMOE_CACHE). Tests point it at a temporary file.
+  void setCachePath(const QString& path) { cachePath_ = path; }
+  QString cachePath() const { return cachePath_; }
+
+  /// Opens model + data (+ layer, "" = the only μMoE layer) on the worker and extracts what the
+  /// cache lacks, with progress. sessionOpened() or jobFailed("open", …) follows.
+  void open(const QString& modelPath, const QString& dataSpec, const QString& layer = {});
+  bool hasSession() const { return hasSession_; }
+  const SessionInfo& info() const { return info_; }
+
+  void requestStatistics(qint64 mode, double threshold = 0.5);
+  void requestGallery(const analysis::GalleryRequest& request);
+  void requestAblation(qint64 mode, const QVector<qint64>& experts);
+  void requestSweep(qint64 mode);
+  /// The full coefficient vector of one sample (dense, one entry per expert of `mode`).
+  void requestCoefficients(qint64 mode, qint64 sample);
+  /// Sample images for galleries (8-bit gray or RGB). Requests made in one event-loop turn are
+  /// batched into one job; a sample already asked for and not yet answered is not asked twice.
+  void requestImages(const QVector<qint64>& samples);
+
+  /// Stops the running job and drops the queued ones.
+  void cancel();
+  bool isBusy() const { return visiblePending_ > 0; }
+  /// Blocks until every queued job has finished and its answer is delivered (tests, shutdown).
+  void waitForIdle();
+
+ Q_SIGNALS:
+  void sessionOpened(const mumoe::ui::SessionInfo& info);
+  void statisticsReady(const mumoe::analysis::ModeStatistics& statistics, const mumoe::ui::AnswerTiming& timing);
+  void galleryReady(const mumoe::analysis::Gallery& gallery, const mumoe::ui::AnswerTiming& timing);
+  void ablationReady(const mumoe::analysis::AblationOutcome& outcome, const mumoe::ui::AnswerTiming& timing);
+  void sweepReady(const mumoe::analysis::SweepOutcome& sweep, const mumoe::ui::AnswerTiming& timing);
+  void coefficientsReady(qint64 mode, qint64 sample, const QVector<double>& coefficients);
+  void imagesReady(const QHash<qint64, QImage>& images);
+  /// Progress of a long job; etaSeconds < 0 when unknown.
+  void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);
+  void busyChanged(bool busy);
+  void jobFailed(const QString& task, const QString& message);
+  void jobCancelled(const QString& task);
+
+ private:
+  struct Slot;
+  /// Runs on the GUI thread with the request-to-answer latency in ms.
+  using Deliver = std::function<void(double latencyMs)>;
+  /// Runs on the worker; `cancelled` polls the cancel flag. Throws to fail the job.
+  using Job = std::function<Deliver(Slot& slot, const std::function<bool()>& cancelled)>;
+  struct JobFlags {
+    bool needsSession = true;
+    bool cancellable = true;  ///< dropped by cancel() when still queued
+    bool visible = true;      ///< counts for busyChanged (the progress bar)
+  };
+  void submit(const QString& task, Job job, JobFlags flags);
+  void submit(const QString& task, Job job) { submit(task, std::move(job), JobFlags()); }
+  void postProgress(const QString& task, qint64 done, qint64 total, double eta);
+  void flushImageRequests();
+  void jobDone(bool visible);
+
+  QThreadPool pool_;
+  std::shared_ptr<Slot> slot_;
+  std::atomic<int> cancelEpoch_{0};
+  int generation_ = 0;
+  int pending_ = 0;
+  int visiblePending_ = 0;
+  bool hasSession_ = false;
+  SessionInfo info_;
+  QString cachePath_;
+  QVector<qint64> imageQueue_;
+  QHash<qint64, bool> imagesAsked_;
+  bool imageFlushScheduled_ = false;
+};
+
+/// Converts a core sample image to a QImage (Grayscale8 or RGB888); null for an empty one.
+QImage toQImage(int64_t height, int64_t width, int64_t channels, const uint8_t* pixels);
+
+}  // namespace mumoe::ui
+
+Q_DECLARE_METATYPE(mumoe::ui::SessionInfo)
+Q_DECLARE_METATYPE(mumoe::ui::AnswerTiming)
+Q_DECLARE_METATYPE(mumoe::analysis::ModeStatistics)
+Q_DECLARE_METATYPE(mumoe::analysis::Gallery)
+Q_DECLARE_METATYPE(mumoe::analysis::AblationOutcome)
+Q_DECLARE_METATYPE(mumoe::analysis::SweepOutcome)

@@ -1,0 +1,44 @@
+// SweepChart: the full sweep of one expert mode (core SweepOutcome) — every expert removed in
+// turn. Bars: the polysemanticity of the (at most 40) experts whose removal costs most accuracy,
+// most harmful first; a line: their overall accuracy change (right axis). Clicking a bar selects that expert (expertClicked).
+#pragma once
+
+#include <QStringList>
+#include <QVector>
+#include <QWidget>
+
+#include "analysis/ablation_results.h"
+
+class QChart;
+class QChartView;
+class QLabel;
+
+namespace mumoe::ui {
+
+class SweepChart : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SweepChart(QWidget* parent = nullptr);
+
+  void setSweep(const analysis::SweepOutcome& sweep, const analysis::ClassAccuracy& before);
+  void clear();
+  bool hasSweep() const { return hasSweep_; }
+  /// The experts shown, in bar order.
+  const QVector<qint64>& experts() const { return experts_; }
+  /// The bar heights (polysemanticity) in bar order.
+  QVector<double> polysemanticity() const;
+  QChartView* chartView() const { return view_; }
+
+ Q_SIGNALS:
+  void expertClicked(qint64 expert);
+
+ private:
+  QLabel* summary_ = nullptr;
+  QChartView* view_ = nullptr;
+  QChart* chart_ = nullptr;
+  QVector<qint64> experts_;
+  bool hasSweep_ = false;
+};
+
+}  // namespace mumoe::ui
