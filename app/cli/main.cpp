@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
 #ifdef MUMOE_WITH_ANALYSIS
   for (auto add : {add_analyze_command, add_stats_command, add_gallery_command, add_ablate_command})
     commands.push_back(add(app));
+  commands.push_back(add_steer_command(app));
 #endif
   try {
     app.parse(argc, argv);

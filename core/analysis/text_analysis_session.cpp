@@ -7,6 +7,7 @@
 
 #include "analysis/lm_ablation.h"
 #include "analysis/lm_forward.h"
+#include "analysis/lm_steered_generation.h"
 #include "analysis/token_extraction.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
@@ -167,6 +168,18 @@ Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const
   auto value = engine.sweep(method, progress);
   impl_->cache->put_result(id, "lm-sweep", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
+}
+
+SteeringVector TextAnalysisSession::steering_vector(int64_t expert, const CentreOptions& options) {
+  return compute_steering_vector(run(), impl_->layer, expert, options);
+}
+
+SteeringResult TextAnalysisSession::steer(const SteeringRequest& request) {
+  const auto start = Clock::now();
+  auto result = steer_generation(*impl_->gpt, steering_vector(request.expert, request.centre), request);
+  result.layer_name = impl_->layer_name;
+  result.seconds = seconds_since(start);
+  return result;
 }
 
 }  // namespace mumoe::analysis

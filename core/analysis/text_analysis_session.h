@@ -23,6 +23,7 @@
 #include "analysis/analysis_session.h"
 #include "analysis/lm_ablation_results.h"
 #include "analysis/lm_eval_set.h"
+#include "analysis/lm_steering.h"
 #include "analysis/token_gallery.h"
 
 namespace mumoe::analysis {
@@ -73,6 +74,13 @@ class TextAnalysisSession {
   /// `progress` reports experts done (after the baseline pass, if it runs).
   Answer<LmAblationReport> sweep(AblationMethod method = AblationMethod::Sparse, const SweepCallback& progress = {},
                                  bool recompute = false);
+
+  /// The cluster centre of `expert` (lm_steering.h) from the cached per-token run. Throws
+  /// UsageError before extraction or when no token reaches the threshold.
+  SteeringVector steering_vector(int64_t expert, const CentreOptions& options = {});
+  /// Unsteered and steered generations for one request (lm_steering.h); needs the extraction
+  /// (for the centre). Not cached: generation is cheap and the texts depend on every option.
+  SteeringResult steer(const SteeringRequest& request);
 
  private:
   struct Impl;

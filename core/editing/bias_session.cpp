@@ -1,0 +1,178 @@
+#include "editing/bias_session.h"
+
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <numeric>
+
+#include "analysis/content_hash.h"
+#include "analysis/text_analysis_session.h"
+#include "cache/analysis_cache.h"
+#include "data/dataset.h"
+#include "editing/bias_study.h"
+#include "editing/edit_session_store.h"
+#include "editing/model_export.h"
+#include "io/errors.h"
+#include "model/classifier_model.h"
+#include "model/manifest.h"
+#include "model/model_file.h"
+
+namespace mumoe::editing {
+
+namespace fs = std::filesystem;
+
+ModelKind probe_model_kind(const std::string& model_path) {
+  if (analysis::is_gpt_model_file(model_path)) return ModelKind::Gpt;
+  const auto file = model::ModelFile::load(model_path);
+  return file.manifest().task == model::kMultiLabel ? ModelKind::MultiLabel : ModelKind::MultiClass;
+}
+
+struct BiasSession::Impl {
+  BiasSessionOptions options;
+  std::optional<BiasStudy> study;
+  std::string hash;
+  std::string db_path;
+  std::unique_ptr<EditSessionStore> store;
+  EditStack stack;
+};
+
+BiasSession::BiasSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BiasSession::~BiasSession() = default;
+
+std::unique_ptr<BiasSession> BiasSession::open(const BiasSessionOptions& options, const BiasProgress& progress) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  const auto file = model::ModelFile::load(options.model_path);
+  auto model = model::ClassifierModel::load(file);
+  if (!model.multilabel())
+    throw UsageError(options.model_path + " is a multi-class model: bias correction works on multi-label models "
+                     "(one binary output per attribute)");
+  auto test = data::load_dataset(options.test_spec);
+  auto train = data::load_dataset(options.train_spec);
+  // Edits for the session database first: a broken database fails fast, before the slow study.
+  impl->db_path = options.session_db;
+  if (impl->db_path.empty())
+    impl->db_path = (fs::path(cache::default_cache_path()).parent_path() / "edits.sqlite").string();
+  if (const auto dir = fs::path(impl->db_path).parent_path(); !dir.empty()) fs::create_directories(dir);
+  impl->store = EditSessionStore::open(impl->db_path);
+  impl->hash = analysis::hash_file(options.model_path);
+  if (auto stored = impl->store->load(impl->hash)) impl->stack = stored->stack;
+  impl->study.emplace(BiasStudy::create(std::move(model), std::move(train), std::move(test), options.device, progress));
+  return std::unique_ptr<BiasSession>(new BiasSession(std::move(impl)));
+}
+
+const BiasSessionOptions& BiasSession::options() const { return impl_->options; }
+const std::string& BiasSession::model_hash() const { return impl_->hash; }
+const std::string& BiasSession::session_db_path() const { return impl_->db_path; }
+const std::string& BiasSession::layer_name() const { return impl_->study->model().layer_name(); }
+std::vector<std::string> BiasSession::target_names() const { return impl_->study->target_names(); }
+std::vector<std::string> BiasSession::attribute_names() const { return impl_->study->test().attribute_names; }
+int64_t BiasSession::expert_count() const { return impl_->study->test().coefficients.size(1); }
+int64_t BiasSession::train_samples() const {
+  const auto& t = impl_->study->train().coefficients;
+  return t.defined() ? t.size(0) : 0;
+}
+int64_t BiasSession::test_samples() const { return impl_->study->test().coefficients.size(0); }
+
+LogitEdit BiasSession::propose(const BiasTask& task, std::optional<double> lambda, bool blind) const {
+  return impl_->study->make_edit(task, lambda, blind);
+}
+
+namespace {
+
+VariantMetrics metrics(const BiasStudy& study, const BiasTask& task, const torch::Tensor& logits) {
+  VariantMetrics m;
+  m.report = study.fairness(task, logits);
+  m.per_target_accuracy = study.per_target_accuracy(logits);
+  if (!m.per_target_accuracy.empty())
+    m.test_accuracy = std::accumulate(m.per_target_accuracy.begin(), m.per_target_accuracy.end(), 0.0) /
+                      static_cast<double>(m.per_target_accuracy.size());
+  m.mrs = mrs(study.fairness(task, study.test().logits), m.report);
+  return m;
+}
+
+}  // namespace
+
+VariantMetrics BiasSession::evaluate(const BiasTask& task, const std::vector<LogitEdit>& edits) const {
+  const auto& study = *impl_->study;
+  study.output_index(task.target);
+  return metrics(study, task, edits.empty() ? study.test().logits : study.edited_test_logits(edits));
+}
+
+VariantMetrics BiasSession::oversample(const BiasTask& task, const OversampleOptions& options,
+                                       int64_t* repeat_factor) const {
+  const auto& study = *impl_->study;
+  return metrics(study, task, study.oversampled_test_logits(task, options, repeat_factor));
+}
+
+const EditStack& BiasSession::stack() const { return impl_->stack; }
+
+void BiasSession::save() { impl_->store->save(impl_->hash, impl_->options.model_path, impl_->stack); }
+
+void BiasSession::push(LogitEdit edit) {
+  auto previous = impl_->stack;
+  impl_->stack.push(std::move(edit));
+  try {
+    save();
+  } catch (...) {
+    impl_->stack = std::move(previous);  // memory and database stay in step
+    throw;
+  }
+}
+
+void BiasSession::undo() {
+  auto previous = impl_->stack;
+  impl_->stack.undo();
+  try {
+    save();
+  } catch (...) {
+    impl_->stack = std::move(previous);
+    throw;
+  }
+}
+
+void BiasSession::redo() {
+  auto previous = impl_->stack;
+  impl_->stack.redo();
+  try {
+    save();
+  } catch (...) {
+    impl_->stack = std::move(previous);
+    throw;
+  }
+}
+
+void BiasSession::clear() {
+  auto previous = impl_->stack;
+  impl_->stack.clear();
+  try {
+    save();
+  } catch (...) {
+    impl_->stack = std::move(previous);
+    throw;
+  }
+}
+
+BiasExportReport BiasSession::export_model(const BiasExportRequest& request,
+                                           const std::function<bool(uint64_t, uint64_t)>& progress) const {
+  ExportRequest r;
+  r.output = request.output;
+  r.layout = parse_export_layout(request.layout);
+  r.overwrite = request.overwrite;
+  r.verify_samples = request.verify_samples;
+  r.tolerance = request.tolerance;
+  const auto source = model::ModelFile::load(impl_->options.model_path);
+  auto verify_data = impl_->study->model().prepare(data::load_dataset(impl_->options.test_spec));
+  const auto report = export_edited_model(source, impl_->stack.applied(), verify_data, r, progress);
+  BiasExportReport out;
+  out.output = report.output;
+  out.layout = to_string(report.layout);
+  out.edits = report.edits;
+  out.max_abs_difference = report.max_abs_difference;
+  out.verified_samples = report.verified_samples;
+  out.seconds = report.seconds;
+  out.json = to_json(report);
+  return out;
+}
+
+}  // namespace mumoe::editing

@@ -1,0 +1,122 @@
+// BiasSession: the bias-correction workflow (spec §5) behind a torch-free façade, for the GUI's
+// bias panel (and anything else that must not include LibTorch). It owns a BiasStudy (the μMoE
+// layer's coefficients and logits of every training and test sample, computed once on open),
+// the model's edit stack — kept in the edit session database (edit_session_store.h), keyed by
+// the model file's content hash, saved on every change and restored on open — and exports the
+// applied edits folded into the weights (model_export.h), verified on the test split.
+//
+// After open, propose() and evaluate() are vector operations over the cached arrays (a few ms
+// for the 10,000 test images of demo 2): what a λ slider calls. Not thread-safe: one thread at
+// a time (the GUI keeps it on its worker thread).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "editing/bias_task.h"
+#include "editing/edit_stack.h"
+#include "editing/fairness_metrics.h"
+#include "editing/logit_edit.h"
+
+namespace mumoe::editing {
+
+struct BiasSessionOptions {
+  std::string model_path;
+  std::string test_spec = "biased-fmnist:test";    ///< where metrics are measured (and exports verified)
+  std::string train_spec = "biased-fmnist:train";  ///< where ā comes from
+  std::string device = "cpu";                      ///< for the backbone while the study is computed
+  /// The edit session database; "" = "edits.sqlite" beside the analysis cache
+  /// (the directory of cache::default_cache_path(), which honours $MUMOE_CACHE).
+  std::string session_db;
+};
+
+/// (samples done, samples total) while the layer's inputs are computed; false cancels
+/// (open() then throws Cancelled).
+using BiasProgress = std::function<bool(int64_t, int64_t)>;
+
+/// One variant of the model (the plain model, edited, or a baseline) measured on the test split.
+struct VariantMetrics {
+  FairnessReport report;                   ///< the task's four cells and fairness metrics
+  std::vector<double> per_target_accuracy;  ///< one per output
+  double test_accuracy = 0;                 ///< their mean
+  double mrs = 0;                           ///< MRS against the unedited model (0 for it)
+};
+
+/// What the model file holds, for choosing a view: a multi-class classifier (analysis pages), a
+/// multi-label classifier (bias correction) or a μMoE GPT (token view). Throws FileError.
+enum class ModelKind { MultiClass, MultiLabel, Gpt };
+ModelKind probe_model_kind(const std::string& model_path);
+
+struct BiasExportRequest {
+  std::string output;
+  std::string layout = "mumoe";  ///< "mumoe" or "reference" (a plain PyTorch state_dict)
+  bool overwrite = false;        ///< replace an existing file (required for the source model itself)
+  int64_t verify_samples = 256;  ///< first samples of the test split
+  double tolerance = 1e-5;
+};
+
+struct BiasExportReport {
+  std::string output;
+  std::string layout;
+  int64_t edits = 0;
+  double max_abs_difference = 0;
+  int64_t verified_samples = 0;
+  double seconds = 0;
+  nlohmann::json json;  ///< the core's full report (model_export.h to_json)
+};
+
+class BiasSession {
+ public:
+  /// Loads the model (must be multi-label) and both splits, computes the study (slow: one pass
+  /// of the backbone over every sample, with progress) and restores the model's edit stack from
+  /// the session database. Throws UsageError / FileError / Cancelled.
+  static std::unique_ptr<BiasSession> open(const BiasSessionOptions& options, const BiasProgress& progress = {});
+  ~BiasSession();
+  BiasSession(const BiasSession&) = delete;
+  BiasSession& operator=(const BiasSession&) = delete;
+
+  const BiasSessionOptions& options() const;
+  const std::string& model_hash() const;
+  const std::string& session_db_path() const;
+  const std::string& layer_name() const;
+  std::vector<std::string> target_names() const;     ///< the model's outputs
+  std::vector<std::string> attribute_names() const;  ///< the test split's attributes
+  int64_t expert_count() const;                      ///< experts of the first mode (N)
+  int64_t train_samples() const;
+  int64_t test_samples() const;
+
+  /// The edit for `task` (BiasStudy::make_edit): ā from the training subpopulation, λ = ±N
+  /// toward the under-predicted label unless given; blind = the blind-threshold baseline.
+  LogitEdit propose(const BiasTask& task, std::optional<double> lambda = {}, bool blind = false) const;
+  /// The model with `edits` applied live, on the test split (vector operations only).
+  VariantMetrics evaluate(const BiasTask& task, const std::vector<LogitEdit>& edits) const;
+  /// The oversampling baseline (a retrained copy of the layer; seconds, not ms).
+  VariantMetrics oversample(const BiasTask& task, const OversampleOptions& options = {},
+                            int64_t* repeat_factor = nullptr) const;
+
+  /// The edit stack; every change is saved to the session database at once.
+  const EditStack& stack() const;
+  void push(LogitEdit edit);
+  void undo();  ///< throws UsageError when there is nothing to undo
+  void redo();  ///< throws UsageError when there is nothing to redo
+  void clear();
+
+  /// Folds the applied edits into the weights, writes and verifies the file (model_export.h).
+  /// Throws UsageError (existing destination, no edits), WriteError, Error (verification).
+  BiasExportReport export_model(const BiasExportRequest& request,
+                                const std::function<bool(uint64_t, uint64_t)>& progress = {}) const;
+
+ private:
+  struct Impl;
+  explicit BiasSession(std::unique_ptr<Impl> impl);
+  void save();
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mumoe::editing
