@@ -45,12 +45,31 @@ void write_text_atomically(const std::string& path, const std::string& text) {
 int run_rewrite(RewriteOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   const auto task = editing::make_bias_task(o.target, o.subpopulation, o.sensitive);
+  // With --session the new edit combines with the edits already applied there: "before" is the
+  // model with those, "after" adds this one, and --output folds them all.
+  editing::EditStack stack;
+#ifdef MUMOE_WITH_ANALYSIS
+  std::unique_ptr<editing::EditSessionStore> store;
+  std::string model_hash;
+  if (!o.session.empty()) {
+    store = editing::EditSessionStore::open(o.session);
+    model_hash = analysis::hash_file(o.bias.model);
+    if (auto stored = store->load(model_hash)) stack = stored->stack;
+  }
+#else
+  if (!o.session.empty()) throw UsageError("--session needs a build with SQLite");
+#endif
+  const auto prior = stack.applied();
   auto study = open_bias_study(o.bias, /*with_train=*/true, task_attributes(task));
   study.output_index(task.target);  // the target must be an output of the model
   const auto edit = study.make_edit(task, o.lambda, o.blind);
+  auto all_edits = prior;
+  all_edits.push_back(edit);
 
   std::vector<VariantResult> variants;
-  variants.push_back(evaluate_variant(study, task, "model", study.test().logits));
+  variants.push_back(evaluate_variant(study, task,
+                                      prior.empty() ? "model" : "model+" + std::to_string(prior.size()) + " edits",
+                                      study.edited_test_logits(prior)));
   if (o.baselines) {
     if (!o.blind)
       variants.push_back(evaluate_variant(study, task, "blind threshold",
@@ -62,7 +81,7 @@ int run_rewrite(RewriteOptions& o) {
     o.oversample.factor = factor;
   }
   variants.push_back(
-      evaluate_variant(study, task, o.blind ? "blind threshold" : "expert rewrite", study.edited_test_logits({edit})));
+      evaluate_variant(study, task, o.blind ? "blind threshold" : "expert rewrite", study.edited_test_logits(all_edits)));
 
   nlohmann::json export_json;
   if (!o.output.empty()) {
@@ -72,20 +91,16 @@ int run_rewrite(RewriteOptions& o) {
     request.overwrite = o.overwrite;
     const auto source = model::ModelFile::load(o.bias.model);
     auto verify_data = study.model().prepare(data::load_dataset(o.bias.data));
-    export_json = editing::to_json(editing::export_edited_model(source, {edit}, verify_data, request));
+    export_json = editing::to_json(editing::export_edited_model(source, all_edits, verify_data, request));
   }
-  if (!o.edits_out.empty()) write_text_atomically(o.edits_out, nlohmann::json({{"edits", {editing::to_json(edit)}}}).dump(2) + "\n");
-  if (!o.session.empty()) {
+  if (!o.edits_out.empty())
+    write_text_atomically(o.edits_out, nlohmann::json({{"edits", editing::to_json(all_edits)}}).dump(2) + "\n");
 #ifdef MUMOE_WITH_ANALYSIS
-    auto store = editing::EditSessionStore::open(o.session);
-    const auto hash = analysis::hash_file(o.bias.model);
-    auto stack = store->load(hash).value_or(editing::StoredSession{}).stack;
+  if (store) {
     stack.push(edit);
-    store->save(hash, o.bias.model, stack);
-#else
-    throw UsageError("--session needs a build with SQLite");
-#endif
+    store->save(model_hash, o.bias.model, stack);
   }
+#endif
 
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.bias.json) {
@@ -95,7 +110,8 @@ int run_rewrite(RewriteOptions& o) {
                         {"target", task.target},
                         {"sensitive", task.sensitive},
                         {"subpopulation", task.subpopulation.text()},
-                        {"edits", {editing::to_json(edit)}},
+                        {"edits", editing::to_json(all_edits)},
+                        {"prior_edits", prior.size()},
                         {"before", to_json(variants.front())},
                         {"after", to_json(variants.back(), &variants.front())},
                         {"seconds", seconds}};
@@ -110,6 +126,7 @@ int run_rewrite(RewriteOptions& o) {
     std::cout << j.dump(2) << "\n";
     return kSuccess;
   }
+  for (const auto& e : prior) std::cout << "applied before (session): " << e.describe() << "\n";
   std::cout << "edit: " << edit.describe() << "\n\n";
   print_variants(std::cout, task, variants);
   if (!export_json.is_null())
@@ -139,7 +156,9 @@ Command add_rewrite_command(CLI::App& parent) {
   app->add_option("--layout", o->layout, "mumoe (default) or reference (a plain PyTorch state_dict)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing --output (required to replace the source model)");
   app->add_option("--edits-out", o->edits_out, "Also write the edit as JSON (for mumoe export --edits)");
-  app->add_option("--session", o->session, "Append the edit to this edit-session database (SQLite)");
+  app->add_option("--session", o->session,
+                  "Edit-session database (SQLite): the edits applied there come first (metrics, --output), and "
+                  "this edit is appended");
   return {app, [o]() { return run_rewrite(*o); }};
 }
 

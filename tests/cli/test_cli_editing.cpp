@@ -117,6 +117,44 @@ TEST_F(CliEditing, BaselinesAreReportedWithMrs) {
   EXPECT_NEAR(j["after"]["mrs"].get<double>(), mrs, 1e-12);
 }
 
+TEST_F(CliEditing, SessionEditsCombineUndoAndExportOnlyWhatIsApplied) {
+  const std::string session = " --session " + f("combined.sqlite");
+  auto first = run_cli("rewrite " + f("head.safetensors") + data_args() + " --target t --subpop 't=1&s=1' --quiet --json" +
+                       session);
+  ASSERT_EQ(first.code, 0) << first.out;
+  auto second = run_cli("rewrite " + f("head.safetensors") + data_args() +
+                        " --target u --subpop 'u=1&s=0' --lambda 3 --quiet --json" + session);
+  ASSERT_EQ(second.code, 0) << second.out;
+  const auto j = json_of(second);
+  EXPECT_EQ(j["prior_edits"], 1);
+  ASSERT_EQ(j["edits"].size(), 2u);
+  // "before" already has the first edit: output t's accuracy equals the first command's "after".
+  EXPECT_DOUBLE_EQ(j["before"]["per_target_accuracy"][0].get<double>(),
+                   json_of(first)["after"]["per_target_accuracy"][0].get<double>());
+
+  auto list = run_cli("edits " + f("head.safetensors") + session + " --json");
+  ASSERT_EQ(list.code, 0) << list.out;
+  EXPECT_EQ(json_of(list)["applied"], 2);
+  auto undo = run_cli("edits " + f("head.safetensors") + session + " --undo --json");
+  ASSERT_EQ(undo.code, 0) << undo.out;
+  EXPECT_EQ(json_of(undo)["applied"], 1);
+
+  // Export folds only the applied (first) edit: evaluating it reproduces the first edit's metrics.
+  auto exported = run_cli("export " + f("head.safetensors") + session + " --output " + f("undone.safetensors") +
+                          " --data features:" + f("test.safetensors"));
+  ASSERT_EQ(exported.code, 0) << exported.out;
+  const auto eval = run_cli("evaluate " + f("undone.safetensors") + " --data features:" + f("test.safetensors") + " --json");
+  ASSERT_EQ(eval.code, 0) << eval.out;
+  EXPECT_NEAR(json_of(eval)["per_class_accuracy"][0].get<double>(),
+              json_of(first)["after"]["per_target_accuracy"][0].get<double>(), 1e-9);
+  EXPECT_NEAR(json_of(eval)["per_class_accuracy"][1].get<double>(),
+              json_of(first)["after"]["per_target_accuracy"][1].get<double>(), 1e-9);
+
+  auto redo = run_cli("edits " + f("head.safetensors") + session + " --redo --json");
+  EXPECT_EQ(json_of(redo)["applied"], 2);
+  EXPECT_EQ(run_cli("edits " + f("head.safetensors") + session + " --redo").code, 1);  // nothing to redo
+}
+
 TEST_F(CliEditing, ErrorsNameTheProblem) {
   auto run = run_cli("rewrite " + f("head.safetensors") + data_args() + " --target t --subpop 'Male=1&s=1' --sensitive s");
   EXPECT_EQ(run.code, 1);

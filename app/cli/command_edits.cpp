@@ -1,0 +1,56 @@
+// mumoe edits MODEL --session DB [--undo | --redo | --clear] [--json]: the model's edit stack in
+// an edit-session database — list it, or undo / redo / clear like the GUI's Edit menu. Every
+// change is saved at once (one transaction); `mumoe export --session DB` folds the applied edits.
+#include <iostream>
+
+#include "analysis/content_hash.h"
+#include "cli_support.h"
+#include "editing/edit_session_store.h"
+#include "io/errors.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct EditsOptions {
+  std::string model, session;
+  bool undo = false, redo = false, clear = false, json = false;
+};
+
+int run_edits(const EditsOptions& o) {
+  if (o.undo + o.redo + o.clear > 1) throw UsageError("give at most one of --undo, --redo and --clear");
+  auto store = editing::EditSessionStore::open(o.session);
+  const auto hash = analysis::hash_file(o.model);
+  auto stack = store->load(hash).value_or(editing::StoredSession{}).stack;
+  if (o.undo) stack.undo();  // throws UsageError when there is nothing to undo
+  if (o.redo) stack.redo();
+  if (o.clear) stack.clear();
+  if (o.undo || o.redo || o.clear) store->save(hash, o.model, stack);
+  if (o.json) {
+    auto j = stack.to_json();
+    j["model"] = o.model;
+    j["session"] = o.session;
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  if (stack.all().empty()) std::cout << "no edits for " << o.model << " in " << o.session << "\n";
+  for (size_t i = 0; i < stack.all().size(); ++i)
+    std::cout << (i < stack.applied_count() ? "  applied  " : "  undone   ") << i + 1 << ". "
+              << stack.all()[i].describe() << "\n";
+  return kSuccess;
+}
+
+}  // namespace
+
+Command add_edits_command(CLI::App& parent) {
+  auto o = std::make_shared<EditsOptions>();
+  auto* app = parent.add_subcommand("edits", "List, undo or redo a model's edits in an edit-session database");
+  app->add_option("MODEL", o->model, "Model file (edits are keyed by its content)")->required();
+  app->add_option("--session", o->session, "Edit-session database (SQLite)")->required();
+  app->add_flag("--undo", o->undo, "Undo the last applied edit");
+  app->add_flag("--redo", o->redo, "Redo the last undone edit");
+  app->add_flag("--clear", o->clear, "Remove every edit of this model");
+  app->add_flag("--json", o->json, "Print JSON");
+  return {app, [o]() { return run_edits(*o); }};
+}
+
+}  // namespace mumoe::cli
