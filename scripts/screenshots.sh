@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Renders the main views of mumoe-studio offscreen into docs/screenshots/ (the bundled demo model
-# on Fashion-MNIST's test set). Uses the default analysis cache (the first run extracts, a few
-# seconds) and a throw-away settings directory, so the user's window layout does not show.
+# Renders the main views of mumoe-studio offscreen into docs/screenshots/: model, gallery and
+# ablation of the bundled demo model on Fashion-MNIST's test set; bias of demo 2
+# (biased-fmnist.mumoe.safetensors, the proposed edit of long_sleeves for frame=1 with the blind
+# threshold beside it; computing the study takes about a minute on two cores); tokens of the demo
+# GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated). Uses
+# the default analysis cache and a throw-away settings directory, so the user's window layout
+# does not show.
 #
 #   scripts/screenshots.sh [BUILD_DIR]        (default: build)
 set -euo pipefail
@@ -18,8 +22,11 @@ for view in model gallery ablation; do
   "$studio" --screenshot "$out/$view.png" --view "$view" --size 1400x860 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
   [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
-# Later milestones (their core APIs come from other work): reported, not drawn.
-for view in bias tokens; do
-  "$studio" --screenshot "$out/$view.png" --view "$view" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+demo=resources/demo
+for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortunes.mumoe.safetensors"; do
+  view=${pair%%:*} model=${pair#*:}
+  "$studio" --screenshot "$out/$view.png" --view "$view" --size 1400x860 "$model" 2>&1 |
+    grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+  [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
 echo "screenshots in $out/"

@@ -37,6 +37,11 @@
 #include <exception>
 
 #include "ablation_chart.h"
+#include "bias_page.h"
+#include "editing/bias_session.h"
+#include "steering_page.h"
+#include "token_page.h"
+#include "worker_queue.h"
 #include "experts_page.h"
 #include "format.h"
 #include "gallery_view.h"
@@ -116,6 +121,13 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   tabs_->addTab(modelSplitter_, tr("Model"));
   tabs_->addTab(experts_, tr("Experts"));
   tabs_->addTab(ablationSplitter_, tr("Ablation"));
+  bias_ = new BiasPage;
+  tokens_ = new TokenPage;
+  tabs_->addTab(bias_, tr("Bias"));
+  tabs_->addTab(tokens_, tr("Tokens"));
+  steering_ = new SteeringPage;
+  steering_->setEnabled(false);  // until a GPT is opened
+  tabs_->addTab(steering_, tr("Steering"));
   setCentralWidget(tabs_);
 
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { showLayerDetails(); });
@@ -123,6 +135,14 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   buildToolBar();
   buildStatusBar();
   connectController();
+  connectWorker(bias_->worker());
+  connectWorker(tokens_->worker());
+  connect(bias_, &BiasPage::opened, this, [this] {
+    statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
+  });
+  connect(tokens_, &TokenPage::opened, this, [this] {
+    statusLabel_->setText(tr("%1 · token view ready").arg(QFileInfo(currentPath_).fileName()));
+  });
   restoreLayout();
 }
 
@@ -188,6 +208,10 @@ void MainWindow::buildActions() {
   view->addAction(tr("&Model"), this, [this] { showPage(Page::Model); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_1));
   view->addAction(tr("&Experts"), this, [this] { showPage(Page::Experts); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_2));
   view->addAction(tr("&Ablation"), this, [this] { showPage(Page::Ablation); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_3));
+  view->addAction(tr("&Bias"), this, [this] { showPage(Page::Bias); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_4));
+  view->addAction(tr("&Tokens"), this, [this] { showPage(Page::Tokens); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_5));
+  view->addAction(tr("&Steering"), this, [this] { showPage(Page::Steering); })
+      ->setShortcut(QKeySequence(Qt::ALT | Qt::Key_6));
   view->addSeparator();
   auto* hideDead = view->addAction(tr("&Hide Dead Experts"));
   hideDead->setCheckable(true);
@@ -318,6 +342,17 @@ bool MainWindow::openModel(const QString& path) {
     showError(tr("Cannot open model"), lastError_);
     return false;
   }
+  Kind kind = Kind::MultiClass;
+  try {
+    switch (editing::probe_model_kind(path.toStdString())) {
+      case editing::ModelKind::MultiLabel: kind = Kind::MultiLabel; break;
+      case editing::ModelKind::Gpt: kind = Kind::Gpt; break;
+      default: break;
+    }
+  } catch (const std::exception&) {
+    // The summary read it; let the analysis report what is wrong.
+  }
+  kind_ = kind;
   lastError_.clear();
   currentPath_ = QFileInfo(path).absoluteFilePath();
   overview_->setSummary(summary);
@@ -340,8 +375,92 @@ QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(
 
 void MainWindow::setCachePath(const QString& path) { controller_->setCachePath(path); }
 
+void MainWindow::setErrorDialogsEnabled(bool enabled) {
+  errorDialogs_ = enabled;
+  bias_->setErrorDialogsEnabled(enabled);
+  tokens_->setErrorDialogsEnabled(enabled);
+}
+
+void MainWindow::setBiasDataSpecs(const QString& testSpec, const QString& trainSpec) {
+  biasTestSpec_ = testSpec;
+  biasTrainSpec_ = trainSpec;
+}
+
+void MainWindow::connectWorker(WorkerQueue* worker) {
+  connect(worker, &WorkerQueue::progress, this, &MainWindow::onProgress);
+  connect(worker, &WorkerQueue::busyChanged, this, &MainWindow::onBusyChanged);
+  connect(cancelAction_, &QAction::triggered, worker, &WorkerQueue::cancel);
+  connect(worker, &WorkerQueue::failed, this, [this](const QString& task, const QString& message) {
+    statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
+    if (task == QLatin1String("bias") || task == QLatin1String("tokens")) {
+      statusLabel_->setText(tr("Unavailable — %1").arg(message));
+      lastError_ = message;
+      Q_EMIT analysisFailed(message);
+    }
+  });
+  connect(worker, &WorkerQueue::cancelled, this,
+          [this](const QString& task) { statusBar()->showMessage(tr("%1 cancelled").arg(task), 5000); });
+}
+
+void MainWindow::startBias() {
+  QString test = biasTestSpec_, train = biasTrainSpec_;
+  if (test.isEmpty()) {
+    // Fashion-MNIST has no attributes: its biased variant is what multi-label models are for.
+    test = dataSpec().startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : dataSpec();
+  }
+  if (train.isEmpty()) {
+    train = test;
+    if (train.endsWith(QLatin1String(":test"))) train = train.left(train.size() - 5) + QStringLiteral(":train");
+  }
+  const QString cache = controller_->cachePath();
+  const QString db = cache.isEmpty() ? QString() : QFileInfo(cache).absolutePath() + QStringLiteral("/edits.sqlite");
+  statusLabel_->setText(tr("Opening %1 for bias correction on %2 (training split %3)…").arg(currentPath_, test, train));
+  bias_->open(currentPath_, test, train, db);
+}
+
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
+  steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
+  if (kind_ != Kind::MultiClass) {
+    // The expert analysis of the Experts/Ablation pages is for multi-class classifiers.
+    controller_->cancel();
+    thumbnails_->clear();
+    experts_->clear();
+    ablationChart_->clear();
+    sweepChart_->clear();
+    const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
+    if (kind_ == Kind::MultiLabel) {
+      experts_->setMessage(tr("<i>%1 is a multi-label model (one binary output per attribute): the per-class expert "
+                              "analysis does not apply. Its bias correction is on the <b>Bias</b> page (Alt+4).</i>")
+                               .arg(name));
+      tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is not a language model.</p>").arg(name));
+      startBias();
+      showPage(Page::Bias);
+    } else {
+      experts_->setMessage(tr("<i>%1 is a μMoE GPT: its experts are on the <b>Tokens</b> page (Alt+5).</i>").arg(name));
+      bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a language model; bias correction works on multi-label "
+                         "classifiers.</p>").arg(name));
+      const auto& layers = overview_->summary().layers;
+      QStringList names;
+      for (const auto& l : layers) names << QString::fromStdString(l.name);
+      statusLabel_->setText(tr("Opening %1 (μMoE GPT) on its validation split…").arg(currentPath_));
+      tokens_->open(currentPath_, names, controller_->cachePath());
+      steering_->setEnabled(true);
+      steering_->setCachePath(controller_->cachePath());
+      steering_->setModel(currentPath_, QString());
+      showPage(Page::Tokens);
+    }
+    return;
+  }
+  bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a <b>multi-class</b> classifier (one softmax over its classes). "
+                     "Bias correction rewrites one binary output of a <b>multi-label</b> model against a subpopulation "
+                     "(target × sensitive attribute), e.g. the bundled <code>biased-fmnist.mumoe.safetensors</code> "
+                     "(demo 2): open it to use this page.</p>")
+                      .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
+  tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is an image classifier; the token view is for μMoE GPTs (e.g. the bundled "
+                       "<code>gpt-fortunes.mumoe.safetensors</code>).</p>")
+                        .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
+  if (tabs_->currentIndex() >= int(Page::Bias)) showPage(Page::Experts);
   const auto& layers = overview_->summary().layers;
   // A model with several μMoE layers: the one selected on the Model page.
   QString layer;
@@ -386,8 +505,10 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
 }
 
 void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, double eta) {
-  const QString what = task == QLatin1String("extract") ? tr("Extracting") : task == QLatin1String("sweep") ? tr("Sweep")
-                                                                                                           : task;
+  const QString what = task == QLatin1String("extract") ? tr("Extracting")
+                      : task == QLatin1String("sweep")  ? tr("Sweep")
+                      : task == QLatin1String("bias")   ? tr("Computing coefficients")
+                                                        : task;
   progressBar_->setRange(0, static_cast<int>(std::max<qint64>(total, 1)));
   progressBar_->setValue(static_cast<int>(done));
   progressBar_->setFormat(QStringLiteral("%1 %p%").arg(what));
@@ -434,6 +555,9 @@ bool MainWindow::exportCurrentView(const QString& path) {
   switch (static_cast<Page>(tabs_->currentIndex())) {
     case Page::Model: widget = table_; break;
     case Page::Experts: widget = experts_->gallery()->listView()->viewport(); break;
+    case Page::Bias: widget = bias_; break;
+    case Page::Tokens: widget = tokens_; break;
+    case Page::Steering: widget = steering_; break;
     case Page::Ablation:
       widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_->chartView())
                                                                         : sweepChart_->chartView();

@@ -2,7 +2,12 @@
 // and a data set (Data menu, or a data SPEC typed in the toolbar), and shows
 //   * Model    — the μMoE layers and provenance of the file (read on the GUI thread: header only);
 //   * Experts  — the expert browser and galleries (ExpertsPage);
-//   * Ablation — the per-class accuracy change of the last ablation and the full sweep.
+//   * Ablation — the per-class accuracy change of the last ablation and the full sweep;
+//   * Bias     — bias correction of a multi-label model (BiasPage, its own worker thread);
+//   * Tokens   — token galleries and ablation of a μMoE GPT's MLP blocks (TokenPage).
+//   * Steering — a GPT's text steered by one expert's cluster centre, beside the unsteered text.
+// Multi-label models open on the Bias page and GPTs on the Tokens page (the expert analysis of
+// the Experts/Ablation pages is for multi-class classifiers; those pages then say so).
 // Everything heavy goes through the SessionController (one worker thread, progress with ETA
 // and cancel in the status bar); answers already in the cache appear at once. Settings, window
 // layout and recent files persist (QSettings).
@@ -28,6 +33,10 @@ class QToolButton;
 namespace mumoe::ui {
 
 class AblationChart;
+class BiasPage;
+class TokenPage;
+class SteeringPage;
+class WorkerQueue;
 class ExpertsPage;
 class ModelOverviewModel;
 class SessionController;
@@ -40,7 +49,8 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class Page { Model, Experts, Ablation };
+  enum class Page { Model, Experts, Ablation, Bias, Tokens, Steering };
+  enum class Kind { MultiClass, MultiLabel, Gpt };
 
   /// `demoModelPath` is what File ▸ Open Demo Model opens ("" hides the action).
   explicit MainWindow(QString demoModelPath = {}, QWidget* parent = nullptr);
@@ -58,7 +68,7 @@ class MainWindow : public QMainWindow {
   QString currentModelPath() const { return currentPath_; }
 
   /// Tests and --screenshot turn modal error dialogs off.
-  void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
+  void setErrorDialogsEnabled(bool enabled);
   /// The cache file of sessions opened from now on ("" = the default).
   void setCachePath(const QString& path);
 
@@ -69,6 +79,14 @@ class MainWindow : public QMainWindow {
   /// Saves the current page's main chart or gallery (PNG or SVG by suffix).
   bool exportCurrentView(const QString& path);
 
+  /// What the open model is (decides which pages analyse it).
+  Kind modelKind() const { return kind_; }
+  /// Data of the bias page ("" = derived from the data SPEC: biased-fmnist for Fashion-MNIST,
+  /// else the SPEC and its ":train" split).
+  void setBiasDataSpecs(const QString& testSpec, const QString& trainSpec);
+  BiasPage* biasPage() const { return bias_; }
+  TokenPage* tokenPage() const { return tokens_; }
+  SteeringPage* steeringPage() const { return steering_; }
   ModelOverviewModel* overviewModel() const { return overview_; }
   QTableView* layerTable() const { return table_; }
   QTextBrowser* detailsView() const { return details_; }
@@ -138,6 +156,13 @@ class MainWindow : public QMainWindow {
   QAction* sweepAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
   QAction* exportAction_ = nullptr;
+  BiasPage* bias_ = nullptr;
+  TokenPage* tokens_ = nullptr;
+  SteeringPage* steering_ = nullptr;
+  Kind kind_ = Kind::MultiClass;
+  QString biasTestSpec_, biasTrainSpec_;
+  void startBias();
+  void connectWorker(WorkerQueue* worker);
   analysis::ClassAccuracy accuracy_;
   QStringList classNames_;
 };

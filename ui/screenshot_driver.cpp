@@ -5,6 +5,9 @@
 #include <QTableView>
 
 #include "ablation_chart.h"
+#include "bias_page.h"
+#include "token_page.h"
+#include "worker_queue.h"
 #include "expert_table_model.h"
 #include "experts_page.h"
 #include "gallery_model.h"
@@ -27,7 +30,7 @@ std::optional<StudioView> parseStudioView(const QString& name) {
   return std::nullopt;
 }
 
-bool studioViewAvailable(StudioView view) { return view != StudioView::Bias && view != StudioView::Tokens; }
+bool studioViewAvailable(StudioView) { return true; }
 
 ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString outputPath, int timeoutMs, QObject* parent)
     : QObject(parent), window_(window), view_(view), output_(std::move(outputPath)) {
@@ -60,10 +63,28 @@ void ScreenshotDriver::start(const QString& modelPath) {
   });
   connect(c, &SessionController::jobFailed, this,
           [this](const QString& task, const QString& m) { finish(2, tr("%1: %2").arg(task, m)); });
+  // Bias: the proposed edit's metrics with the blind-threshold baseline beside them.
+  connect(window_->biasPage(), &BiasPage::evaluated, this, [this] {
+    if (view_ != StudioView::Bias || biasCompared_) return;
+    biasCompared_ = true;
+    window_->biasPage()->compareBlind();
+  });
+  connect(window_->biasPage(), &BiasPage::comparisonReady, this, [this] { comparisonSeen_ = true; });
+  // Tokens: the most loaded expert's gallery, then that expert ablated.
+  connect(window_->tokenPage(), &TokenPage::galleryReady, this, [this] {
+    if (view_ != StudioView::Tokens || tokenAblated_) return;
+    tokenAblated_ = true;
+    auto* page = window_->tokenPage();
+    page->galleryView()->setCurrentIndex(page->galleryModel()->index(0, 0));
+    page->ablate(page->currentExpert());
+  });
+  connect(window_->tokenPage(), &TokenPage::ablationReady, this, [this] { ablationSeen_ = true; });
   clock_.start();
   timeout_.start();
-  window_->showPage(view_ == StudioView::Model ? MainWindow::Page::Model
+  window_->showPage(view_ == StudioView::Model     ? MainWindow::Page::Model
                     : view_ == StudioView::Gallery ? MainWindow::Page::Experts
+                    : view_ == StudioView::Bias    ? MainWindow::Page::Bias
+                    : view_ == StudioView::Tokens  ? MainWindow::Page::Tokens
                                                    : MainWindow::Page::Ablation);
   if (!window_->openModel(modelPath)) {
     const QString error = window_->lastError();
@@ -92,6 +113,11 @@ void ScreenshotDriver::onStatistics() {
 }
 
 bool ScreenshotDriver::ready() {
+  if (view_ == StudioView::Bias)
+    return comparisonSeen_ && window_->biasPage()->evaluation() && !window_->biasPage()->worker()->isBusy() &&
+           window_->biasPage()->worker()->pending() == 0;
+  if (view_ == StudioView::Tokens)
+    return ablationSeen_ && window_->tokenPage()->worker()->pending() == 0;
   if (!statisticsSeen_ || window_->controller()->isBusy()) return false;
   switch (view_) {
     case StudioView::Model: return true;

@@ -2,8 +2,9 @@
 // MainWindow, drives it to the view (gallery: the most loaded expert selected, its gallery and
 // one sample's coefficients loaded; ablation: that expert ablated and the sweep shown), waits
 // until every visible thumbnail and chart has its data, renders the window and writes FILE.
-// Views other engineers' core APIs will provide later (bias, tokens) are reported as not yet
-// available.
+// bias: the bias page of a multi-label model (demo 2) with the proposed edit and the blind
+// threshold compared; tokens: the token view of a μMoE GPT, the most loaded expert's gallery
+// and its ablation.
 #pragma once
 
 #include <QElapsedTimer>
@@ -21,7 +22,7 @@ enum class StudioView { Model, Gallery, Ablation, Bias, Tokens };
 
 /// "model", "gallery", "ablation", "bias", "tokens"; nullopt for anything else.
 std::optional<StudioView> parseStudioView(const QString& name);
-/// False for views whose core API is not there yet (bias, tokens).
+/// Every view is available now (kept for callers that ask).
 bool studioViewAvailable(StudioView view);
 
 class ScreenshotDriver : public QObject {
@@ -54,6 +55,9 @@ class ScreenshotDriver : public QObject {
   bool sweepSeen_ = false;
   bool ablationSeen_ = false;
   bool done_ = false;
+  bool biasCompared_ = false;
+  bool comparisonSeen_ = false;
+  bool tokenAblated_ = false;
   int stableTicks_ = 0;
 };
 

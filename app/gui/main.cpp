@@ -2,11 +2,11 @@
 //
 //   mumoe-studio [MODEL]                              open MODEL (default: the bundled demo model)
 //   mumoe-studio --data SPEC [MODEL]                  … on another data set (default: the last used)
-//   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation;
-//                                                     bias and tokens are not yet available)
-//                                                     offscreen to FILE (PNG) once its data is
-//                                                     there, and exit (0 written, 2 error, 3 view
-//                                                     not available)
+//   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation,
+//                                                     bias — a multi-label model such as demo 2 —,
+//                                                     tokens — a μMoE GPT) offscreen to FILE (PNG)
+//                                                     once its data is there, and exit (0 written,
+//                                                     2 error)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>

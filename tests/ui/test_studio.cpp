@@ -284,16 +284,12 @@ class StudioTest : public QObject {
     QVERIFY(window.ablationChart()->hasOutcome());
   }
 
-  void viewsOfLaterMilestonesSayNotYetAvailable() {
+  void everyViewIsAvailable() {
     QCOMPARE(ui::parseStudioView(QStringLiteral("bias")), std::optional<ui::StudioView>(ui::StudioView::Bias));
+    QCOMPARE(ui::parseStudioView(QStringLiteral("tokens")), std::optional<ui::StudioView>(ui::StudioView::Tokens));
     QVERIFY(!ui::parseStudioView(QStringLiteral("nonsense")));
-    ui::MainWindow window(kDemo);
-    ui::ScreenshotDriver driver(&window, ui::StudioView::Tokens, dir_.filePath(QStringLiteral("t.png")));
-    QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
-    driver.start(kDemo);
-    QVERIFY(finished.wait(5'000));
-    QCOMPARE(finished.first().first().toInt(), 3);
-    QVERIFY(finished.first().at(1).toString().contains(QStringLiteral("not yet available")));
+    QVERIFY(ui::studioViewAvailable(ui::StudioView::Bias));
+    QVERIFY(ui::studioViewAvailable(ui::StudioView::Tokens));
   }
 };
 

@@ -1,0 +1,272 @@
+// The bias page and the token view, offscreen, with a temporary cache and edit-session DB.
+// Bias: a small synthetic multi-label head on feature files (tests/editing/biased_features.h)
+// opens on the Bias page (no error), λ moves the live metrics (checked against the core's
+// BiasSession), an applied edit is on the QUndoStack and in the core stack, undo/redo agree,
+// a reopened model restores them, and the export is verified. Tokens: the demo GPT opens on the
+// Tokens page, an expert's gallery shows its token highlighted in context, and ablating it
+// reports next-token accuracy and loss.
+#include <QAbstractItemModelTester>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFile>
+#include <QLabel>
+#include <QListView>
+#include <QListWidget>
+#include <QRegularExpression>
+#include <QSignalSpy>
+#include <QSlider>
+#include <QTabWidget>
+#include <QTableWidget>
+#include <QTemporaryDir>
+#include <QUndoStack>
+#include <QtTest>
+
+#include <memory>
+
+#include "bias_page.h"
+#include "biased_features.h"
+#include "editing/bias_session.h"
+#include "main_window.h"
+#include "model/classifier_model.h"
+#include "reference_math.h"
+#include "screenshot_driver.h"
+#include "session_controller.h"
+#include "token_page.h"
+#include "ui_test_registry.h"
+#include "worker_queue.h"
+
+using namespace mumoe;
+
+namespace {
+const QString kDemo = QStringLiteral(MUMOE_DEMO_MODEL_PATH);
+const QString kGpt = QStringLiteral(MUMOE_DEMO_GPT_PATH);
+
+void saveHead(const std::string& path, uint64_t seed, bool multilabel) {
+  nn::LayerConfig c;
+  c.input_dim = 8;
+  c.output_dim = 2;
+  c.expert_dims = {6};
+  c.cp_rank = 5;
+  nn::MuMoEBlock block(c);
+  testkit::randomize(block, seed);
+  block->eval();
+  model::ClassifierModel::from_layer(block, "head", multilabel ? std::vector<std::string>{"t", "u"}
+                                                               : std::vector<std::string>{"a", "b"},
+                                     multilabel)
+      .save(path, nlohmann::json::object());
+}
+}  // namespace
+
+class BiasTokensTest : public QObject {
+  Q_OBJECT
+
+  QTemporaryDir dir_;
+  QString head_, train_, test_;
+
+  std::unique_ptr<ui::MainWindow> makeWindow() {
+    auto w = std::make_unique<ui::MainWindow>(kDemo);
+    w->setErrorDialogsEnabled(false);
+    w->setCachePath(dir_.filePath(QStringLiteral("analysis.sqlite")));
+    w->setBiasDataSpecs(QStringLiteral("features:") + test_, QStringLiteral("features:") + train_);
+    w->resize(1400, 860);
+    w->show();
+    return w;
+  }
+
+ private Q_SLOTS:
+  void initTestCase() {
+    QVERIFY(dir_.isValid());
+    head_ = dir_.filePath(QStringLiteral("head.safetensors"));
+    train_ = dir_.filePath(QStringLiteral("train.safetensors"));
+    test_ = dir_.filePath(QStringLiteral("test.safetensors"));
+    saveHead(head_.toStdString(), 3, true);
+    testkit::write_feature_file(train_.toStdString(), testkit::biased_features(600, 0.1, 1, "train"));
+    testkit::write_feature_file(test_.toStdString(), testkit::biased_features(400, 1.0, 2, "test"));
+  }
+
+  void multiLabelModelOpensOnTheBiasPageWithLiveMetrics() {
+    auto window = makeWindow();
+    auto* page = window->biasPage();
+    QSignalSpy opened(page, &ui::BiasPage::opened);
+    QSignalSpy evaluated(page, &ui::BiasPage::evaluated);
+    QSignalSpy failed(window.get(), &ui::MainWindow::analysisFailed);
+    QVERIFY2(window->openModel(head_), qPrintable(window->lastError()));
+    QCOMPARE(window->modelKind(), ui::MainWindow::Kind::MultiLabel);
+    QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Bias));
+    QVERIFY(opened.wait(20'000));
+    QTRY_VERIFY_WITH_TIMEOUT(evaluated.count() >= 1, 10'000);
+    QCOMPARE(failed.count(), 0);  // a multi-label model is not an error
+    QCOMPARE(page->targetCombo()->currentText(), QStringLiteral("t"));
+    QCOMPARE(page->sensitiveCombo()->currentText(), QStringLiteral("s"));
+    QCOMPARE(page->cellCombo()->currentText(), QStringLiteral("t=1&s=1"));
+    QCOMPARE(std::fabs(page->proposedLambda()), 6.0);  // λ = N, signed
+    QCOMPARE(page->lambdaSpin()->value(), page->proposedLambda());
+
+    // The core's answers for the same task, from a session of our own.
+    editing::BiasSessionOptions o;
+    o.model_path = head_.toStdString();
+    o.test_spec = "features:" + test_.toStdString();
+    o.train_spec = "features:" + train_.toStdString();
+    o.session_db = dir_.filePath(QStringLiteral("core-check.sqlite")).toStdString();
+    auto core = editing::BiasSession::open(o);
+    const auto task = editing::make_bias_task("t", "t=1&s=1", "");
+    const auto plain = core->evaluate(task, {});
+    QCOMPARE(editing::to_json(page->evaluation()->before.report), editing::to_json(plain.report));
+
+    // Move λ: the metrics follow.
+    evaluated.clear();
+    page->lambdaSlider()->setValue(-150);  // λ = −1.5 N
+    QTRY_VERIFY_WITH_TIMEOUT(evaluated.count() >= 1 && page->evaluation()->edit.lambda == -9.0, 5'000);
+    const auto& e = *page->evaluation();
+    const auto expected = core->evaluate(task, {core->propose(task, -9.0)});
+    QCOMPARE(editing::to_json(e.after.report), editing::to_json(expected.report));
+    QCOMPARE(e.after.test_accuracy, expected.test_accuracy);
+    QCOMPARE(page->metricsTable()->item(0, 1)->text(),
+             QStringLiteral("%1 %").arg(expected.report.target_subpopulation_accuracy * 100, 0, 'f', 2));
+    QCOMPARE(page->cellTable()->rowCount(), 4);
+    QVERIFY(page->cellTable()->item(0, 0)->text().contains(QStringLiteral("t=1 & s=1")));
+    qInfo("lambda slider: metrics on screen %.1f ms after the move (core %.2f ms, %lld test samples)", e.latencyMs,
+          e.coreMs, static_cast<long long>(e.after.report.samples));
+    QVERIFY(e.latencyMs < 1000);
+
+    // A free predicate works; a bad one says why and blocks Apply.
+    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=0"));
+    QTRY_VERIFY_WITH_TIMEOUT(page->evaluation()->task.subpopulation.text() == "t=1&s=0", 5'000);
+    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=1"));
+    QTRY_VERIFY_WITH_TIMEOUT(page->evaluation()->task.subpopulation.text() == "t=1&s=1", 5'000);
+
+    // Blind-threshold comparison column.
+    QSignalSpy compared(page, &ui::BiasPage::comparisonReady);
+    page->compareBlind();
+    QVERIFY(compared.wait(5'000));
+    QCOMPARE(page->metricsTable()->columnCount(), 4);
+
+    // Apply, undo, redo: the QUndoStack and the core stack agree.
+    QSignalSpy changed(page, &ui::BiasPage::stackChanged);
+    page->setLambda(3.0);
+    QTRY_VERIFY_WITH_TIMEOUT(page->evaluation()->edit.lambda == 3.0, 5'000);
+    page->applyEdit();
+    QVERIFY(changed.wait(5'000));
+    QCOMPARE(page->undoStack()->count(), 1);
+    QCOMPARE(page->coreStack().applied_count(), size_t(1));
+    QCOMPARE(page->coreStack().all()[0].lambda, 3.0);
+    QCOMPARE(page->editsList()->count(), 1);
+    // "Before" now includes the applied edit.
+    QTRY_VERIFY_WITH_TIMEOUT(editing::to_json(page->evaluation()->before.report) ==
+                                 editing::to_json(core->evaluate(task, {core->propose(task, 3.0)}).report),
+                             5'000);
+    page->undoStack()->undo();
+    QVERIFY(changed.wait(5'000));
+    QCOMPARE(page->coreStack().applied_count(), size_t(0));
+    QCOMPARE(page->coreStack().all().size(), size_t(1));
+    QVERIFY(page->editsList()->item(0)->text().contains(QStringLiteral("undone")));
+    page->undoStack()->redo();
+    QVERIFY(changed.wait(5'000));
+    QCOMPARE(page->coreStack().applied_count(), size_t(1));
+
+    // Export on the worker; the verification figure is shown.
+    QSignalSpy exported(page, &ui::BiasPage::exportFinished);
+    editing::BiasExportRequest r;
+    r.output = dir_.filePath(QStringLiteral("edited.safetensors")).toStdString();
+    page->exportModel(r);
+    QVERIFY(exported.wait(20'000));
+    QVERIFY2(exported.first().at(0).toBool(), qPrintable(exported.first().at(1).toString()));
+    const QString text = page->exportResultLabel()->text();
+    const auto match = QRegularExpression(QStringLiteral("max \\|difference\\| = ([0-9.e+-]+)")).match(text);
+    QVERIFY2(match.hasMatch(), qPrintable(text));
+    QVERIFY(match.captured(1).toDouble() <= 1e-5);
+    QVERIFY(text.contains(QStringLiteral("256 test samples")));
+    QVERIFY(QFile::exists(QString::fromStdString(r.output)));
+    // Never over the source without overwrite.
+    exported.clear();
+    r.output = head_.toStdString();
+    page->exportModel(r);
+    QVERIFY(exported.wait(20'000));
+    QVERIFY(!exported.first().at(0).toBool());
+
+    // Reopen: the edit stack comes back from the session database, on both stacks.
+    window.reset();
+    auto again = makeWindow();
+    QSignalSpy reopened(again->biasPage(), &ui::BiasPage::opened);
+    QVERIFY(again->openModel(head_));
+    QVERIFY(reopened.wait(20'000));
+    QCOMPARE(again->biasPage()->coreStack().applied_count(), size_t(1));
+    QCOMPARE(again->biasPage()->undoStack()->count(), 1);
+    QCOMPARE(again->biasPage()->undoStack()->index(), 1);
+    QSignalSpy changedAgain(again->biasPage(), &ui::BiasPage::stackChanged);
+    again->biasPage()->undoStack()->undo();  // Ctrl+Z
+    QVERIFY(changedAgain.wait(5'000));
+    QCOMPARE(again->biasPage()->coreStack().applied_count(), size_t(0));
+    again->biasPage()->worker()->waitForIdle();
+  }
+
+  void multiClassModelExplainsTheBiasPage() {
+    const QString multiclass = dir_.filePath(QStringLiteral("multiclass.safetensors"));
+    saveHead(multiclass.toStdString(), 5, false);
+    auto window = makeWindow();
+    QVERIFY(window->openModel(multiclass));
+    QCOMPARE(window->modelKind(), ui::MainWindow::Kind::MultiClass);
+    QVERIFY(!window->biasPage()->hasSession());
+    window->controller()->cancel();
+    window->controller()->waitForIdle();
+  }
+
+  void gptOpensOnTheTokenView() {
+    auto window = makeWindow();
+    auto* page = window->tokenPage();
+    QSignalSpy opened(page, &ui::TokenPage::opened);
+    QSignalSpy gallery(page, &ui::TokenPage::galleryReady);
+    QVERIFY2(window->openModel(kGpt), qPrintable(window->lastError()));
+    QCOMPARE(window->modelKind(), ui::MainWindow::Kind::Gpt);
+    QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Tokens));
+    QVERIFY(opened.wait(60'000));
+    QVERIFY(gallery.wait(10'000));
+    QAbstractItemModelTester tester(page->galleryModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QVERIFY(page->layerCombo()->count() >= 1);
+    QVERIFY(page->expertTable()->rowCount() > 0);
+    const qint64 expert = page->currentExpert();
+    QVERIFY(expert >= 0);
+    QCOMPARE(page->galleryModel()->gallery().request.expert, expert);
+    QVERIFY(page->galleryModel()->rowCount() > 0);
+    const QModelIndex first = page->galleryModel()->index(0, 0);
+    const QString token = first.data(ui::TokenGalleryModel::TokenRole).toString();
+    QVERIFY(!token.isEmpty());
+    QCOMPARE(token, QString::fromStdString(page->galleryModel()->gallery().items[0].context.token));
+    QVERIFY(first.data(Qt::DisplayRole).toString().contains(QStringLiteral("«") + token + QStringLiteral("»")));
+    QVERIFY(page->galleryModel()->gallery().items[0].coefficient >= 0.5);  // random draw among a ≥ 0.5
+    // The delegate paints (the highlighted token) without trouble.
+    QVERIFY(!page->galleryView()->grab().isNull());
+
+    // Top order, then another expert.
+    gallery.clear();
+    page->orderCombo()->setCurrentIndex(1);
+    QVERIFY(gallery.wait(10'000));
+    QCOMPARE(page->galleryModel()->gallery().request.order, analysis::GalleryOrder::Top);
+
+    // Click-to-ablate: accuracy and loss before/after.
+    QSignalSpy ablated(page, &ui::TokenPage::ablationReady);
+    page->ablate(expert);
+    QVERIFY(ablated.wait(30'000));
+    const auto* report = page->lastAblation();
+    QVERIFY(report);
+    QCOMPARE(report->baseline.tokens, qint64(8192));
+    QVERIFY(page->ablationLabel()->text().contains(QStringLiteral("next-token accuracy")));
+    QVERIFY(page->ablationLabel()->text().contains(QStringLiteral("loss")));
+    page->worker()->waitForIdle();
+  }
+
+  void screenshotDriverRendersTheTokenView() {
+    auto window = makeWindow();
+    const QString out = dir_.filePath(QStringLiteral("tokens.png"));
+    ui::ScreenshotDriver driver(window.get(), ui::StudioView::Tokens, out, 60'000);
+    QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
+    driver.start(kGpt);
+    QVERIFY(finished.wait(60'000));
+    QCOMPARE(finished.first().first().toInt(), 0);
+    QCOMPARE(QImage(out).size(), QSize(1400, 860));
+    window->tokenPage()->worker()->waitForIdle();
+  }
+};
+
+MUMOE_UI_TEST(BiasTokensTest)
+#include "test_bias_tokens.moc"

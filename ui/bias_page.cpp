@@ -1,0 +1,878 @@
+#include "bias_page.h"
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDoubleSpinBox>
+#include <QElapsedTimer>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLegend>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QTableWidget>
+#include <QToolButton>
+#include <QUndoStack>
+#include <QVBoxLayout>
+#include <QValueAxis>
+
+#include <cmath>
+
+#include "chart_style.h"
+#include "io/errors.h"
+#include "worker_queue.h"
+
+namespace mumoe::ui {
+
+struct BiasPage::Slot {
+  std::unique_ptr<editing::BiasSession> session;
+  editing::BiasSession& get() {
+    if (!session) throw UsageError("no bias session is open");
+    return *session;
+  }
+};
+
+/// One applied edit on the QUndoStack; its redo/undo are mirrored into the core EditStack.
+class EditCommand : public QUndoCommand {
+ public:
+  EditCommand(BiasPage* page, editing::LogitEdit edit)
+      : page_(page), edit_(std::move(edit)) {
+    setText(QString::fromStdString(edit_.describe()));
+  }
+  void redo() override {
+    if (page_->suppressCore_) {
+      first_ = false;
+      return;
+    }
+    if (first_) page_->corePush(edit_);
+    else page_->coreRedo();
+    first_ = false;
+  }
+  void undo() override {
+    if (!page_->suppressCore_) page_->coreUndo();
+  }
+
+ private:
+  BiasPage* page_;
+  editing::LogitEdit edit_;
+  bool first_ = true;
+};
+
+namespace {
+
+enum MetricRow { TargetSub, EqOpp, StdBias, MaxMin, TargetAcc, TestAcc, Mrs, MetricRows };
+
+QString pct(double v) { return QStringLiteral("%1 %").arg(v * 100, 0, 'f', 2); }
+QString signedPoints(double v) {
+  return QStringLiteral("%1%2 pp").arg(v >= 0 ? QStringLiteral("+") : QString()).arg(v * 100, 0, 'f', 2);
+}
+
+double metricValue(const editing::VariantMetrics& m, int row) {
+  switch (row) {
+    case TargetSub: return m.report.target_subpopulation_accuracy;
+    case EqOpp: return m.report.equality_of_opportunity;
+    case StdBias: return m.report.std_bias;
+    case MaxMin: return m.report.max_min;
+    case TargetAcc: return m.report.target_accuracy;
+    case TestAcc: return m.test_accuracy;
+    default: return m.mrs;
+  }
+}
+
+/// +1 when larger is better, −1 when smaller is better.
+int better(int row) { return row == EqOpp || row == StdBias ? -1 : 1; }
+
+QString metricText(double v, int row) {
+  return row == Mrs ? QString::number(v, 'f', 4) : pct(v);
+}
+
+QString deltaText(double d, int row) {
+  if (row == Mrs) return QStringLiteral("%1%2").arg(d >= 0 ? QStringLiteral("+") : QString()).arg(d, 0, 'f', 4);
+  return signedPoints(d);
+}
+
+QTableWidgetItem* item(const QString& text, Qt::Alignment align = Qt::AlignRight | Qt::AlignVCenter) {
+  auto* it = new QTableWidgetItem(text);
+  it->setTextAlignment(align);
+  it->setFlags(Qt::ItemIsEnabled | Qt::ItemIsSelectable);
+  return it;
+}
+
+void colourDelta(QTableWidgetItem* it, double d, int direction) {
+  if (std::fabs(d) < 5e-5) return;
+  it->setForeground(d * direction > 0 ? QColor(0x1b, 0x7f, 0x3b) : QColor(0xb0, 0x2a, 0x2a));
+}
+
+QStringList toQStringList(const std::vector<std::string>& v) {
+  QStringList out;
+  for (const auto& s : v) out << QString::fromStdString(s);
+  return out;
+}
+
+void fitTableHeight(QTableWidget* t) {
+  int h = t->horizontalHeader()->height() + 2 * t->frameWidth();
+  for (int r = 0; r < t->rowCount(); ++r) h += t->rowHeight(r);
+  t->setFixedHeight(h);
+}
+
+}  // namespace
+
+BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
+  worker_ = new WorkerQueue(this);
+  undo_ = new QUndoStack(this);
+  connect(worker_, &WorkerQueue::failed, this, &BiasPage::reportError);
+  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString& task) {
+    if (task == QLatin1String("export")) {
+      exportResult_->setText(tr("Export cancelled; nothing was written."));
+      Q_EMIT exportFinished(false, tr("cancelled"));
+    } else if (task == QLatin1String("bias")) {
+      note_->setText(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
+    }
+  });
+
+  note_ = new QLabel;
+  note_->setWordWrap(true);
+  note_->setTextFormat(Qt::RichText);
+  note_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
+  note_->setMargin(24);
+  note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* content = new QWidget;
+  auto* split = new QSplitter(Qt::Horizontal);
+  split->addWidget(buildControls());
+  split->addWidget(buildResults());
+  split->setStretchFactor(0, 0);
+  split->setStretchFactor(1, 1);
+  split->setSizes({380, 900});
+  header_ = new QLabel;
+  header_->setTextFormat(Qt::RichText);
+  header_->setWordWrap(true);
+  auto* contentLayout = new QVBoxLayout(content);
+  contentLayout->setContentsMargins(6, 6, 6, 6);
+  contentLayout->addWidget(header_);
+  contentLayout->addWidget(split, 1);
+
+  stackWidget_ = new QStackedWidget;
+  stackWidget_->addWidget(note_);
+  stackWidget_->addWidget(content);
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(stackWidget_);
+  showNote(tr("<h3>Bias correction</h3><p>Open a <b>multi-label</b> model (one binary output per attribute, e.g. "
+              "the bundled <code>biased-fmnist.mumoe.safetensors</code>) to correct the bias of one of its outputs "
+              "against a subpopulation with an expert-conditional logit rewrite.</p>"));
+}
+
+BiasPage::~BiasPage() {
+  worker_->cancel();
+  worker_->waitForIdle();
+}
+
+QWidget* BiasPage::buildControls() {
+  auto* box = new QWidget;
+  auto* v = new QVBoxLayout(box);
+  v->setContentsMargins(0, 0, 6, 0);
+
+  auto* taskBox = new QGroupBox(tr("Task"));
+  auto* form = new QFormLayout(taskBox);
+  target_ = new QComboBox;
+  target_->setToolTip(tr("The output (a label of the multi-label model) whose logit is rewritten"));
+  sensitive_ = new QComboBox;
+  sensitive_->setToolTip(tr("The sensitive attribute: metrics are measured over target × sensitive"));
+  cell_ = new QComboBox;
+  cell_->setEditable(true);
+  cell_->setInsertPolicy(QComboBox::NoInsert);
+  cell_->setToolTip(tr("The subpopulation whose training samples define ā: one of the four cells, or a predicate "
+                       "such as long_sleeves=1&frame=1 (press Enter)"));
+  form->addRow(tr("Target output"), target_);
+  form->addRow(tr("Sensitive attribute"), sensitive_);
+  form->addRow(tr("Subpopulation"), cell_);
+  v->addWidget(taskBox);
+
+  auto* editBox = new QGroupBox(tr("Edit  y ← y + λ āᵀa"));
+  auto* ev = new QVBoxLayout(editBox);
+  auto* row = new QHBoxLayout;
+  row->addWidget(new QLabel(tr("λ")));
+  slider_ = new QSlider(Qt::Horizontal);
+  slider_->setRange(-200, 200);
+  slider_->setTickPosition(QSlider::TicksBelow);
+  slider_->setTickInterval(50);
+  slider_->setToolTip(tr("λ from −2N to 2N (N = experts); the metrics follow live"));
+  row->addWidget(slider_, 1);
+  lambdaSpin_ = new QDoubleSpinBox;
+  lambdaSpin_->setDecimals(2);
+  lambdaSpin_->setKeyboardTracking(false);
+  lambdaSpin_->setMinimumWidth(90);
+  row->addWidget(lambdaSpin_);
+  ev->addLayout(row);
+  lambdaNote_ = new QLabel;
+  lambdaNote_->setWordWrap(true);
+  ev->addWidget(lambdaNote_);
+  editText_ = new QLabel;
+  editText_->setTextFormat(Qt::RichText);
+  editText_->setWordWrap(true);
+  editText_->setStyleSheet(QStringLiteral("color:#555"));
+  ev->addWidget(editText_);
+  auto* buttons = new QHBoxLayout;
+  proposeButton_ = new QPushButton(tr("Proposed λ"));
+  proposeButton_->setToolTip(tr("Back to λ = N, signed toward the label the subpopulation is under-predicted for"));
+  blindButton_ = new QPushButton(tr("Blind threshold"));
+  blindButton_->setToolTip(tr("Compare with the blind-threshold baseline (ā = 1, |λ| = 2.5)"));
+  oversampleButton_ = new QPushButton(tr("Oversample"));
+  oversampleButton_->setToolTip(tr("Compare with retraining the layer with the subpopulation oversampled (seconds)"));
+  buttons->addWidget(proposeButton_);
+  buttons->addWidget(blindButton_);
+  buttons->addWidget(oversampleButton_);
+  ev->addLayout(buttons);
+  applyButton_ = new QPushButton(tr("Apply Edit"));
+  applyButton_->setDefault(true);
+  applyButton_->setToolTip(tr("Add this edit to the model's edits (undo: Ctrl+Z); saved at once"));
+  ev->addWidget(applyButton_);
+  v->addWidget(editBox);
+
+  auto* editsBox = new QGroupBox(tr("Applied edits"));
+  auto* lv = new QVBoxLayout(editsBox);
+  edits_ = new QListWidget;
+  edits_->setWordWrap(true);
+  edits_->setAlternatingRowColors(true);
+  edits_->setToolTip(tr("The model's edit stack, kept in the edit session database; undone edits are greyed"));
+  lv->addWidget(edits_, 1);
+  auto* eb = new QHBoxLayout;
+  auto* undoAction = undo_->createUndoAction(this, tr("Undo"));
+  undoAction->setShortcut(QKeySequence::Undo);
+  undoAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  auto* redoAction = undo_->createRedoAction(this, tr("Redo"));
+  redoAction->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
+  redoAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
+  addAction(undoAction);
+  addAction(redoAction);
+  auto* undoButton = new QToolButton;
+  undoButton->setDefaultAction(undoAction);
+  undoButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  auto* redoButton = new QToolButton;
+  redoButton->setDefaultAction(redoAction);
+  redoButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
+  exportButton_ = new QPushButton(tr("Export…"));
+  exportButton_->setToolTip(tr("Fold the applied edits into the weights and write a new, verified model file"));
+  eb->addWidget(undoButton);
+  eb->addWidget(redoButton);
+  eb->addStretch(1);
+  eb->addWidget(exportButton_);
+  lv->addLayout(eb);
+  exportResult_ = new QLabel;
+  exportResult_->setWordWrap(true);
+  exportResult_->setTextFormat(Qt::RichText);
+  exportResult_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  lv->addWidget(exportResult_);
+  v->addWidget(editsBox, 1);
+
+  connect(target_, &QComboBox::currentTextChanged, this, [this] {
+    fillSensitive();
+    fillCells();
+    taskChanged();
+  });
+  connect(sensitive_, &QComboBox::currentTextChanged, this, [this] {
+    fillCells();
+    taskChanged();
+  });
+  connect(cell_, &QComboBox::currentTextChanged, this, [this] { taskChanged(); });
+  connect(slider_, &QSlider::valueChanged, this, &BiasPage::onSliderMoved);
+  connect(lambdaSpin_, &QDoubleSpinBox::valueChanged, this, &BiasPage::onSpinChanged);
+  connect(proposeButton_, &QPushButton::clicked, this, [this] { setLambda(proposed_); });
+  connect(blindButton_, &QPushButton::clicked, this, &BiasPage::compareBlind);
+  connect(oversampleButton_, &QPushButton::clicked, this, &BiasPage::compareOversample);
+  connect(applyButton_, &QPushButton::clicked, this, &BiasPage::applyEdit);
+  connect(exportButton_, &QPushButton::clicked, this, &BiasPage::chooseExport);
+  box->setMinimumWidth(340);
+  box->setMaximumWidth(460);
+  return box;
+}
+
+QWidget* BiasPage::buildResults() {
+  auto* box = new QWidget;
+  auto* v = new QVBoxLayout(box);
+  v->setContentsMargins(6, 0, 0, 0);
+
+  metrics_ = new QTableWidget(MetricRows, 3);
+  metrics_->setHorizontalHeaderLabels({tr("Before"), tr("After"), tr("Difference")});
+  metrics_->setVerticalHeaderLabels({tr("Target subpopulation accuracy"), tr("Equality of opportunity (gap, ↓)"),
+                                     tr("STD bias (↓)"), tr("Max-Min (lowest cell, ↑)"), tr("Target output accuracy"),
+                                     tr("Test accuracy (all outputs)"), tr("MRS (vs. unedited)")});
+  metrics_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  metrics_->setSelectionMode(QAbstractItemView::NoSelection);
+  metrics_->setFocusPolicy(Qt::NoFocus);
+  metrics_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  metrics_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  metrics_->setAlternatingRowColors(true);
+
+  cells_ = new QTableWidget(4, 5);
+  cells_->setHorizontalHeaderLabels({tr("Cell"), tr("Samples"), tr("Before"), tr("After"), tr("Difference")});
+  cells_->verticalHeader()->hide();
+  cells_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  cells_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+  cells_->setSelectionMode(QAbstractItemView::NoSelection);
+  cells_->setFocusPolicy(Qt::NoFocus);
+  cells_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
+  cells_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::ResizeToContents);
+  cells_->setAlternatingRowColors(true);
+
+  chart_ = new QChart;
+  styleChart(chart_);
+  chart_->setTitle(tr("Accuracy of the four subpopulations"));
+  chartView_ = new QChartView(chart_);
+  chartView_->setRenderHint(QPainter::Antialiasing);
+  chartView_->setMinimumHeight(220);
+
+  timing_ = new QLabel;
+  timing_->setStyleSheet(QStringLiteral("color:#777"));
+
+  v->addWidget(metrics_);
+  v->addWidget(cells_);
+  v->addWidget(chartView_, 1);
+  v->addWidget(timing_);
+  return box;
+}
+
+void BiasPage::showNote(const QString& html) {
+  worker_->cancel();
+  worker_->invalidate();
+  hasSession_ = false;
+  note_->setText(html);
+  stackWidget_->setCurrentIndex(0);
+}
+
+void BiasPage::open(const QString& modelPath, const QString& testSpec, const QString& trainSpec,
+                    const QString& sessionDb) {
+  worker_->cancel();
+  worker_->invalidate();
+  hasSession_ = false;
+  modelPath_ = modelPath;
+  testSpec_ = testSpec;
+  evaluation_.reset();
+  comparisons_.clear();
+  suppressCore_ = true;
+  undo_->clear();
+  suppressCore_ = false;
+  note_->setText(tr("<h3>Bias correction</h3><p><i>Computing the μMoE layer's coefficients for every sample of %1 "
+                    "and %2 (progress in the status bar; Esc cancels)…</i></p>")
+                     .arg(trainSpec.toHtmlEscaped(), testSpec.toHtmlEscaped()));
+  stackWidget_->setCurrentIndex(0);
+  editing::BiasSessionOptions options;
+  options.model_path = modelPath.toStdString();
+  options.test_spec = testSpec.toStdString();
+  options.train_spec = trainSpec.toStdString();
+  options.session_db = sessionDb.toStdString();
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("bias"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    QElapsedTimer clock;
+    clock.start();
+    slot->session.reset();
+    worker_->postProgress(QStringLiteral("bias"), 0, 1);
+    auto session = editing::BiasSession::open(options, [&](int64_t done, int64_t total) {
+      worker_->postProgress(QStringLiteral("bias"), done, total);
+      return !cancelled();
+    });
+    const auto targets = toQStringList(session->target_names());
+    const auto attributes = toQStringList(session->attribute_names());
+    const int experts = static_cast<int>(session->expert_count());
+    const auto stack = session->stack();
+    slot->session = std::move(session);
+    const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
+    return [this, targets, attributes, experts, stack, seconds](double) {
+      onOpened(targets, attributes, experts, stack, seconds);
+    };
+  });
+}
+
+void BiasPage::onOpened(const QStringList& targets, const QStringList& attributes, int experts,
+                        const editing::EditStack& stack, double seconds) {
+  hasSession_ = true;
+  targets_ = targets;
+  attributes_ = attributes;
+  experts_ = experts;
+  const double n = experts;
+  lambdaSpin_->blockSignals(true);
+  lambdaSpin_->setRange(-2 * n, 2 * n);
+  lambdaSpin_->setSingleStep(std::max(0.01, n / 100));
+  lambdaSpin_->blockSignals(false);
+  header_->setText(tr("<b>%1</b> · %2 outputs · %3 experts · metrics on %4 · opened in %5 s")
+                       .arg(QFileInfo(modelPath_).fileName().toHtmlEscaped())
+                       .arg(targets.size())
+                       .arg(experts)
+                       .arg(testSpec_.toHtmlEscaped())
+                       .arg(seconds, 0, 'f', 1));
+  target_->blockSignals(true);
+  sensitive_->blockSignals(true);
+  cell_->blockSignals(true);
+  target_->clear();
+  target_->addItems(targets);
+  // The demo's corrected output; else the first.
+  const int preferred = targets.indexOf(QStringLiteral("long_sleeves"));
+  target_->setCurrentIndex(preferred >= 0 ? preferred : 0);
+  fillSensitive();
+  fillCells();
+  target_->blockSignals(false);
+  sensitive_->blockSignals(false);
+  cell_->blockSignals(false);
+  setStack(stack);
+  seedUndoStack();
+  stackWidget_->setCurrentIndex(1);
+  Q_EMIT opened();
+  taskChanged();
+}
+
+void BiasPage::fillSensitive() {
+  const QString keep = sensitive_->currentText();
+  const QString target = target_->currentText();
+  const bool block = sensitive_->blockSignals(true);
+  sensitive_->clear();
+  // Attributes that are not outputs first (frame for demo 2): the usual sensitive ones.
+  QStringList first, rest;
+  for (const auto& a : attributes_) {
+    if (a == target) continue;
+    (targets_.contains(a) ? rest : first) << a;
+  }
+  sensitive_->addItems(first + rest);
+  const int i = sensitive_->findText(keep);
+  sensitive_->setCurrentIndex(i >= 0 ? i : 0);
+  sensitive_->blockSignals(block);
+}
+
+void BiasPage::fillCells() {
+  const QString t = target_->currentText(), s = sensitive_->currentText();
+  const bool block = cell_->blockSignals(true);
+  cell_->clear();
+  for (int tv : {1, 0})
+    for (int sv : {1, 0}) cell_->addItem(QStringLiteral("%1=%2&%3=%4").arg(t).arg(tv).arg(s).arg(sv));
+  cell_->setCurrentIndex(0);
+  cell_->blockSignals(block);
+}
+
+std::optional<editing::BiasTask> BiasPage::currentTask(QString* error) const {
+  try {
+    return editing::make_bias_task(target_->currentText().toStdString(), cell_->currentText().toStdString(),
+                                   sensitive_->currentText().toStdString());
+  } catch (const std::exception& e) {
+    if (error) *error = QString::fromUtf8(e.what());
+    return std::nullopt;
+  }
+}
+
+void BiasPage::taskChanged() {
+  if (!hasSession_) return;
+  lambda_.reset();  // propose for the new task
+  comparisons_.clear();
+  requestEvaluation();
+}
+
+void BiasPage::setLambda(double lambda) {
+  lambdaSpin_->setValue(lambda);  // → onSpinChanged (only when it changed)
+  if (!lambda_ || *lambda_ != lambdaSpin_->value()) onSpinChanged(lambdaSpin_->value());
+}
+
+void BiasPage::onSliderMoved(int value) {
+  if (!hasSession_) return;
+  const double lambda = value / 100.0 * experts_;
+  const bool block = lambdaSpin_->blockSignals(true);
+  lambdaSpin_->setValue(lambda);
+  lambdaSpin_->blockSignals(block);
+  lambda_ = lambdaSpin_->value();
+  requestEvaluation();
+}
+
+void BiasPage::onSpinChanged(double value) {
+  if (!hasSession_) return;
+  const bool block = slider_->blockSignals(true);
+  slider_->setValue(static_cast<int>(std::lround(value / std::max(1, experts_) * 100)));
+  slider_->blockSignals(block);
+  lambda_ = value;
+  requestEvaluation();
+}
+
+void BiasPage::requestEvaluation() {
+  dirty_ = true;
+  if (!evaluating_) submitEvaluation();
+}
+
+void BiasPage::submitEvaluation() {
+  dirty_ = false;
+  QString error;
+  const auto task = currentTask(&error);
+  if (!task) {
+    editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(error.toHtmlEscaped()));
+    applyButton_->setEnabled(false);
+    return;
+  }
+  evaluating_ = true;
+  const auto lambda = lambda_;
+  auto slot = slot_;
+  worker_->submit(
+      QStringLiteral("evaluate"),
+      [this, slot, task = *task, lambda](const std::function<bool()>&) -> WorkerQueue::Deliver {
+        QElapsedTimer clock;
+        clock.start();
+        auto& session = slot->get();
+        BiasEvaluation e;
+        e.task = task;
+        e.edit = session.propose(task, lambda);
+        auto applied = session.stack().applied();
+        e.before = session.evaluate(task, applied);
+        applied.push_back(e.edit);
+        e.after = session.evaluate(task, applied);
+        e.coreMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
+        const bool proposedNow = !lambda;
+        return [this, e, proposedNow](double ms) mutable {
+          e.latencyMs = ms;
+          evaluating_ = false;
+          if (proposedNow) {
+            proposed_ = e.edit.lambda;
+            lambda_ = e.edit.lambda;
+            const bool b1 = lambdaSpin_->blockSignals(true), b2 = slider_->blockSignals(true);
+            lambdaSpin_->setValue(e.edit.lambda);
+            slider_->setValue(static_cast<int>(std::lround(e.edit.lambda / std::max(1, experts_) * 100)));
+            lambdaSpin_->blockSignals(b1);
+            slider_->blockSignals(b2);
+          }
+          evaluation_ = std::move(e);
+          showEvaluation();
+          Q_EMIT evaluated();
+          if (dirty_) submitEvaluation();
+        };
+      },
+      /*cancellable=*/false, /*visible=*/false);
+}
+
+void BiasPage::showEvaluation() {
+  if (!evaluation_) return;
+  const auto& e = *evaluation_;
+  applyButton_->setEnabled(true);
+  lambdaNote_->setText(tr("Proposed λ = %1 (N = %2, signed toward the under-predicted label)")
+                           .arg(proposed_, 0, 'f', 2)
+                           .arg(experts_));
+  editText_->setText(tr("%1 · ā from %2 training samples").arg(QString::fromStdString(e.edit.describe()).toHtmlEscaped())
+                         .arg(e.edit.support));
+
+  // Metrics: before / after / difference, then the comparisons.
+  const QStringList names = comparisons_.keys();
+  metrics_->setColumnCount(3 + names.size());
+  QStringList headers{tr("Before"), tr("After"), tr("Difference")};
+  for (const auto& n : names) headers << n;
+  metrics_->setHorizontalHeaderLabels(headers);
+  for (int r = 0; r < MetricRows; ++r) {
+    const double b = metricValue(e.before, r), a = metricValue(e.after, r);
+    metrics_->setItem(r, 0, item(metricText(b, r)));
+    metrics_->setItem(r, 1, item(metricText(a, r)));
+    auto* d = item(deltaText(a - b, r));
+    colourDelta(d, a - b, better(r));
+    metrics_->setItem(r, 2, d);
+    for (int c = 0; c < names.size(); ++c) metrics_->setItem(r, 3 + c, item(metricText(metricValue(comparisons_[names[c]], r), r)));
+  }
+  fitTableHeight(metrics_);
+
+  // The four cells, target cell first.
+  const auto& rb = e.before.report;
+  const auto& ra = e.after.report;
+  const QString t = QString::fromStdString(e.task.target), s = QString::fromStdString(e.task.sensitive);
+  int row = 0;
+  QStringList categories;
+  auto* setBefore = new QBarSet(tr("Before"));
+  auto* setAfter = new QBarSet(tr("After"));
+  setBefore->setColor(QColor(0x9e, 0xa7, 0xb3));
+  setAfter->setColor(QColor(0x2f, 0x6f, 0xb3));
+  for (int tv : {1, 0})
+    for (int sv : {1, 0}) {
+      const bool isTarget = rb.target_value == tv && rb.sensitive_value == sv;
+      const QString label = QStringLiteral("%1=%2 & %3=%4").arg(t).arg(tv).arg(s).arg(sv);
+      auto* name = item(isTarget ? QStringLiteral("★ ") + label : label, Qt::AlignLeft | Qt::AlignVCenter);
+      if (isTarget) {
+        QFont f = name->font();
+        f.setBold(true);
+        name->setFont(f);
+        name->setToolTip(tr("The target subpopulation"));
+      }
+      cells_->setItem(row, 0, name);
+      cells_->setItem(row, 1, item(QLocale().toString(static_cast<qlonglong>(rb.cells[tv][sv].count))));
+      cells_->setItem(row, 2, item(pct(rb.cell_accuracy(tv, sv))));
+      cells_->setItem(row, 3, item(pct(ra.cell_accuracy(tv, sv))));
+      const double d = ra.cell_accuracy(tv, sv) - rb.cell_accuracy(tv, sv);
+      auto* di = item(signedPoints(d));
+      colourDelta(di, d, 1);
+      cells_->setItem(row, 4, di);
+      ++row;
+      categories << QStringLiteral("%1%2 / %3").arg(isTarget ? QStringLiteral("★ ") : QString()).arg(tv).arg(sv);
+      *setBefore << rb.cell_accuracy(tv, sv) * 100;
+      *setAfter << ra.cell_accuracy(tv, sv) * 100;
+    }
+  fitTableHeight(cells_);
+
+  chart_->removeAllSeries();
+  for (auto* axis : chart_->axes()) chart_->removeAxis(axis);
+  auto* series = new QBarSeries;
+  series->append(setBefore);
+  series->append(setAfter);
+  series->setLabelsVisible(true);
+  series->setLabelsFormat(QStringLiteral("@value"));
+  series->setLabelsPrecision(3);
+  series->setLabelsPosition(QAbstractBarSeries::LabelsInsideEnd);
+  chart_->addSeries(series);
+  auto* x = new QBarCategoryAxis;
+  x->append(categories);
+  x->setTitleText(tr("%1 / %2").arg(t, s));
+  auto* y = new QValueAxis;
+  y->setRange(0, 100);
+  y->setTickCount(6);
+  y->setLabelFormat(QStringLiteral("%d %"));
+  y->setTitleText(tr("accuracy"));
+  chart_->addAxis(x, Qt::AlignBottom);
+  chart_->addAxis(y, Qt::AlignLeft);
+  series->attachAxis(x);
+  series->attachAxis(y);
+  styleAxes(chart_);
+  setBefore->setLabelColor(Qt::black);
+  setAfter->setLabelColor(Qt::white);
+  timing_->setText(tr("λ = %1 · metrics in %2 ms (core %3 ms) on %4 test samples")
+                       .arg(e.edit.lambda, 0, 'f', 2)
+                       .arg(e.latencyMs, 0, 'f', 1)
+                       .arg(e.coreMs, 0, 'f', 1)
+                       .arg(QLocale().toString(static_cast<qlonglong>(rb.samples))));
+}
+
+void BiasPage::showComparison(const QString& name, const editing::VariantMetrics& metrics) {
+  comparisons_[name] = metrics;
+  showEvaluation();
+  Q_EMIT comparisonReady(name);
+}
+
+void BiasPage::compareBlind() {
+  const auto task = currentTask();
+  if (!task || !hasSession_) return;
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("blind threshold"),
+                  [this, slot, task = *task](const std::function<bool()>&) -> WorkerQueue::Deliver {
+                    auto& session = slot->get();
+                    auto applied = session.stack().applied();
+                    applied.push_back(session.propose(task, std::nullopt, /*blind=*/true));
+                    const auto m = session.evaluate(task, applied);
+                    return [this, m](double) { showComparison(tr("Blind threshold"), m); };
+                  });
+}
+
+void BiasPage::compareOversample() {
+  const auto task = currentTask();
+  if (!task || !hasSession_) return;
+  auto slot = slot_;
+  worker_->postProgress(QStringLiteral("oversample"), 0, 0);
+  worker_->submit(QStringLiteral("oversample"),
+                  [this, slot, task = *task](const std::function<bool()>&) -> WorkerQueue::Deliver {
+                    int64_t factor = 0;
+                    const auto m = slot->get().oversample(task, {}, &factor);
+                    return [this, m, factor](double) { showComparison(tr("Oversample ×%1").arg(factor), m); };
+                  });
+}
+
+void BiasPage::applyEdit() {
+  if (!evaluation_ || !hasSession_) return;
+  undo_->push(new EditCommand(this, evaluation_->edit));
+}
+
+void BiasPage::corePush(const editing::LogitEdit& edit) {
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("apply edit"), [this, slot, edit](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    slot->get().push(edit);
+    const auto stack = slot->get().stack();
+    return [this, stack](double) { setStack(stack); };
+  }, false, false);
+}
+
+void BiasPage::coreUndo() {
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("undo"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    slot->get().undo();
+    const auto stack = slot->get().stack();
+    return [this, stack](double) { setStack(stack); };
+  }, false, false);
+}
+
+void BiasPage::coreRedo() {
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("redo"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    slot->get().redo();
+    const auto stack = slot->get().stack();
+    return [this, stack](double) { setStack(stack); };
+  }, false, false);
+}
+
+void BiasPage::setStack(const editing::EditStack& stack) {
+  const bool changed = hasSession_ && stack.to_json() != stack_.to_json();
+  stack_ = stack;
+  edits_->clear();
+  const auto& all = stack.all();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const bool applied = i < stack.applied_count();
+    auto* it = new QListWidgetItem(QStringLiteral("%1. %2%3")
+                                       .arg(i + 1)
+                                       .arg(QString::fromStdString(all[i].describe()))
+                                       .arg(applied ? QString() : tr("  (undone)")));
+    if (!applied) {
+      it->setForeground(QColor(0x99, 0x99, 0x99));
+      QFont f = it->font();
+      f.setItalic(true);
+      it->setFont(f);
+    }
+    edits_->addItem(it);
+  }
+  if (all.empty()) {
+    auto* it = new QListWidgetItem(tr("No edits yet: choose λ and press Apply Edit."));
+    it->setFlags(Qt::NoItemFlags);
+    edits_->addItem(it);
+  }
+  exportButton_->setEnabled(hasSession_);
+  if (changed) {
+    comparisons_.clear();
+    requestEvaluation();  // "before" is the model with the applied edits
+    Q_EMIT stackChanged();
+  }
+}
+
+void BiasPage::seedUndoStack() {
+  suppressCore_ = true;
+  undo_->clear();
+  for (const auto& e : stack_.all()) undo_->push(new EditCommand(this, e));
+  for (size_t i = stack_.applied_count(); i < stack_.all().size(); ++i) undo_->undo();
+  undo_->setClean();
+  suppressCore_ = false;
+}
+
+void BiasPage::exportModel(const editing::BiasExportRequest& request) {
+  if (!hasSession_) {
+    Q_EMIT exportFinished(false, tr("No bias session is open"));
+    return;
+  }
+  exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("export"), [this, slot, request](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    const auto report = slot->get().export_model(request, [&](uint64_t done, uint64_t total) {
+      worker_->postProgress(QStringLiteral("export"), static_cast<qint64>(done), static_cast<qint64>(total));
+      return !cancelled();
+    });
+    return [this, report](double) {
+      const QString text = tr("Wrote %1 (%2 layout, %3 edit(s) folded). Reloaded and compared on %4 test samples: "
+                              "max |difference| = %5 (%6 s).")
+                               .arg(QString::fromStdString(report.output), QString::fromStdString(report.layout))
+                               .arg(report.edits)
+                               .arg(report.verified_samples)
+                               .arg(report.max_abs_difference, 0, 'g', 3)
+                               .arg(report.seconds, 0, 'f', 1);
+      exportResult_->setText(QStringLiteral("<span style='color:#1b7f3b'>✔</span> ") + text.toHtmlEscaped());
+      Q_EMIT exportFinished(true, text);
+      if (errorDialogs_) QMessageBox::information(this, tr("Export verified"), text);
+    };
+  });
+}
+
+void BiasPage::chooseExport() {
+  if (!hasSession_) return;
+  QDialog dialog(this);
+  dialog.setWindowTitle(tr("Export Edited Model"));
+  auto* form = new QFormLayout;
+  const QFileInfo source(modelPath_);
+  auto* path = new QLineEdit(source.absolutePath() + QLatin1Char('/') + source.completeBaseName().replace(
+                                                                           QStringLiteral(".mumoe"), QString()) +
+                             QStringLiteral(".edited.mumoe.safetensors"));
+  path->setMinimumWidth(420);
+  auto* browse = new QPushButton(tr("Browse…"));
+  auto* pathRow = new QHBoxLayout;
+  pathRow->addWidget(path, 1);
+  pathRow->addWidget(browse);
+  auto* layout = new QComboBox;
+  layout->addItem(tr("mumoe model file (keeps the manifest and the edit provenance)"), QStringLiteral("mumoe"));
+  layout->addItem(tr("reference state_dict (PyTorch load_state_dict keys)"), QStringLiteral("reference"));
+  auto* samples = new QSpinBox;
+  samples->setRange(1, 100000);
+  samples->setValue(256);
+  form->addRow(tr("Output file"), pathRow);
+  form->addRow(tr("Layout"), layout);
+  form->addRow(tr("Verify on"), samples);
+  auto* info = new QLabel(tr("Folds the %n applied edit(s) exactly into the weights, reloads the written file and "
+                             "compares it with the live edit on the first test samples before publishing it.",
+                             nullptr, static_cast<int>(stack_.applied_count())));
+  info->setWordWrap(true);
+  auto* buttons = new QDialogButtonBox(QDialogButtonBox::Ok | QDialogButtonBox::Cancel);
+  buttons->button(QDialogButtonBox::Ok)->setText(tr("Export"));
+  auto* v = new QVBoxLayout(&dialog);
+  v->addLayout(form);
+  v->addWidget(info);
+  v->addWidget(buttons);
+  connect(browse, &QPushButton::clicked, &dialog, [&] {
+    const QString p = QFileDialog::getSaveFileName(&dialog, tr("Export Edited Model"), path->text(),
+                                                   tr("Model files (*.safetensors)"), nullptr,
+                                                   QFileDialog::DontConfirmOverwrite);
+    if (!p.isEmpty()) path->setText(p);
+  });
+  connect(buttons, &QDialogButtonBox::accepted, &dialog, &QDialog::accept);
+  connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
+  if (dialog.exec() != QDialog::Accepted || path->text().trimmed().isEmpty()) return;
+
+  editing::BiasExportRequest request;
+  request.output = path->text().trimmed().toStdString();
+  request.layout = layout->currentData().toString().toStdString();
+  request.verify_samples = samples->value();
+  const QFileInfo out(path->text().trimmed());
+  if (out.exists()) {
+    const bool isSource = out.canonicalFilePath() == source.canonicalFilePath();
+    const auto answer = QMessageBox::warning(
+        this, tr("Replace file?"),
+        isSource ? tr("%1 is the model you opened. Replace the SOURCE model with the edited one? The original weights "
+                      "will be lost (the edit session stays keyed to the original file's content).")
+                       .arg(out.absoluteFilePath())
+                 : tr("%1 exists. Replace it?").arg(out.absoluteFilePath()),
+        QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel);
+    if (answer != QMessageBox::Yes) return;
+    request.overwrite = true;
+  }
+  exportModel(request);
+}
+
+void BiasPage::reportError(const QString& task, const QString& message) {
+  if (task == QLatin1String("evaluate")) {
+    evaluating_ = false;
+    editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
+    applyButton_->setEnabled(false);
+    if (dirty_) submitEvaluation();
+  } else if (task == QLatin1String("bias")) {
+    note_->setText(tr("<h3>Bias correction</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
+    stackWidget_->setCurrentIndex(0);
+  } else if (task == QLatin1String("export")) {
+    exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
+    Q_EMIT exportFinished(false, message);
+  } else {
+    if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
+  }
+  Q_EMIT failed(task, message);
+}
+
+void BiasPage::setControlsEnabled(bool enabled) {
+  for (QWidget* w : std::initializer_list<QWidget*>{target_, sensitive_, cell_, slider_, lambdaSpin_, applyButton_,
+                                                    blindButton_, oversampleButton_, exportButton_})
+    w->setEnabled(enabled);
+}
+
+}  // namespace mumoe::ui

@@ -1,0 +1,174 @@
+// BiasPage: bias correction of a multi-label model (spec §5) on top of the torch-free
+// editing::BiasSession, which lives on the page's own worker thread (WorkerQueue).
+//
+//   * task: target output, sensitive attribute and subpopulation (the four cells of
+//     target × sensitive, or a free predicate typed into the combo box);
+//   * λ slider (−2N … 2N, starting at the proposed signed N) with live metrics — target
+//     subpopulation accuracy, equality of opportunity, STD bias, Max-Min, target and test
+//     accuracy, MRS — before (the applied edits) / after (plus this edit) / difference, the
+//     four cell accuracies as a table and a before/after bar chart; "Blind threshold" and
+//     "Oversample" add the baselines as comparison columns;
+//   * "Apply edit" pushes onto a QUndoStack (Ctrl+Z / Ctrl+Shift+Z) mirrored into the core's
+//     EditStack, which the session saves in SQLite at every change (edits survive reopening);
+//   * "Export…" folds the applied edits into a new model file on the worker and shows the
+//     verification (max |difference| on N test samples).
+// λ requests are coalesced: while one evaluation runs only the newest pending one follows.
+#pragma once
+
+#include <QMap>
+#include <QString>
+#include <QStringList>
+#include <QWidget>
+
+#include <memory>
+#include <optional>
+
+#include "editing/bias_session.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListWidget;
+class QPushButton;
+class QSlider;
+class QStackedWidget;
+class QTableWidget;
+class QUndoStack;
+class QChart;
+class QChartView;
+
+namespace mumoe::ui {
+
+class WorkerQueue;
+
+/// One evaluation of the λ slider: the edit and the metrics without and with it.
+struct BiasEvaluation {
+  editing::BiasTask task;
+  editing::LogitEdit edit;
+  editing::VariantMetrics before;  ///< the model with the applied edits
+  editing::VariantMetrics after;   ///< … plus `edit`
+  double coreMs = 0;
+  double latencyMs = 0;            ///< request to answer on the GUI thread
+};
+
+class BiasPage : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit BiasPage(QWidget* parent = nullptr);
+  ~BiasPage() override;
+
+  /// Opens the bias session on the worker (progress through worker()); opened() or failed().
+  void open(const QString& modelPath, const QString& testSpec, const QString& trainSpec, const QString& sessionDb = {});
+  /// No session: shows `html` (e.g. why a multi-class model has no bias page) instead.
+  void showNote(const QString& html);
+  bool hasSession() const { return hasSession_; }
+  QString modelPath() const { return modelPath_; }
+  void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
+
+  // Controls (tests drive them).
+  QComboBox* targetCombo() const { return target_; }
+  QComboBox* sensitiveCombo() const { return sensitive_; }
+  QComboBox* cellCombo() const { return cell_; }
+  QSlider* lambdaSlider() const { return slider_; }
+  QDoubleSpinBox* lambdaSpin() const { return lambdaSpin_; }
+  QTableWidget* metricsTable() const { return metrics_; }
+  QTableWidget* cellTable() const { return cells_; }
+  QListWidget* editsList() const { return edits_; }
+  QUndoStack* undoStack() const { return undo_; }
+  QChartView* chartView() const { return chartView_; }
+  QLabel* exportResultLabel() const { return exportResult_; }
+  WorkerQueue* worker() const { return worker_; }
+
+  double proposedLambda() const { return proposed_; }
+  /// Sets λ (the spin box and slider follow) and asks for its metrics.
+  void setLambda(double lambda);
+  const std::optional<BiasEvaluation>& evaluation() const { return evaluation_; }
+  /// The core stack as last reported by the worker.
+  const editing::EditStack& coreStack() const { return stack_; }
+  int expertCount() const { return experts_; }
+
+  void applyEdit();
+  void compareBlind();
+  void compareOversample();
+  /// Runs the export on the worker; exportFinished() follows.
+  void exportModel(const editing::BiasExportRequest& request);
+  /// The Export… dialog (never overwrites the source without an explicit confirmation).
+  void chooseExport();
+
+ Q_SIGNALS:
+  void opened();
+  void evaluated();
+  void stackChanged();
+  void comparisonReady(const QString& name);
+  void exportFinished(bool ok, const QString& message);
+  void failed(const QString& task, const QString& message);
+
+ private:
+  friend class EditCommand;
+  struct Slot;
+  QWidget* buildControls();
+  QWidget* buildResults();
+  void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
+                double seconds);
+  void fillSensitive();
+  void fillCells();
+  void taskChanged();
+  std::optional<editing::BiasTask> currentTask(QString* error = nullptr) const;
+  void requestEvaluation();
+  void submitEvaluation();
+  void showEvaluation();
+  void showComparison(const QString& name, const editing::VariantMetrics& metrics);
+  void setStack(const editing::EditStack& stack);
+  void seedUndoStack();
+  void corePush(const editing::LogitEdit& edit);
+  void coreUndo();
+  void coreRedo();
+  void onSliderMoved(int value);
+  void onSpinChanged(double value);
+  void reportError(const QString& task, const QString& message);
+  void setControlsEnabled(bool enabled);
+
+  WorkerQueue* worker_ = nullptr;
+  std::shared_ptr<Slot> slot_;
+  bool hasSession_ = false;
+  bool errorDialogs_ = true;
+  bool suppressCore_ = false;  ///< seeding the QUndoStack from the restored core stack
+  QString modelPath_;
+  QString testSpec_;
+  int experts_ = 0;
+  double proposed_ = 0;
+  std::optional<double> lambda_;  ///< unset: propose (the task changed)
+  bool evaluating_ = false;
+  bool dirty_ = false;
+  std::optional<BiasEvaluation> evaluation_;
+  editing::EditStack stack_;
+  QStringList targets_, attributes_;
+  QMap<QString, editing::VariantMetrics> comparisons_;
+
+  QStackedWidget* stackWidget_ = nullptr;
+  QLabel* note_ = nullptr;
+  QLabel* header_ = nullptr;
+  QComboBox* target_ = nullptr;
+  QComboBox* sensitive_ = nullptr;
+  QComboBox* cell_ = nullptr;
+  QSlider* slider_ = nullptr;
+  QDoubleSpinBox* lambdaSpin_ = nullptr;
+  QLabel* lambdaNote_ = nullptr;
+  QLabel* editText_ = nullptr;
+  QPushButton* proposeButton_ = nullptr;
+  QPushButton* blindButton_ = nullptr;
+  QPushButton* oversampleButton_ = nullptr;
+  QPushButton* applyButton_ = nullptr;
+  QPushButton* exportButton_ = nullptr;
+  QListWidget* edits_ = nullptr;
+  QUndoStack* undo_ = nullptr;
+  QTableWidget* metrics_ = nullptr;
+  QTableWidget* cells_ = nullptr;
+  QChart* chart_ = nullptr;
+  QChartView* chartView_ = nullptr;
+  QLabel* exportResult_ = nullptr;
+  QLabel* timing_ = nullptr;
+};
+
+}  // namespace mumoe::ui

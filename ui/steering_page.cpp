@@ -1,0 +1,304 @@
+#include "steering_page.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFontDatabase>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QSignalBlocker>
+#include <QSlider>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QVBoxLayout>
+#include <QtConcurrent/QtConcurrentRun>
+
+#include <cmath>
+#include <exception>
+
+#include "analysis/lm_steering.h"
+#include "analysis/text_analysis_session.h"
+
+namespace mumoe::ui {
+
+/// The worker's state: the session of the last generation (reused while model, data, layer and
+/// cache stay the same, so the extraction and the loaded model are not redone).
+struct SteeringPage::Worker {
+  std::unique_ptr<analysis::TextAnalysisSession> session;
+  std::string model, data, cache;
+  int layer = -1;
+};
+
+struct SteeringPage::Outcome {
+  QString error;  ///< empty on success
+  int generation = 0;
+  int layers = 0, experts = 0;
+  QString unsteered, steered, info;
+};
+
+namespace {
+
+constexpr double kAlphaSliderScale = 10.0;  // slider steps of 0.1
+
+QString layerName(int layer) { return QStringLiteral("transformer.h.%1.mlp.MuMoE_layer").arg(layer); }
+
+}  // namespace
+
+SteeringPage::SteeringPage(QWidget* parent) : QWidget(parent), worker_(std::make_shared<Worker>()) {
+  pool_.setMaxThreadCount(1);  // the session is not thread-safe: one job at a time, in order
+
+  layer_ = new QComboBox;
+  layer_->setObjectName(QStringLiteral("steeringLayer"));
+  expert_ = new QSpinBox;
+  expert_->setObjectName(QStringLiteral("steeringExpert"));
+  expert_->setRange(0, 0);
+  alphaSlider_ = new QSlider(Qt::Horizontal);
+  alphaSlider_->setObjectName(QStringLiteral("steeringAlphaSlider"));
+  alphaSlider_->setRange(-200, 200);
+  alpha_ = new QDoubleSpinBox;
+  alpha_->setObjectName(QStringLiteral("steeringAlpha"));
+  alpha_->setRange(-20, 20);
+  alpha_->setDecimals(2);
+  alpha_->setSingleStep(0.5);
+  alpha_->setToolTip(tr("Strength α: α × the expert's cluster centre is added at its MLP block (0 = unsteered)"));
+  site_ = new QComboBox;
+  site_->setObjectName(QStringLiteral("steeringSite"));
+  site_->addItem(tr("μMoE input (paper)"), QStringLiteral("mlp-input"));
+  site_->addItem(tr("residual stream"), QStringLiteral("residual"));
+  site_->setToolTip(tr("μMoE input: only the expert layer sees the shift (App. G.2). Residual stream: the shift also "
+                       "reaches the blocks above."));
+  threshold_ = new QDoubleSpinBox;
+  threshold_->setObjectName(QStringLiteral("steeringThreshold"));
+  threshold_->setRange(0.01, 1.0);
+  threshold_->setSingleStep(0.05);
+  threshold_->setValue(0.5);
+  threshold_->setToolTip(tr("Cluster centre = mean MLP input of the evaluation tokens with a_n ≥ this"));
+  prompt_ = new QLineEdit(QStringLiteral("The "));
+  prompt_->setObjectName(QStringLiteral("steeringPrompt"));
+  tokens_ = new QSpinBox;
+  tokens_->setObjectName(QStringLiteral("steeringTokens"));
+  tokens_->setRange(1, 4000);
+  tokens_->setValue(200);
+  seed_ = new QSpinBox;
+  seed_->setObjectName(QStringLiteral("steeringSeed"));
+  seed_->setRange(0, 1'000'000'000);
+  generate_ = new QPushButton(tr("Generate"));
+  generate_->setObjectName(QStringLiteral("steeringGenerate"));
+  generate_->setEnabled(false);
+  status_ = new QLabel(tr("No model"));
+  status_->setObjectName(QStringLiteral("steeringStatus"));
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+  auto* alphaRow = new QHBoxLayout;
+  alphaRow->addWidget(alphaSlider_, 1);
+  alphaRow->addWidget(alpha_);
+  auto* form = new QFormLayout;
+  form->addRow(tr("Layer"), layer_);
+  form->addRow(tr("Expert"), expert_);
+  form->addRow(tr("α"), alphaRow);
+  form->addRow(tr("Added to"), site_);
+  form->addRow(tr("Centre: a_n ≥"), threshold_);
+  auto* form2 = new QFormLayout;
+  form2->addRow(tr("Prompt"), prompt_);
+  form2->addRow(tr("Bytes"), tokens_);
+  form2->addRow(tr("Seed"), seed_);
+  auto* controls = new QHBoxLayout;
+  controls->addLayout(form, 1);
+  controls->addLayout(form2, 1);
+  auto* buttonColumn = new QVBoxLayout;
+  buttonColumn->addWidget(generate_);
+  buttonColumn->addStretch(1);
+  controls->addLayout(buttonColumn);
+
+  const auto mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
+  auto pane = [&](const QString& title, const QString& name, QPlainTextEdit*& edit) {
+    auto* box = new QGroupBox(title);
+    edit = new QPlainTextEdit;
+    edit->setObjectName(name);
+    edit->setReadOnly(true);
+    edit->setFont(mono);
+    auto* l = new QVBoxLayout(box);
+    l->addWidget(edit);
+    return box;
+  };
+  auto* panes = new QSplitter(Qt::Horizontal);
+  panes->addWidget(pane(tr("Unsteered"), QStringLiteral("steeringUnsteered"), unsteered_));
+  panes->addWidget(pane(tr("Steered"), QStringLiteral("steeringSteered"), steered_));
+
+  auto* layout = new QVBoxLayout(this);
+  layout->addLayout(controls);
+  layout->addWidget(status_);
+  layout->addWidget(panes, 1);
+
+  connect(alphaSlider_, &QSlider::valueChanged, this, [this](int v) {
+    const QSignalBlocker block(alpha_);
+    alpha_->setValue(v / kAlphaSliderScale);
+  });
+  connect(alpha_, &QDoubleSpinBox::valueChanged, this, [this](double v) {
+    const QSignalBlocker block(alphaSlider_);
+    alphaSlider_->setValue(static_cast<int>(std::lround(v * kAlphaSliderScale)));
+  });
+  setAlpha(4.0);
+  connect(generate_, &QPushButton::clicked, this, &SteeringPage::generate);
+  connect(prompt_, &QLineEdit::returnPressed, this, &SteeringPage::generate);
+  connect(&describeWatcher_, &QFutureWatcherBase::finished, this, &SteeringPage::onDescribed);
+  connect(&generateWatcher_, &QFutureWatcherBase::finished, this, &SteeringPage::onGenerated);
+}
+
+SteeringPage::~SteeringPage() { pool_.waitForDone(); }
+
+void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec) {
+  modelPath_ = gptModelPath;
+  dataSpec_ = dataSpec.isEmpty() ? QStringLiteral("fortunes") : dataSpec;
+  layers_ = experts_ = 0;
+  unsteered_->clear();
+  steered_->clear();
+  generate_->setEnabled(false);
+  status_->setText(tr("Reading %1 …").arg(gptModelPath));
+  const int generation = ++describeGeneration_;
+  const auto path = gptModelPath.toStdString();
+  describeWatcher_.setFuture(QtConcurrent::run(&pool_, [path, generation] {
+    auto out = std::make_shared<Outcome>();
+    out->generation = generation;
+    try {
+      const auto summary = analysis::describe_gpt(path);
+      out->layers = static_cast<int>(summary.n_layer);
+      out->experts = static_cast<int>(summary.experts);
+    } catch (const std::exception& e) {
+      out->error = QString::fromUtf8(e.what());
+    }
+    return out;
+  }));
+}
+
+void SteeringPage::onDescribed() {
+  const auto out = describeWatcher_.result();
+  if (out->generation != describeGeneration_) return;  // a newer setModel is on its way
+  if (!out->error.isEmpty()) {
+    status_->setText(tr("Cannot steer this model: %1").arg(out->error));
+    Q_EMIT failed(out->error);
+    return;
+  }
+  layers_ = out->layers;
+  experts_ = out->experts;
+  {
+    const QSignalBlocker block(layer_);
+    layer_->clear();
+    for (int l = 0; l < layers_; ++l) layer_->addItem(layerName(l));
+    layer_->setCurrentIndex(pendingLayer_ >= 0 && pendingLayer_ < layers_ ? pendingLayer_ : layers_ - 1);
+  }
+  expert_->setRange(0, std::max(0, experts_ - 1));
+  if (pendingExpert_ >= 0) expert_->setValue(pendingExpert_);
+  generate_->setEnabled(!busy_);
+  status_->setText(tr("%1: %2 μMoE layers × %3 experts; centres from %4").arg(modelPath_).arg(layers_).arg(experts_).arg(dataSpec_));
+  Q_EMIT modelLoaded(layers_, experts_);
+}
+
+void SteeringPage::setCachePath(const QString& path) { cachePath_ = path; }
+
+void SteeringPage::setLayer(int layer) {
+  pendingLayer_ = layer;
+  if (layer >= 0 && layer < layer_->count()) layer_->setCurrentIndex(layer);
+}
+
+void SteeringPage::setExpert(int expert) {
+  pendingExpert_ = expert;
+  expert_->setValue(expert);
+}
+
+void SteeringPage::setAlpha(double alpha) { alpha_->setValue(alpha); }
+void SteeringPage::setPrompt(const QString& prompt) { prompt_->setText(prompt); }
+void SteeringPage::setTokenCount(int tokens) { tokens_->setValue(tokens); }
+void SteeringPage::setSeed(int seed) { seed_->setValue(seed); }
+bool SteeringPage::isBusy() const { return busy_; }
+QString SteeringPage::unsteeredText() const { return unsteered_->toPlainText(); }
+QString SteeringPage::steeredText() const { return steered_->toPlainText(); }
+QString SteeringPage::statusText() const { return status_->text(); }
+
+void SteeringPage::setBusy(bool busy) {
+  if (busy_ == busy) return;
+  busy_ = busy;
+  generate_->setEnabled(!busy && layers_ > 0);
+  Q_EMIT busyChanged(busy);
+}
+
+void SteeringPage::generate() {
+  if (busy_ || layers_ == 0 || modelPath_.isEmpty()) return;
+  analysis::SteeringRequest request;
+  request.expert = expert_->value();
+  request.alpha = alpha_->value();
+  request.prompt = prompt_->text().toStdString();
+  request.tokens = tokens_->value();
+  request.seed = static_cast<uint64_t>(seed_->value());
+  request.centre.threshold = threshold_->value();
+  request.site = analysis::parse_steering_site(site_->currentData().toString().toStdString());
+  const int layer = layer_->currentIndex();
+  const auto model = modelPath_.toStdString(), data = dataSpec_.toStdString(), cache = cachePath_.toStdString();
+  setBusy(true);
+  status_->setText(tr("Generating %1 bytes twice (layer %2, expert %3, α = %4) …")
+                       .arg(request.tokens)
+                       .arg(layer)
+                       .arg(request.expert)
+                       .arg(request.alpha));
+  auto worker = worker_;
+  generateWatcher_.setFuture(QtConcurrent::run(&pool_, [worker, request, layer, model, data, cache] {
+    auto out = std::make_shared<Outcome>();
+    try {
+      if (!worker->session || worker->model != model || worker->data != data || worker->cache != cache ||
+          worker->layer != layer) {
+        worker->session.reset();
+        analysis::TextSessionOptions o;
+        o.model_path = model;
+        o.data_spec = data;
+        o.layer = std::to_string(layer);
+        o.cache_path = cache;
+        worker->session = analysis::TextAnalysisSession::open(o);
+        worker->model = model;
+        worker->data = data;
+        worker->cache = cache;
+        worker->layer = layer;
+      }
+      worker->session->extract();  // a lookup once the layer is in the cache
+      const auto r = worker->session->steer(request);
+      const auto prompt = QString::fromStdString(request.prompt);
+      out->unsteered = prompt + QString::fromUtf8(r.unsteered.data(), static_cast<qsizetype>(r.unsteered.size()));
+      out->steered = prompt + QString::fromUtf8(r.steered.data(), static_cast<qsizetype>(r.steered.size()));
+      out->info = QObject::tr("%1, expert %2: centre = mean input of %3 tokens with a_n ≥ %4, |c| = %5; α = %6; %7 "
+                              "(%8 s)")
+                      .arg(QString::fromStdString(r.layer_name))
+                      .arg(request.expert)
+                      .arg(r.vector.tokens_used)
+                      .arg(request.centre.threshold)
+                      .arg(r.vector.norm, 0, 'f', 3)
+                      .arg(request.alpha)
+                      .arg(r.first_difference < 0
+                               ? QObject::tr("the texts are identical")
+                               : QObject::tr("first difference at byte %1").arg(r.first_difference))
+                      .arg(r.seconds, 0, 'f', 2);
+    } catch (const std::exception& e) {
+      out->error = QString::fromUtf8(e.what());
+    }
+    return out;
+  }));
+}
+
+void SteeringPage::onGenerated() {
+  const auto out = generateWatcher_.result();
+  setBusy(false);
+  if (!out->error.isEmpty()) {
+    status_->setText(tr("Steering failed: %1").arg(out->error));
+    Q_EMIT failed(out->error);
+    return;
+  }
+  unsteered_->setPlainText(out->unsteered);
+  steered_->setPlainText(out->steered);
+  status_->setText(out->info);
+  Q_EMIT generationFinished(out->unsteered, out->steered);
+}
+
+}  // namespace mumoe::ui

@@ -1,0 +1,117 @@
+// TokenPage: the token view of a μMoE GPT (analysis/text_analysis_session.h on the page's own
+// worker thread): a layer picker, the experts of that MLP block (load, support, mean a_n), the
+// selected expert's token gallery — each token drawn inside its context with the token
+// highlighted (TokenGalleryModel + TokenContextDelegate), a seeded random draw among a_n ≥
+// threshold or the top-ranked tokens — and click-to-ablate (double-click an expert, or Ablate)
+// with the next-token accuracy and loss before and after.
+#pragma once
+
+#include <QAbstractListModel>
+#include <QStyledItemDelegate>
+#include <QWidget>
+
+#include <memory>
+
+#include "analysis/lm_ablation_results.h"
+#include "analysis/token_gallery.h"
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QListView;
+class QPushButton;
+class QTableWidget;
+class QStackedWidget;
+
+namespace mumoe::ui {
+
+class WorkerQueue;
+
+/// One row per gallery item; DisplayRole is "before«token»after".
+class TokenGalleryModel : public QAbstractListModel {
+  Q_OBJECT
+
+ public:
+  enum Role { BeforeRole = Qt::UserRole + 1, TokenRole, AfterRole, CoefficientRole, PositionRole, CorrectRole };
+  using QAbstractListModel::QAbstractListModel;
+  void setGallery(const analysis::TokenGallery& gallery);
+  const analysis::TokenGallery& gallery() const { return gallery_; }
+  int rowCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role) const override;
+
+ private:
+  analysis::TokenGallery gallery_;
+};
+
+/// Draws a_n, then the context with the token on a highlighted background, one line per item.
+class TokenContextDelegate : public QStyledItemDelegate {
+  Q_OBJECT
+
+ public:
+  using QStyledItemDelegate::QStyledItemDelegate;
+  void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
+};
+
+class TokenPage : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit TokenPage(QWidget* parent = nullptr);
+  ~TokenPage() override;
+
+  /// Opens `modelPath` (a μMoE GPT) on its validation split; `layers` are its μMoE layers.
+  void open(const QString& modelPath, const QStringList& layers, const QString& cachePath = {});
+  void showNote(const QString& html);
+  bool hasSession() const { return hasSession_; }
+  void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
+
+  QComboBox* layerCombo() const { return layer_; }
+  QTableWidget* expertTable() const { return experts_; }
+  QListView* galleryView() const { return gallery_; }
+  TokenGalleryModel* galleryModel() const { return model_; }
+  QComboBox* orderCombo() const { return order_; }
+  QLabel* ablationLabel() const { return ablation_; }
+  WorkerQueue* worker() const { return worker_; }
+  qint64 currentExpert() const;
+  void selectExpert(qint64 expert);
+  void ablate(qint64 expert);
+  const analysis::LmAblationReport* lastAblation() const { return hasAblation_ ? &ablationReport_ : nullptr; }
+
+ Q_SIGNALS:
+  void opened();
+  void galleryReady();
+  void ablationReady();
+  void failed(const QString& task, const QString& message);
+
+ private:
+  struct Slot;
+  void openLayer();
+  void requestGallery();
+  void reportError(const QString& task, const QString& message);
+
+  WorkerQueue* worker_ = nullptr;
+  std::shared_ptr<Slot> slot_;
+  QString modelPath_, cachePath_;
+  bool hasSession_ = false;
+  bool errorDialogs_ = true;
+  bool hasAblation_ = false;
+  analysis::LmAblationReport ablationReport_;
+  uint64_t seed_ = 0;
+
+  QStackedWidget* stack_ = nullptr;
+  QLabel* note_ = nullptr;
+  QLabel* header_ = nullptr;
+  QComboBox* layer_ = nullptr;
+  QTableWidget* experts_ = nullptr;
+  QComboBox* order_ = nullptr;
+  QDoubleSpinBox* threshold_ = nullptr;
+  QPushButton* shuffle_ = nullptr;
+  QPushButton* ablateButton_ = nullptr;
+  QLabel* galleryTitle_ = nullptr;
+  QListView* gallery_ = nullptr;
+  TokenGalleryModel* model_ = nullptr;
+  QLabel* ablation_ = nullptr;
+};
+
+}  // namespace mumoe::ui

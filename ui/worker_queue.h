@@ -1,0 +1,55 @@
+// WorkerQueue: one private worker thread for a page's core session (the bias session, the text
+// analysis session) — the SessionController pattern in a reusable form. Jobs run on the worker
+// one at a time, in order; each returns a continuation that runs on the GUI thread. cancel()
+// flips a flag that long jobs poll (their core callbacks then throw mumoe::Cancelled) and drops
+// queued cancellable jobs; invalidate() drops the answers of everything submitted before it (a
+// replaced session). Errors come back as failed(task, message).
+#pragma once
+
+#include <QObject>
+#include <QString>
+#include <QThreadPool>
+
+#include <atomic>
+#include <functional>
+
+namespace mumoe::ui {
+
+class WorkerQueue : public QObject {
+  Q_OBJECT
+
+ public:
+  /// Runs on the GUI thread with the request-to-answer latency in ms.
+  using Deliver = std::function<void(double latencyMs)>;
+  /// Runs on the worker; `cancelled` polls the cancel flag. Throws to fail the job.
+  using Job = std::function<Deliver(const std::function<bool()>& cancelled)>;
+
+  explicit WorkerQueue(QObject* parent = nullptr);
+  ~WorkerQueue() override;  ///< cancels and waits for the running job
+
+  /// `visible`: counts for busyChanged (the status bar's progress).
+  void submit(const QString& task, Job job, bool cancellable = true, bool visible = true);
+  /// Thread-safe: reports progress of a long job (from the worker).
+  void postProgress(const QString& task, qint64 done, qint64 total, double etaSeconds = -1);
+  void cancel() { ++cancelEpoch_; }
+  void invalidate() { ++generation_; }
+  bool isBusy() const { return visiblePending_ > 0; }
+  int pending() const { return pending_; }
+  /// Blocks until every queued job has finished and its answer is delivered (tests, shutdown).
+  void waitForIdle();
+
+ Q_SIGNALS:
+  void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);
+  void busyChanged(bool busy);
+  void failed(const QString& task, const QString& message);
+  void cancelled(const QString& task);
+
+ private:
+  QThreadPool pool_;
+  std::atomic<int> cancelEpoch_{0};
+  int generation_ = 0;
+  int pending_ = 0;
+  int visiblePending_ = 0;
+};
+
+}  // namespace mumoe::ui
