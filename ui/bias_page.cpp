@@ -360,7 +360,7 @@ void BiasPage::showNote(const QString& html) {
 }
 
 void BiasPage::open(const QString& modelPath, const QString& testSpec, const QString& trainSpec,
-                    const QString& sessionDb) {
+                    const QString& sessionDb, const QString& cachePath) {
   worker_->cancel();
   worker_->invalidate();
   hasSession_ = false;
@@ -380,6 +380,7 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
   options.test_spec = testSpec.toStdString();
   options.train_spec = trainSpec.toStdString();
   options.session_db = sessionDb.toStdString();
+  options.cache_path = cachePath.toStdString();
   auto slot = slot_;
   worker_->submit(QStringLiteral("bias"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;

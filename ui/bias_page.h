@@ -59,7 +59,10 @@ class BiasPage : public QWidget {
   ~BiasPage() override;
 
   /// Opens the bias session on the worker (progress through worker()); opened() or failed().
-  void open(const QString& modelPath, const QString& testSpec, const QString& trainSpec, const QString& sessionDb = {});
+  /// `cachePath`: the analysis cache that keeps the layer's per-sample arrays ("" = the default),
+  /// so that reopening the same model and data is a cache read.
+  void open(const QString& modelPath, const QString& testSpec, const QString& trainSpec, const QString& sessionDb = {},
+            const QString& cachePath = {});
   /// No session: shows `html` (e.g. why a multi-class model has no bias page) instead.
   void showNote(const QString& html);
   bool hasSession() const { return hasSession_; }

@@ -415,7 +415,7 @@ void MainWindow::startBias() {
   const QString cache = controller_->cachePath();
   const QString db = cache.isEmpty() ? QString() : QFileInfo(cache).absolutePath() + QStringLiteral("/edits.sqlite");
   statusLabel_->setText(tr("Opening %1 for bias correction on %2 (training split %3)…").arg(currentPath_, test, train));
-  bias_->open(currentPath_, test, train, db);
+  bias_->open(currentPath_, test, train, db, cache);
 }
 
 void MainWindow::startAnalysis() {

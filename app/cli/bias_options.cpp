@@ -7,6 +7,9 @@
 #include <iostream>
 
 #include "data/dataset.h"
+#ifdef MUMOE_WITH_ANALYSIS
+#include "editing/cached_bias_study.h"
+#endif
 #include "io/errors.h"
 #include "model/classifier_model.h"
 
@@ -26,6 +29,8 @@ void BiasCliOptions::add_to(CLI::App* app, bool with_train) {
                     "Training data SPEC that defines the subpopulation's mean coefficients "
                     "(default: --data with :test replaced by :train)");
   app->add_option("--device", device, "cpu (default) or cuda[:N] for the backbone");
+  app->add_option("--cache", cache, "Analysis cache that keeps the layer's per-sample arrays (default: the user cache)");
+  app->add_flag("--no-cache", no_cache, "Compute everything afresh and store nothing");
   app->add_flag("--json", json, "Print JSON");
   app->add_flag("--quiet", quiet, "No progress on stderr");
 }
@@ -74,7 +79,15 @@ editing::BiasStudy open_bias_study(const BiasCliOptions& o, bool with_train,
     return !interrupted.load();
   };
   try {
+#ifdef MUMOE_WITH_ANALYSIS
+    // Through the analysis cache: the second command on the same model and data reads it.
+    auto study = o.no_cache ? editing::BiasStudy::create(std::move(model), std::move(train), std::move(test), o.device,
+                                                         progress)
+                            : editing::open_cached_bias_study(o.model, std::move(train), std::move(test), o.cache,
+                                                              o.device, progress);
+#else
     auto study = editing::BiasStudy::create(std::move(model), std::move(train), std::move(test), o.device, progress);
+#endif
     std::signal(SIGINT, previous);
     return study;
   } catch (...) {

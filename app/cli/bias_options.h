@@ -16,6 +16,8 @@ struct BiasCliOptions {
   std::string data = "biased-fmnist:test";  ///< where metrics are measured
   std::string train_data;                   ///< "" = data with ":test" → ":train"
   std::string device = "cpu";
+  std::string cache;      ///< analysis cache file ("" = cache::default_cache_path())
+  bool no_cache = false;  ///< compute the study directly, store nothing
   bool json = false;
   bool quiet = false;
 

@@ -10,6 +10,7 @@
 #include "cache/analysis_cache.h"
 #include "data/dataset.h"
 #include "editing/bias_study.h"
+#include "editing/cached_bias_study.h"
 #include "editing/edit_session_store.h"
 #include "editing/model_export.h"
 #include "io/errors.h"
@@ -42,11 +43,12 @@ BiasSession::~BiasSession() = default;
 std::unique_ptr<BiasSession> BiasSession::open(const BiasSessionOptions& options, const BiasProgress& progress) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
-  const auto file = model::ModelFile::load(options.model_path);
-  auto model = model::ClassifierModel::load(file);
-  if (!model.multilabel())
-    throw UsageError(options.model_path + " is a multi-class model: bias correction works on multi-label models "
-                     "(one binary output per attribute)");
+  {
+    const auto file = model::ModelFile::load(options.model_path);
+    if (file.manifest().task != model::kMultiLabel)
+      throw UsageError(options.model_path + " is a multi-class model: bias correction works on multi-label models "
+                       "(one binary output per attribute)");
+  }
   auto test = data::load_dataset(options.test_spec);
   auto train = data::load_dataset(options.train_spec);
   // Edits for the session database first: a broken database fails fast, before the slow study.
@@ -57,7 +59,8 @@ std::unique_ptr<BiasSession> BiasSession::open(const BiasSessionOptions& options
   impl->store = EditSessionStore::open(impl->db_path);
   impl->hash = analysis::hash_file(options.model_path);
   if (auto stored = impl->store->load(impl->hash)) impl->stack = stored->stack;
-  impl->study.emplace(BiasStudy::create(std::move(model), std::move(train), std::move(test), options.device, progress));
+  impl->study.emplace(open_cached_bias_study(options.model_path, std::move(train), std::move(test), options.cache_path,
+                                             options.device, progress));
   return std::unique_ptr<BiasSession>(new BiasSession(std::move(impl)));
 }
 

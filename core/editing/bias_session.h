@@ -34,6 +34,9 @@ struct BiasSessionOptions {
   /// The edit session database; "" = "edits.sqlite" beside the analysis cache
   /// (the directory of cache::default_cache_path(), which honours $MUMOE_CACHE).
   std::string session_db;
+  /// The analysis cache that keeps each split's layer inputs, coefficients and outputs, so that a
+  /// reopened session is a cache read ("" = cache::default_cache_path()).
+  std::string cache_path;
 };
 
 /// (samples done, samples total) while the layer's inputs are computed; false cancels

@@ -98,6 +98,26 @@ BiasStudy BiasStudy::create(model::ClassifierModel model, data::Dataset train, d
   return study;
 }
 
+BiasStudy BiasStudy::from_arrays(model::ClassifierModel model, SplitArrays train, SplitArrays test) {
+  if (!model.multilabel()) throw UsageError("bias correction works on multi-label models");
+  const auto& config = model.layer()->config();
+  for (const auto* s : {&train, &test}) {
+    if (!s->coefficients.defined()) {
+      if (s == &test) throw UsageError("a bias study needs the test split");
+      continue;
+    }
+    const auto n = s->coefficients.size(0);
+    if (s->coefficients.size(1) != config.expert_dims[0] || s->logits.size(1) != config.final_output_dim() ||
+        s->logits.size(0) != n || s->targets.size(0) != n || s->attributes.size(0) != n ||
+        s->targets.size(1) != config.final_output_dim())
+      throw UsageError("bias study arrays of " + s->identity + " do not match the model's layer");
+  }
+  BiasStudy study(std::move(model));
+  study.train_ = std::move(train);
+  study.test_ = std::move(test);
+  return study;
+}
+
 int64_t BiasStudy::output_index(const std::string& target) const {
   const auto& names = target_names();
   const auto it = std::find(names.begin(), names.end(), target);

@@ -44,6 +44,10 @@ class BiasStudy {
   static BiasStudy create(model::ClassifierModel model, data::Dataset train, data::Dataset test,
                           const std::string& device = "cpu", const StudyProgress& progress = {});
 
+  /// A study from arrays computed elsewhere (the analysis cache: cached_bias_study.h). Both
+  /// splits must have the model's outputs, first-mode experts and targets; throws UsageError.
+  static BiasStudy from_arrays(model::ClassifierModel model, SplitArrays train, SplitArrays test);
+
   const model::ClassifierModel& model() const { return model_; }
   const SplitArrays& train() const { return train_; }
   const SplitArrays& test() const { return test_; }
