@@ -3,7 +3,8 @@
 # ablation of the bundled demo model on Fashion-MNIST's test set; bias of demo 2
 # (biased-fmnist.mumoe.safetensors, the proposed edit of long_sleeves for frame=1 with the blind
 # threshold beside it; computing the study takes about a minute on two cores); tokens of the demo
-# GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated). Uses
+# GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated);
+# compare, when scripts/sweep-experts.sh has left its heads in build/sweep (read from its cache). Uses
 # the default analysis cache and a throw-away settings directory, so the user's window layout
 # does not show.
 #
@@ -29,4 +30,12 @@ for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortu
     grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
   [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
+sweep=build/sweep
+if [[ -f $sweep/test.safetensors ]] && compgen -G "$sweep/head-*.safetensors" >/dev/null; then
+  MUMOE_CACHE=$sweep/analysis.sqlite "$studio" --screenshot "$out/compare.png" --view compare --size 1400x860 \
+    --data "features:$sweep/test.safetensors" "$sweep"/head-entmax15-*.safetensors "$sweep"/head-softmax-*.safetensors 2>&1 |
+    grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+else
+  echo "screenshots.sh: no expert-count sweep in $sweep (scripts/sweep-experts.sh); compare.png left as it is"
+fi
 echo "screenshots in $out/"

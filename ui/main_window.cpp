@@ -39,6 +39,7 @@
 #include "ablation_chart.h"
 #include "bias_page.h"
 #include "editing/bias_session.h"
+#include "model_comparison_page.h"
 #include "steering_page.h"
 #include "token_page.h"
 #include "worker_queue.h"
@@ -128,6 +129,8 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   steering_ = new SteeringPage;
   steering_->setEnabled(false);  // until a GPT is opened
   tabs_->addTab(steering_, tr("Steering"));
+  comparison_ = new ModelComparisonPage;
+  tabs_->addTab(comparison_, tr("Compare"));
   setCentralWidget(tabs_);
 
   connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { showLayerDetails(); });
@@ -137,6 +140,7 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   connectController();
   connectWorker(bias_->worker());
   connectWorker(tokens_->worker());
+  connectWorker(comparison_->worker());
   connect(bias_, &BiasPage::opened, this, [this] {
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });
@@ -212,6 +216,8 @@ void MainWindow::buildActions() {
   view->addAction(tr("&Tokens"), this, [this] { showPage(Page::Tokens); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_5));
   view->addAction(tr("&Steering"), this, [this] { showPage(Page::Steering); })
       ->setShortcut(QKeySequence(Qt::ALT | Qt::Key_6));
+  view->addAction(tr("&Compare Models"), this, [this] { showPage(Page::Compare); })
+      ->setShortcut(QKeySequence(Qt::ALT | Qt::Key_7));
   view->addSeparator();
   auto* hideDead = view->addAction(tr("&Hide Dead Experts"));
   hideDead->setCheckable(true);
@@ -460,7 +466,9 @@ void MainWindow::startAnalysis() {
   tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is an image classifier; the token view is for μMoE GPTs (e.g. the bundled "
                        "<code>gpt-fortunes.mumoe.safetensors</code>).</p>")
                         .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
-  if (tabs_->currentIndex() >= int(Page::Bias)) showPage(Page::Experts);
+  // The Bias, Tokens and Steering pages do not apply to a multi-class classifier; Compare does.
+  const int page = tabs_->currentIndex();
+  if (page >= int(Page::Bias) && page <= int(Page::Steering)) showPage(Page::Experts);
   const auto& layers = overview_->summary().layers;
   // A model with several μMoE layers: the one selected on the Model page.
   QString layer;
@@ -480,6 +488,7 @@ void MainWindow::startAnalysis() {
   classNames_.clear();
   statusLabel_->setText(tr("Opening %1 on %2…").arg(currentPath_, dataSpec()));
   controller_->open(currentPath_, dataSpec(), layer);
+  comparison_->setData(dataSpec(), controller_->cachePath());
 }
 
 void MainWindow::onSessionOpened(const SessionInfo& info) {
@@ -558,6 +567,7 @@ bool MainWindow::exportCurrentView(const QString& path) {
     case Page::Bias: widget = bias_; break;
     case Page::Tokens: widget = tokens_; break;
     case Page::Steering: widget = steering_; break;
+    case Page::Compare: widget = comparison_->chartView(); break;
     case Page::Ablation:
       widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_->chartView())
                                                                         : sweepChart_->chartView();

@@ -6,6 +6,7 @@
 //   * Bias     — bias correction of a multi-label model (BiasPage, its own worker thread);
 //   * Tokens   — token galleries and ablation of a μMoE GPT's MLP blocks (TokenPage).
 //   * Steering — a GPT's text steered by one expert's cluster centre, beside the unsteered text.
+//   * Compare  — mean polysemanticity vs N across several models (ModelComparisonPage).
 // Multi-label models open on the Bias page and GPTs on the Tokens page (the expert analysis of
 // the Experts/Ablation pages is for multi-class classifiers; those pages then say so).
 // Everything heavy goes through the SessionController (one worker thread, progress with ETA
@@ -36,6 +37,7 @@ class AblationChart;
 class BiasPage;
 class TokenPage;
 class SteeringPage;
+class ModelComparisonPage;
 class WorkerQueue;
 class ExpertsPage;
 class ModelOverviewModel;
@@ -49,7 +51,7 @@ class MainWindow : public QMainWindow {
   Q_OBJECT
 
  public:
-  enum class Page { Model, Experts, Ablation, Bias, Tokens, Steering };
+  enum class Page { Model, Experts, Ablation, Bias, Tokens, Steering, Compare };
   enum class Kind { MultiClass, MultiLabel, Gpt };
 
   /// `demoModelPath` is what File ▸ Open Demo Model opens ("" hides the action).
@@ -87,6 +89,7 @@ class MainWindow : public QMainWindow {
   BiasPage* biasPage() const { return bias_; }
   TokenPage* tokenPage() const { return tokens_; }
   SteeringPage* steeringPage() const { return steering_; }
+  ModelComparisonPage* comparisonPage() const { return comparison_; }
   ModelOverviewModel* overviewModel() const { return overview_; }
   QTableView* layerTable() const { return table_; }
   QTextBrowser* detailsView() const { return details_; }
@@ -159,6 +162,7 @@ class MainWindow : public QMainWindow {
   BiasPage* bias_ = nullptr;
   TokenPage* tokens_ = nullptr;
   SteeringPage* steering_ = nullptr;
+  ModelComparisonPage* comparison_ = nullptr;
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;
   void startBias();

@@ -13,6 +13,7 @@
 #include "gallery_model.h"
 #include "gallery_view.h"
 #include "main_window.h"
+#include "model_comparison_page.h"
 #include "sample_detail.h"
 #include "session_controller.h"
 #include "sweep_chart.h"
@@ -27,6 +28,7 @@ std::optional<StudioView> parseStudioView(const QString& name) {
   if (n == QLatin1String("ablation")) return StudioView::Ablation;
   if (n == QLatin1String("bias")) return StudioView::Bias;
   if (n == QLatin1String("tokens")) return StudioView::Tokens;
+  if (n == QLatin1String("compare")) return StudioView::Compare;
   return std::nullopt;
 }
 
@@ -42,7 +44,8 @@ ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString 
           [this] { finish(2, tr("timed out after %1 s waiting for the view's data").arg(timeout_.interval() / 1000)); });
 }
 
-void ScreenshotDriver::start(const QString& modelPath) {
+void ScreenshotDriver::start(const QString& modelPath, const QStringList& compared) {
+  compared_ = compared.isEmpty() ? QStringList{modelPath} : compared;
   if (!studioViewAvailable(view_)) {
     QTimer::singleShot(0, this, [this] {
       finish(3, tr("the %1 view is not yet available").arg(view_ == StudioView::Bias ? QStringLiteral("bias")
@@ -79,12 +82,14 @@ void ScreenshotDriver::start(const QString& modelPath) {
     page->ablate(page->currentExpert());
   });
   connect(window_->tokenPage(), &TokenPage::ablationReady, this, [this] { ablationSeen_ = true; });
+  connect(window_->comparisonPage(), &ModelComparisonPage::modelCompared, this, [this] { ++comparedSeen_; });
   clock_.start();
   timeout_.start();
   window_->showPage(view_ == StudioView::Model     ? MainWindow::Page::Model
                     : view_ == StudioView::Gallery ? MainWindow::Page::Experts
                     : view_ == StudioView::Bias    ? MainWindow::Page::Bias
                     : view_ == StudioView::Tokens  ? MainWindow::Page::Tokens
+                    : view_ == StudioView::Compare ? MainWindow::Page::Compare
                                                    : MainWindow::Page::Ablation);
   if (!window_->openModel(modelPath)) {
     const QString error = window_->lastError();
@@ -106,6 +111,11 @@ void ScreenshotDriver::onStatistics() {
       bestLoad = e.load;
     }
   expert_ = best;
+  if (view_ == StudioView::Compare) {
+    // The model is open, so the page has its data SPEC and cache.
+    window_->comparisonPage()->addModels(compared_);
+    return;
+  }
   if (expert_ < 0 || view_ == StudioView::Model) return;
   window_->expertsPage()->table()->sortByColumn(ExpertTableModel::Load, Qt::DescendingOrder);
   window_->expertsPage()->selectExpert(expert_);
@@ -121,6 +131,8 @@ bool ScreenshotDriver::ready() {
   if (!statisticsSeen_ || window_->controller()->isBusy()) return false;
   switch (view_) {
     case StudioView::Model: return true;
+    case StudioView::Compare:
+      return comparedSeen_ == compared_.size() && window_->comparisonPage()->worker()->pending() == 0;
     case StudioView::Gallery: {
       auto* gallery = window_->expertsPage()->gallery();
       window_->grab();  // paints: visible cells ask for their thumbnails

@@ -4,7 +4,7 @@
 // until every visible thumbnail and chart has its data, renders the window and writes FILE.
 // bias: the bias page of a multi-label model (demo 2) with the proposed edit and the blind
 // threshold compared; tokens: the token view of a μMoE GPT, the most loaded expert's gallery
-// and its ablation.
+// and its ablation; compare: the Compare page with every model given (the first is opened too).
 #pragma once
 
 #include <QElapsedTimer>
@@ -18,9 +18,9 @@ namespace mumoe::ui {
 
 class MainWindow;
 
-enum class StudioView { Model, Gallery, Ablation, Bias, Tokens };
+enum class StudioView { Model, Gallery, Ablation, Bias, Tokens, Compare };
 
-/// "model", "gallery", "ablation", "bias", "tokens"; nullopt for anything else.
+/// "model", "gallery", "ablation", "bias", "tokens", "compare"; nullopt for anything else.
 std::optional<StudioView> parseStudioView(const QString& name);
 /// Every view is available now (kept for callers that ask).
 bool studioViewAvailable(StudioView view);
@@ -31,8 +31,9 @@ class ScreenshotDriver : public QObject {
  public:
   ScreenshotDriver(MainWindow* window, StudioView view, QString outputPath, int timeoutMs = 180'000,
                    QObject* parent = nullptr);
-  /// Opens `modelPath` and goes; finished() follows exactly once.
-  void start(const QString& modelPath);
+  /// Opens `modelPath` and goes; finished() follows exactly once. The compare view also adds
+  /// `compared` (which should include `modelPath`) to the Compare page once the model is open.
+  void start(const QString& modelPath, const QStringList& compared = {});
 
  Q_SIGNALS:
   /// exitCode 0: written; otherwise message says what went wrong.
@@ -59,6 +60,8 @@ class ScreenshotDriver : public QObject {
   bool comparisonSeen_ = false;
   bool tokenAblated_ = false;
   int stableTicks_ = 0;
+  QStringList compared_;
+  int comparedSeen_ = 0;
 };
 
 }  // namespace mumoe::ui

@@ -4,7 +4,8 @@
 //   mumoe-studio --data SPEC [MODEL]                  … on another data set (default: the last used)
 //   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation,
 //                                                     bias — a multi-label model such as demo 2 —,
-//                                                     tokens — a μMoE GPT) offscreen to FILE (PNG)
+//                                                     tokens — a μMoE GPT —, compare — every MODEL
+//                                                     given on the Compare page) offscreen to FILE (PNG)
 //                                                     once its data is there, and exit (0 written,
 //                                                     2 error)
 #include <QApplication>
@@ -47,14 +48,15 @@ int main(int argc, char** argv) {
                                 QStringLiteral("Render the view offscreen to FILE (PNG) once its data is there, and exit."),
                                 QStringLiteral("FILE"));
   QCommandLineOption view(QStringLiteral("view"),
-                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens."),
+                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens, compare (every MODEL given)."),
                           QStringLiteral("VIEW"), QStringLiteral("gallery"));
   QCommandLineOption data(QStringLiteral("data"), QStringLiteral("Data SPEC (default: the last used, fashion-mnist:test)."),
                           QStringLiteral("SPEC"));
   QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1400x860)."),
                           QStringLiteral("WxH"), QStringLiteral("1400x860"));
   parser.addOptions({screenshot, view, data, size});
-  parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("Model file to open (default: the demo)"));
+  parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("Model file to open (default: the demo); --view compare takes several"),
+                               QStringLiteral("[MODEL...]"));
   parser.process(app);
 
   const QString demo = demoModelPath();
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
     QTextStream err(stderr);
     const auto which = mumoe::ui::parseStudioView(parser.value(view));
     if (!which) {
-      err << "mumoe-studio: unknown view '" << parser.value(view) << "' (model, gallery, ablation, bias, tokens)\n";
+      err << "mumoe-studio: unknown view '" << parser.value(view) << "' (model, gallery, ablation, bias, tokens, compare)\n";
       return 1;
     }
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));
@@ -81,7 +83,7 @@ int main(int argc, char** argv) {
       err.flush();
       app.exit(exitCode);
     });
-    driver.start(model);
+    driver.start(model, parser.positionalArguments());
     app.exec();
     return code;
   }
