@@ -182,8 +182,7 @@ BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Sl
 }
 
 BiasPage::~BiasPage() {
-  worker_->cancel();
-  worker_->waitForIdle();
+  worker_->shutdown();  // the session dies with slot_ once the worker has let go of it
 }
 
 QWidget* BiasPage::buildControls() {
@@ -353,8 +352,18 @@ QWidget* BiasPage::buildResults() {
 
 void BiasPage::showNote(const QString& html) {
   worker_->cancel();
-  worker_->invalidate();
+  worker_->invalidate();  // answers in flight are dropped: nothing will clear these flags
+  evaluating_ = dirty_ = false;
   hasSession_ = false;
+  suppressCore_ = true;  // the edits belong to the session being released, not to a core stack
+  undo_->clear();
+  suppressCore_ = false;
+  // Release the session and its arrays (the model open now is of another kind).
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("close"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    slot->session.reset();
+    return {};
+  }, /*cancellable=*/false, /*visible=*/false);
   note_->setText(html);
   stackWidget_->setCurrentIndex(0);
 }
@@ -362,12 +371,13 @@ void BiasPage::showNote(const QString& html) {
 void BiasPage::open(const QString& modelPath, const QString& testSpec, const QString& trainSpec,
                     const QString& sessionDb, const QString& cachePath) {
   worker_->cancel();
-  worker_->invalidate();
+  worker_->invalidate();  // answers in flight are dropped: nothing will clear these flags
+  evaluating_ = dirty_ = false;
   hasSession_ = false;
   modelPath_ = modelPath;
   testSpec_ = testSpec;
   evaluation_.reset();
-  comparisons_.clear();
+  clearComparisons();
   suppressCore_ = true;
   undo_->clear();
   suppressCore_ = false;
@@ -480,7 +490,7 @@ std::optional<editing::BiasTask> BiasPage::currentTask(QString* error) const {
 void BiasPage::taskChanged() {
   if (!hasSession_) return;
   lambda_.reset();  // propose for the new task
-  comparisons_.clear();
+  clearComparisons();
   requestEvaluation();
 }
 
@@ -543,8 +553,10 @@ void BiasPage::submitEvaluation() {
         return [this, e, proposedNow](double ms) mutable {
           e.latencyMs = ms;
           evaluating_ = false;
-          if (proposedNow) {
-            proposed_ = e.edit.lambda;
+          if (proposedNow) proposed_ = e.edit.lambda;
+          // The proposal fills the slider only if the user has not moved it since (then their
+          // λ is queued: dirty_).
+          if (proposedNow && !lambda_) {
             lambda_ = e.edit.lambda;
             const bool b1 = lambdaSpin_->blockSignals(true), b2 = slider_->blockSignals(true);
             lambdaSpin_->setValue(e.edit.lambda);
@@ -656,7 +668,8 @@ void BiasPage::showEvaluation() {
                        .arg(QLocale().toString(static_cast<qlonglong>(rb.samples))));
 }
 
-void BiasPage::showComparison(const QString& name, const editing::VariantMetrics& metrics) {
+void BiasPage::showComparison(const QString& name, const editing::VariantMetrics& metrics, int epoch) {
+  if (epoch != comparisonEpoch_) return;  // computed for another task or edit stack
   comparisons_[name] = metrics;
   showEvaluation();
   Q_EMIT comparisonReady(name);
@@ -666,13 +679,14 @@ void BiasPage::compareBlind() {
   const auto task = currentTask();
   if (!task || !hasSession_) return;
   auto slot = slot_;
+  const int epoch = comparisonEpoch_;
   worker_->submit(QStringLiteral("blind threshold"),
-                  [this, slot, task = *task](const std::function<bool()>&) -> WorkerQueue::Deliver {
+                  [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
                     auto& session = slot->get();
                     auto applied = session.stack().applied();
                     applied.push_back(session.propose(task, std::nullopt, /*blind=*/true));
                     const auto m = session.evaluate(task, applied);
-                    return [this, m](double) { showComparison(tr("Blind threshold"), m); };
+                    return [this, m, epoch](double) { showComparison(tr("Blind threshold"), m, epoch); };
                   });
 }
 
@@ -680,13 +694,30 @@ void BiasPage::compareOversample() {
   const auto task = currentTask();
   if (!task || !hasSession_) return;
   auto slot = slot_;
+  const int epoch = comparisonEpoch_;
   worker_->postProgress(QStringLiteral("oversample"), 0, 0);
   worker_->submit(QStringLiteral("oversample"),
-                  [this, slot, task = *task](const std::function<bool()>&) -> WorkerQueue::Deliver {
+                  [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
                     int64_t factor = 0;
                     const auto m = slot->get().oversample(task, {}, &factor);
-                    return [this, m, factor](double) { showComparison(tr("Oversample ×%1").arg(factor), m); };
+                    return [this, m, factor, epoch](double) { showComparison(tr("Oversample ×%1").arg(factor), m, epoch); };
                   });
+}
+
+void BiasPage::clearComparisons() {
+  comparisons_.clear();
+  ++comparisonEpoch_;  // baselines still being computed belong to what was shown before
+}
+
+void BiasPage::resyncWithCore() {
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("read edits"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    const auto stack = slot->get().stack();
+    return [this, stack](double) {
+      setStack(stack);
+      seedUndoStack();
+    };
+  }, false, false);
 }
 
 void BiasPage::applyEdit() {
@@ -747,7 +778,7 @@ void BiasPage::setStack(const editing::EditStack& stack) {
   }
   exportButton_->setEnabled(hasSession_);
   if (changed) {
-    comparisons_.clear();
+    clearComparisons();
     requestEvaluation();  // "before" is the model with the applied edits
     Q_EMIT stackChanged();
   }
@@ -866,6 +897,10 @@ void BiasPage::reportError(const QString& task, const QString& message) {
     Q_EMIT exportFinished(false, message);
   } else {
     if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
+    // The undo stack moved before the core did; the core rolled back: show what it holds.
+    if (hasSession_ && (task == QLatin1String("apply edit") || task == QLatin1String("undo") ||
+                        task == QLatin1String("redo")))
+      resyncWithCore();
   }
   Q_EMIT failed(task, message);
 }

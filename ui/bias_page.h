@@ -121,7 +121,10 @@ class BiasPage : public QWidget {
   void requestEvaluation();
   void submitEvaluation();
   void showEvaluation();
-  void showComparison(const QString& name, const editing::VariantMetrics& metrics);
+  void showComparison(const QString& name, const editing::VariantMetrics& metrics, int epoch);
+  void clearComparisons();
+  /// After a failed apply/undo/redo: reads the core's edit stack back into the list and undo stack.
+  void resyncWithCore();
   void setStack(const editing::EditStack& stack);
   void seedUndoStack();
   void corePush(const editing::LogitEdit& edit);
@@ -148,6 +151,7 @@ class BiasPage : public QWidget {
   editing::EditStack stack_;
   QStringList targets_, attributes_;
   QMap<QString, editing::VariantMetrics> comparisons_;
+  int comparisonEpoch_ = 0;  ///< bumped when comparisons_ is cleared; stale baselines are dropped
 
   QStackedWidget* stackWidget_ = nullptr;
   QLabel* note_ = nullptr;

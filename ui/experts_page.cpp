@@ -22,6 +22,9 @@
 namespace mumoe::ui {
 
 ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(parent) {
+  layer_ = new QComboBox;
+  layer_->setToolTip(tr("μMoE layer whose experts are shown (picking another analyses it)"));
+  layer_->setVisible(false);
   mode_ = new QComboBox;
   mode_->setToolTip(tr("Expert mode (hierarchical layers have several)"));
   threshold_ = new QDoubleSpinBox;
@@ -41,6 +44,7 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
 
   auto* bar = new QHBoxLayout;
   bar->setContentsMargins(0, 0, 0, 0);
+  bar->addWidget(layer_);
   bar->addWidget(mode_);
   bar->addWidget(threshold_);
   bar->addWidget(filter_, 1);
@@ -86,6 +90,13 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   connect(filter_, &QLineEdit::textChanged, proxy_, &ExpertFilterProxy::setFilterText);
   connect(hideDead_, &QCheckBox::toggled, proxy_, &ExpertFilterProxy::setHideDead);
   connect(mode_, &QComboBox::activated, this, [this] { Q_EMIT statisticsWanted(mode(), threshold()); });
+  connect(layer_, &QComboBox::activated, this, [this] {
+    // Compared with the last layer asked for, not the last one opened: after a failed or
+    // cancelled open, picking the previous layer again must reopen it.
+    if (layer() == requestedLayer_) return;
+    requestedLayer_ = layer();
+    Q_EMIT layerWanted(requestedLayer_);
+  });
   connect(threshold_, &QDoubleSpinBox::editingFinished, this, [this] {
     if (model_->rowCount() > 0 && threshold() != model_->statistics().threshold) Q_EMIT statisticsWanted(mode(), threshold());
   });
@@ -105,8 +116,13 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   clear();
 }
 
-void ExpertsPage::setSession(const SessionInfo& info) {
+void ExpertsPage::setSession(const SessionInfo& info, const QStringList& layers) {
   classNames_ = info.classNames;
+  requestedLayer_ = info.layer;
+  layer_->clear();
+  for (const QString& name : layers) layer_->addItem(tr("Layer %1").arg(name), name);
+  layer_->setCurrentIndex(std::max(0, layer_->findData(info.layer)));
+  layer_->setVisible(layers.size() > 1);
   mode_->clear();
   for (int m = 0; m < info.expertDims.size(); ++m)
     mode_->addItem(tr("Mode %1 · %2 experts").arg(m).arg(info.expertDims[m]), m);
@@ -151,6 +167,7 @@ void ExpertsPage::updateSummary() {
 }
 
 qint64 ExpertsPage::mode() const { return std::max(0, mode_->currentIndex()); }
+QString ExpertsPage::layer() const { return layer_->currentData().toString(); }
 double ExpertsPage::threshold() const { return threshold_->value(); }
 
 qint64 ExpertsPage::currentExpert() const {

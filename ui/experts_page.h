@@ -33,8 +33,9 @@ class ExpertsPage : public QWidget {
  public:
   explicit ExpertsPage(ThumbnailStore* store, QWidget* parent = nullptr);
 
-  /// A new session: modes to choose from; the table empties until setStatistics.
-  void setSession(const SessionInfo& info);
+  /// A new session: layers and modes to choose from; the table empties until setStatistics.
+  /// `layers` are the model's μMoE layers (the picker shows when there are several).
+  void setSession(const SessionInfo& info, const QStringList& layers = {});
   void setStatistics(const analysis::ModeStatistics& statistics);
   void setSweep(const analysis::SweepOutcome& sweep, const analysis::ClassAccuracy& before);
   /// "Extracting…", an error, …: shown instead of the table's summary line.
@@ -42,6 +43,8 @@ class ExpertsPage : public QWidget {
   void clear();
 
   qint64 mode() const;
+  /// The layer picked ("" when the model has one μMoE layer).
+  QString layer() const;
   double threshold() const;
   /// The expert of the current row (-1: none).
   qint64 currentExpert() const;
@@ -57,9 +60,12 @@ class ExpertsPage : public QWidget {
   QSplitter* splitter() const { return splitter_; }
   QCheckBox* hideDeadBox() const { return hideDead_; }
   QLineEdit* filterEdit() const { return filter_; }
+  QComboBox* layerBox() const { return layer_; }
 
  Q_SIGNALS:
   void statisticsWanted(qint64 mode, double threshold);
+  /// The user picked another μMoE layer: the main window analyses it.
+  void layerWanted(const QString& layer);
   void currentExpertChanged(qint64 expert);
   void ablateRequested(const QVector<qint64>& experts);
 
@@ -67,6 +73,7 @@ class ExpertsPage : public QWidget {
   void contextMenu(const QPoint& pos);
   void updateSummary();
 
+  QComboBox* layer_ = nullptr;
   QComboBox* mode_ = nullptr;
   QDoubleSpinBox* threshold_ = nullptr;
   QLineEdit* filter_ = nullptr;
@@ -78,6 +85,7 @@ class ExpertsPage : public QWidget {
   GalleryView* gallery_ = nullptr;
   QSplitter* splitter_ = nullptr;
   QStringList classNames_;
+  QString requestedLayer_;  ///< the layer last opened or asked for
 };
 
 }  // namespace mumoe::ui

@@ -148,9 +148,19 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     statusLabel_->setText(tr("%1 · token view ready").arg(QFileInfo(currentPath_).fileName()));
   });
   restoreLayout();
+  comparison_->setData(dataSpec(), controller_->cachePath());
 }
 
-MainWindow::~MainWindow() = default;
+MainWindow::~MainWindow() {
+  // The pages finish their queues' jobs in their destructors, inside ~QWidget, when this window
+  // is half destroyed: no answer, failure or busy signal may reach it from then on.
+  for (auto* worker : workers_) {
+    disconnect(worker, nullptr, this, nullptr);
+    worker->cancel();
+    worker->invalidate();
+  }
+  disconnect(controller_, nullptr, this, nullptr);
+}
 
 void MainWindow::buildActions() {
   auto* style = QApplication::style();
@@ -320,14 +330,21 @@ void MainWindow::connectController() {
     }
     showError(tr("The %1 job failed").arg(task), message);
   });
-  connect(c, &SessionController::jobCancelled, this,
-          [this](const QString& task) { statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000); });
+  connect(c, &SessionController::jobCancelled, this, [this](const QString& task) {
+    statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000);
+    if (task == QLatin1String("open")) {  // replace "Opening …", which would otherwise stay
+      experts_->setMessage(tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
+                              "is kept in the cache.</i>"));
+      statusLabel_->setText(tr("%1 · analysis cancelled").arg(QFileInfo(currentPath_).fileName()));
+    }
+  });
 
   connect(experts_, &ExpertsPage::statisticsWanted, this, [this](qint64 mode, double threshold) {
     controller_->requestStatistics(mode, threshold);
     controller_->requestSweep(mode);
   });
   connect(experts_, &ExpertsPage::ablateRequested, this, &MainWindow::ablate);
+  connect(experts_, &ExpertsPage::layerWanted, this, &MainWindow::analyzeLayer);
   connect(experts_->gallery(), &GalleryView::requestChanged, this,
           [this] { controller_->requestGallery(experts_->gallery()->request()); });
   connect(experts_->gallery(), &GalleryView::sampleActivated, this,
@@ -374,12 +391,16 @@ bool MainWindow::openModel(const QString& path) {
 void MainWindow::setDataSpec(const QString& spec) {
   if (dataCombo_->currentText() != spec) dataCombo_->setCurrentText(spec);
   QSettings().setValue(kDataKey, spec);
+  comparison_->setData(dataSpec(), controller_->cachePath());
   if (!currentPath_.isEmpty()) startAnalysis();
 }
 
 QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(); }
 
-void MainWindow::setCachePath(const QString& path) { controller_->setCachePath(path); }
+void MainWindow::setCachePath(const QString& path) {
+  controller_->setCachePath(path);
+  comparison_->setData(dataSpec(), controller_->cachePath());
+}
 
 void MainWindow::setErrorDialogsEnabled(bool enabled) {
   errorDialogs_ = enabled;
@@ -393,6 +414,7 @@ void MainWindow::setBiasDataSpecs(const QString& testSpec, const QString& trainS
 }
 
 void MainWindow::connectWorker(WorkerQueue* worker) {
+  workers_.push_back(worker);
   connect(worker, &WorkerQueue::progress, this, &MainWindow::onProgress);
   connect(worker, &WorkerQueue::busyChanged, this, &MainWindow::onBusyChanged);
   connect(cancelAction_, &QAction::triggered, worker, &WorkerQueue::cancel);
@@ -424,12 +446,25 @@ void MainWindow::startBias() {
   bias_->open(currentPath_, test, train, db, cache);
 }
 
+void MainWindow::analyzeLayer(const QString& layer) {
+  // The Model page's selection is what startAnalysis() reads: select the layer's row there.
+  const auto& layers = overview_->summary().layers;
+  auto* proxy = static_cast<QSortFilterProxyModel*>(table_->model());
+  for (size_t row = 0; row < layers.size(); ++row)
+    if (QString::fromStdString(layers[row].name) == layer) {
+      table_->setCurrentIndex(proxy->mapFromSource(overview_->index(static_cast<int>(row), 0)));
+      startAnalysis();
+      return;
+    }
+}
+
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   if (kind_ != Kind::MultiClass) {
-    // The expert analysis of the Experts/Ablation pages is for multi-class classifiers.
-    controller_->cancel();
+    // The expert analysis of the Experts/Ablation pages is for multi-class classifiers: the
+    // previous classifier's session must not answer Run Sweep or Ablate for this model.
+    controller_->close();
     thumbnails_->clear();
     experts_->clear();
     ablationChart_->clear();
@@ -495,7 +530,9 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
   thumbnails_->setAvailable(info.hasImages);
-  experts_->setSession(info);
+  QStringList layers;
+  for (const auto& l : overview_->summary().layers) layers << QString::fromStdString(l.name);
+  experts_->setSession(info, layers);
   const int modes = static_cast<int>(info.expertDims.size());
   statusLabel_->setText(tr("%1 · layer %2 · %3 on %4 samples of %5 · accuracy %6 % · %7")
                             .arg(QFileInfo(info.modelPath).fileName(), info.layer)
@@ -526,7 +563,10 @@ void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, doub
   progressBar_->show();
 }
 
-void MainWindow::onBusyChanged(bool busy) {
+void MainWindow::onBusyChanged(bool) {
+  // Four queues share the progress bar and Cancel: the first to finish must not clear them.
+  bool busy = controller_->isBusy();
+  for (auto* worker : workers_) busy = busy || worker->isBusy();
   cancelAction_->setEnabled(busy);
   cancelButton_->setVisible(busy);
   if (!busy) {
@@ -733,6 +773,7 @@ void MainWindow::restoreLayout() {
 void MainWindow::closeEvent(QCloseEvent* event) {
   saveLayout();
   controller_->cancel();
+  for (auto* worker : workers_) worker->cancel();
   QMainWindow::closeEvent(event);
 }
 

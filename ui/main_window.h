@@ -17,6 +17,7 @@
 #include <QMainWindow>
 #include <QString>
 #include <QStringList>
+#include <QVector>
 
 #include "analysis/ablation_results.h"
 
@@ -78,6 +79,8 @@ class MainWindow : public QMainWindow {
   /// Ablates these experts of the current mode (the Ablation page shows the answer).
   void ablate(const QVector<qint64>& experts);
   void runSweep();
+  /// Analyses another μMoE layer of the open model (as picking it on the Experts page does).
+  void analyzeLayer(const QString& layer);
   /// Saves the current page's main chart or gallery (PNG or SVG by suffix).
   bool exportCurrentView(const QString& path);
 
@@ -167,6 +170,7 @@ class MainWindow : public QMainWindow {
   QString biasTestSpec_, biasTrainSpec_;
   void startBias();
   void connectWorker(WorkerQueue* worker);
+  QVector<WorkerQueue*> workers_;  ///< the pages' queues (besides the controller's)
   analysis::ClassAccuracy accuracy_;
   QStringList classNames_;
 };

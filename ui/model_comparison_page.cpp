@@ -74,6 +74,8 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
 ModelComparisonPage::~ModelComparisonPage() = default;
 
 void ModelComparisonPage::setData(const QString& dataSpec, const QString& cachePath) {
+  // Rows are only comparable on one data set: another one starts the comparison afresh.
+  if ((dataSpec != dataSpec_ || cachePath != cachePath_) && (!models_.isEmpty() || worker_->pending() > 0)) clear();
   dataSpec_ = dataSpec;
   cachePath_ = cachePath;
   header_->setText(tr("<b>Specialisation across models</b> · every model is swept (each expert of its first mode "

@@ -43,6 +43,7 @@ class ModelComparisonPage : public QWidget {
   ~ModelComparisonPage() override;
 
   /// Data SPEC and cache used for models added from now on ("" cache = the core's default).
+  /// Another SPEC or cache clears the rows and drops the sweeps still queued.
   void setData(const QString& dataSpec, const QString& cachePath);
   /// Queues the models (one worker job each); rows appear as they finish.
   void addModels(const QStringList& paths);

@@ -107,11 +107,28 @@ void SessionController::postProgress(const QString& task, qint64 done, qint64 to
       this, [this, task, done, total, eta] { Q_EMIT progress(task, done, total, eta); }, Qt::QueuedConnection);
 }
 
+void SessionController::close() {
+  cancel();
+  ++generation_;  // answers of the old session's jobs still running are dropped
+  hasSession_ = false;
+  info_ = SessionInfo{};
+  imageErrorReported_ = false;
+  imagesAsked_.clear();
+  imageQueue_.clear();
+  submit(
+      QStringLiteral("close"), [](Slot& slot, const std::function<bool()>&) -> Deliver {
+        slot.session.reset();
+        return {};
+      },
+      JobFlags{false, false, false});
+}
+
 void SessionController::open(const QString& modelPath, const QString& dataSpec, const QString& layer) {
   cancel();  // what runs belongs to the old session
   ++generation_;
   hasSession_ = false;
   info_ = SessionInfo{};
+  imageErrorReported_ = false;
   imagesAsked_.clear();
   imageQueue_.clear();
   analysis::SessionOptions options;
@@ -241,13 +258,25 @@ void SessionController::flushImageRequests() {
       [this, batch](Slot& slot, const std::function<bool()>&) -> Deliver {
         auto& session = slot.get();
         QHash<qint64, QImage> images;
+        QString error;
         for (auto s : batch) {
-          const auto image = session.sample_image(s);
-          images.insert(s, toQImage(image.height, image.width, image.channels, image.pixels.data()));
+          // An unreadable image becomes a null one (the store asks again on a later paint)
+          // rather than failing the batch, whose other samples would never be asked again.
+          try {
+            const auto image = session.sample_image(s);
+            images.insert(s, toQImage(image.height, image.width, image.channels, image.pixels.data()));
+          } catch (const std::exception& e) {
+            images.insert(s, QImage());
+            if (error.isEmpty()) error = QString::fromUtf8(e.what());
+          }
         }
-        return [this, images](double) {
+        return [this, images, error](double) {
           for (auto it = images.cbegin(); it != images.cend(); ++it) imagesAsked_.remove(it.key());
           Q_EMIT imagesReady(images);
+          if (!error.isEmpty() && !imageErrorReported_) {
+            imageErrorReported_ = true;  // once per session, not once per painted page
+            Q_EMIT jobFailed(QStringLiteral("images"), error);
+          }
         };
       },
       JobFlags{true, false, false});

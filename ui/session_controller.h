@@ -82,6 +82,9 @@ class SessionController : public QObject {
   void open(const QString& modelPath, const QString& dataSpec, const QString& layer = {});
   bool hasSession() const { return hasSession_; }
   const SessionInfo& info() const { return info_; }
+  /// Forgets the session (another kind of model is open): cancels its jobs, drops their
+  /// answers, and releases the session and its arrays on the worker. Requests fail until open().
+  void close();
 
   void requestStatistics(qint64 mode, double threshold = 0.5);
   void requestGallery(const analysis::GalleryRequest& request);
@@ -137,6 +140,7 @@ class SessionController : public QObject {
   int pending_ = 0;
   int visiblePending_ = 0;
   bool hasSession_ = false;
+  bool imageErrorReported_ = false;
   SessionInfo info_;
   QString cachePath_;
   QVector<qint64> imageQueue_;

@@ -17,6 +17,7 @@
 #include <QVBoxLayout>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <atomic>
 #include <cmath>
 #include <exception>
 
@@ -28,6 +29,7 @@ namespace mumoe::ui {
 /// The worker's state: the session of the last generation (reused while model, data, layer and
 /// cache stay the same, so the extraction and the loaded model are not redone).
 struct SteeringPage::Worker {
+  std::atomic<bool> stop{false};  ///< set by the page's destructor: an extraction stops at its next chunk
   std::unique_ptr<analysis::TextAnalysisSession> session;
   std::string model, data, cache;
   int layer = -1;
@@ -150,7 +152,10 @@ SteeringPage::SteeringPage(QWidget* parent) : QWidget(parent), worker_(std::make
   connect(&generateWatcher_, &QFutureWatcherBase::finished, this, &SteeringPage::onGenerated);
 }
 
-SteeringPage::~SteeringPage() { pool_.waitForDone(); }
+SteeringPage::~SteeringPage() {
+  worker_->stop = true;  // closing must not wait for a whole first extraction
+  pool_.waitForDone();
+}
 
 void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec) {
   modelPath_ = gptModelPath;
@@ -246,8 +251,10 @@ void SteeringPage::generate() {
                        .arg(request.expert)
                        .arg(request.alpha));
   auto worker = worker_;
-  generateWatcher_.setFuture(QtConcurrent::run(&pool_, [worker, request, layer, model, data, cache] {
+  const int generation = describeGeneration_;  // the model this generation is for
+  generateWatcher_.setFuture(QtConcurrent::run(&pool_, [worker, request, layer, model, data, cache, generation] {
     auto out = std::make_shared<Outcome>();
+    out->generation = generation;
     try {
       if (!worker->session || worker->model != model || worker->data != data || worker->cache != cache ||
           worker->layer != layer) {
@@ -263,7 +270,8 @@ void SteeringPage::generate() {
         worker->cache = cache;
         worker->layer = layer;
       }
-      worker->session->extract();  // a lookup once the layer is in the cache
+      // A lookup once the layer is in the cache; the first time, stoppable by closing the window.
+      worker->session->extract([worker](const analysis::ExtractionProgress&) { return !worker->stop.load(); });
       const auto r = worker->session->steer(request);
       const auto prompt = QString::fromStdString(request.prompt);
       out->unsteered = prompt + QString::fromUtf8(r.unsteered.data(), static_cast<qsizetype>(r.unsteered.size()));
@@ -290,6 +298,11 @@ void SteeringPage::generate() {
 void SteeringPage::onGenerated() {
   const auto out = generateWatcher_.result();
   setBusy(false);
+  if (out->generation != describeGeneration_) {
+    // Another model was set while this ran: its text must not appear under the new model.
+    generate_->setEnabled(layers_ > 0);
+    return;
+  }
   if (!out->error.isEmpty()) {
     status_->setText(tr("Steering failed: %1").arg(out->error));
     Q_EMIT failed(out->error);

@@ -161,6 +161,15 @@ QTableWidgetItem* sortable(double v, const QString& text) {
 TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
   worker_ = new WorkerQueue(this);
   connect(worker_, &WorkerQueue::failed, this, &TokenPage::reportError);
+  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString& task) {
+    // Replace the "working…" text the cancelled job left.
+    if (task == QLatin1String("tokens")) {
+      note_->setText(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
+      stack_->setCurrentIndex(0);
+    } else if (task == QLatin1String("token ablation")) {
+      ablation_->setText(tr("<i>Ablation cancelled.</i>"));
+    }
+  });
 
   note_ = new QLabel;
   note_->setWordWrap(true);
@@ -278,14 +287,19 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
 }
 
 TokenPage::~TokenPage() {
-  worker_->cancel();
-  worker_->waitForIdle();
+  worker_->shutdown();  // the session dies with slot_ once the worker has let go of it
 }
 
 void TokenPage::showNote(const QString& html) {
   worker_->cancel();
   worker_->invalidate();
   hasSession_ = false;
+  // Release the session and its arrays (the model open now is of another kind).
+  auto slot = slot_;
+  worker_->submit(QStringLiteral("close"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    slot->session.reset();
+    return {};
+  }, /*cancellable=*/false, /*visible=*/false);
   note_->setText(html);
   stack_->setCurrentIndex(0);
 }

@@ -58,6 +58,12 @@ void WorkerQueue::postProgress(const QString& task, qint64 done, qint64 total, d
       this, [this, task, done, total, eta] { Q_EMIT progress(task, done, total, eta); }, Qt::QueuedConnection);
 }
 
+void WorkerQueue::shutdown() {
+  cancel();
+  invalidate();
+  pool_.waitForDone();
+}
+
 void WorkerQueue::waitForIdle() {
   while (pending_ > 0) {
     pool_.waitForDone();

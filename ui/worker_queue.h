@@ -35,8 +35,12 @@ class WorkerQueue : public QObject {
   void invalidate() { ++generation_; }
   bool isBusy() const { return visiblePending_ > 0; }
   int pending() const { return pending_; }
-  /// Blocks until every queued job has finished and its answer is delivered (tests, shutdown).
+  /// Blocks until every queued job has finished and its answer is delivered (tests).
   void waitForIdle();
+  /// For an owner's destructor: cancels, drops every answer, and waits for the worker without
+  /// running the event loop (which, inside a widget tree being destroyed, would deliver events
+  /// to half-destroyed widgets).
+  void shutdown();
 
  Q_SIGNALS:
   void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);

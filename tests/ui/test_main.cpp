@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const auto& [name, factory] : registry()) {
     if (only && std::strcmp(only, name) != 0) continue;
+    QSettings().clear();  // each class starts from defaults (one may have set a data set, say)
     std::unique_ptr<QObject> test(factory());
     failures += QTest::qExec(test.get(), static_cast<int>(args.size()), args.data()) != 0;
   }

@@ -2,6 +2,7 @@
 // window opening real model files written through the core — and keeping the open model when
 // a bad file is opened.
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTextBrowser>
@@ -9,7 +10,10 @@
 
 #include <torch/torch.h>
 
+#include "experts_page.h"
+#include "io/safetensors.h"
 #include "main_window.h"
+#include "session_controller.h"
 #include "model/model_file.h"
 #include "model_overview_model.h"
 #include "temp_dir.h"
@@ -90,6 +94,55 @@ class MainWindowTest : public QObject {
     const QString details = window.detailsView()->toPlainText();
     QVERIFY2(details.contains(QStringLiteral("Layer small")), qPrintable(details));
     QVERIFY(details.contains(QStringLiteral("t-shirt, trouser")));
+  }
+
+  void picksAnotherLayerOnTheExpertsPage() {
+    // Two alternative heads on the same features: the Experts page offers both and analyses
+    // the one picked.
+    testkit::TempDir dir;
+    model::Manifest manifest;
+    std::vector<io::NamedTensor> tensors;
+    for (const auto& [name, experts] : std::vector<std::pair<std::string, int64_t>>{{"narrow", 4}, {"wide", 12}}) {
+      nn::LayerConfig c;
+      c.input_dim = 6;
+      c.output_dim = 3;
+      c.expert_dims = {experts};
+      c.cp_rank = 4;
+      model::ModelLayer layer{name, name + ".", c, false};
+      manifest.layers.push_back(layer);
+      nn::MuMoEBlock block(c);
+      for (auto& t : model::layer_tensors(layer, block)) tensors.push_back(t);
+    }
+    manifest.label_names = {"a", "b", "c"};
+    const auto path = dir.file("heads.safetensors");
+    model::save_model_file(path, manifest, tensors);
+    torch::manual_seed(3);
+    const auto features = dir.file("features.safetensors");
+    io::write_safetensors(features, {{"features", torch::randn({200, 6})}, {"labels", torch::randint(0, 3, {200}, torch::kLong)}},
+                          {{"mumoe.class_names", "[\"a\",\"b\",\"c\"]"}});
+
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    window.setCachePath(QString::fromStdString(dir.file("cache.sqlite")));
+    window.setDataSpec(QStringLiteral("features:") + QString::fromStdString(features));
+    QSignalSpy ready(&window, &ui::MainWindow::sessionReady);
+    QVERIFY2(window.openModel(QString::fromStdString(path)), qPrintable(window.lastError()));
+    QVERIFY(ready.wait(30'000));
+    auto* box = window.expertsPage()->layerBox();
+    QVERIFY(!box->isHidden());
+    QCOMPARE(box->count(), 2);
+    const QString first = window.controller()->info().layer;
+    QCOMPARE(window.expertsPage()->layer(), first);
+    const QString other = first == QLatin1String("narrow") ? QStringLiteral("wide") : QStringLiteral("narrow");
+
+    const int index = box->findData(other);
+    QVERIFY(index >= 0);
+    box->setCurrentIndex(index);
+    Q_EMIT box->activated(index);  // as the user's pick does
+    QVERIFY(ready.wait(30'000));
+    QCOMPARE(window.controller()->info().layer, other);
+    QCOMPARE(window.controller()->info().expertDims.value(0), other == QLatin1String("wide") ? 12 : 4);
+    QCOMPARE(window.expertsPage()->layer(), other);
   }
 
   void aBadFileKeepsTheOpenModelAndNamesTheFile() {

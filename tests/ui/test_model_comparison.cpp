@@ -99,6 +99,15 @@ class ModelComparisonTest : public QObject {
     QCOMPARE(points, defined);
     QVERIFY(lines >= 1 && lines <= 2);
 
+    // The same data again keeps the rows; another data set clears them (they would not compare).
+    page.setData(spec, cache);
+    QCOMPARE(page.models().size(), 3);
+    page.setData(QStringLiteral("fashion-mnist:test"), cache);
+    QCOMPARE(page.models().size(), 0);
+    QCOMPARE(table->rowCount(), 0);
+    page.setData(spec, cache);
+    page.addModels({models[0]});
+    QVERIFY(QTest::qWaitFor([&] { return compared.count() == 4; }, 60'000));
     page.clear();
     QCOMPARE(page.models().size(), 0);
     QCOMPARE(table->rowCount(), 0);
