@@ -51,7 +51,7 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   zoom_->setToolTip(tr("Thumbnail size"));
   auto* exportButton = new QToolButton;
   exportButton->setText(tr("Export…"));
-  exportButton->setToolTip(tr("Save the gallery as PNG or SVG"));
+  exportButton->setToolTip(tr("Save the gallery: PNG holds all of it as a contact sheet, SVG the visible part"));
 
   auto* controls = new QHBoxLayout;
   controls->setContentsMargins(0, 0, 0, 0);

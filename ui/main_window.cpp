@@ -39,6 +39,7 @@
 #include "ablation_chart.h"
 #include "bias_page.h"
 #include "editing/bias_session.h"
+#include "gallery_model.h"
 #include "model_comparison_page.h"
 #include "steering_page.h"
 #include "token_page.h"
@@ -318,6 +319,9 @@ void MainWindow::connectController() {
     experts_->gallery()->detail()->setCoefficients(sample, a);
   });
   connect(c, &SessionController::imagesReady, thumbnails_, &ThumbnailStore::insert);
+  connect(c, &SessionController::galleryExported, this, [this](const QString& path, int images) {
+    statusBar()->showMessage(tr("Saved %1 (%2 images)").arg(path).arg(images), 8000);
+  });
   connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
   connect(c, &SessionController::jobFailed, this, [this](const QString& task, const QString& message) {
     if (task == QLatin1String("open")) {
@@ -600,6 +604,15 @@ void MainWindow::runSweep() {
 }
 
 bool MainWindow::exportCurrentView(const QString& path) {
+  const auto& gallery = experts_->gallery()->model()->gallery();
+  if (tabs_->currentIndex() == int(Page::Experts) && path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive) &&
+      !gallery.items.empty() && controller_->info().hasImages) {
+    // A PNG of the gallery holds all of it (a contact sheet drawn by the core on the worker), not
+    // only the rows on screen; an SVG is the visible part, as drawn.
+    controller_->exportGallery(path, gallery);
+    statusBar()->showMessage(tr("Writing the gallery's %1 images to %2…").arg(gallery.items.size()).arg(path));
+    return true;
+  }
   QWidget* widget = nullptr;
   switch (static_cast<Page>(tabs_->currentIndex())) {
     case Page::Model: widget = table_; break;

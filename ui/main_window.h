@@ -81,7 +81,8 @@ class MainWindow : public QMainWindow {
   void runSweep();
   /// Analyses another μMoE layer of the open model (as picking it on the Experts page does).
   void analyzeLayer(const QString& layer);
-  /// Saves the current page's main chart or gallery (PNG or SVG by suffix).
+  /// Saves the current page's main chart or gallery (PNG or SVG by suffix). A gallery as PNG is
+  /// written whole as a contact sheet on the worker (SessionController::galleryExported follows).
   bool exportCurrentView(const QString& path);
 
   /// What the open model is (decides which pages analyse it).

@@ -9,6 +9,7 @@
 #include <exception>
 
 #include "analysis/analysis_session.h"
+#include "analysis/contact_sheet.h"
 #include "io/errors.h"
 
 namespace mumoe::ui {
@@ -234,6 +235,41 @@ void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
         return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
       },
       JobFlags{true, false, false});
+}
+
+void SessionController::exportGallery(const QString& path, const analysis::Gallery& gallery) {
+  submit(
+      QStringLiteral("export gallery"),
+      [this, path, gallery](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+        auto& session = slot.get();
+        if (!session.has_gallery_images())
+          throw UsageError(session.options().data_spec + " holds no images to draw a contact sheet from");
+        if (gallery.items.empty()) throw UsageError("the gallery is empty");
+        const auto& names = session.class_names();
+        std::vector<analysis::ContactSheetTile> tiles;
+        tiles.reserve(gallery.items.size());
+        const auto total = static_cast<qint64>(gallery.items.size());
+        for (const auto& item : gallery.items) {
+          if (cancelled()) throw Cancelled();
+          const auto label = item.label >= 0 && static_cast<size_t>(item.label) < names.size()
+                                 ? names[static_cast<size_t>(item.label)]
+                                 : std::to_string(item.label);
+          tiles.push_back({session.sample_image(item.sample), label,
+                           QString::number(item.coefficient, 'f', 2).toStdString()});
+          if (tiles.size() % 256 == 0) postProgress(QStringLiteral("export gallery"), static_cast<qint64>(tiles.size()), total, -1);
+        }
+        const auto& r = gallery.request;
+        const std::string title =
+            "expert " + std::to_string(r.expert) + " (mode " + std::to_string(r.mode) + "), " +
+            (r.order == analysis::GalleryOrder::Top
+                 ? "top " + std::to_string(tiles.size())
+                 : std::to_string(tiles.size()) + " random with a >= " + QString::number(r.threshold, 'f', 2).toStdString()) +
+            " of " + std::to_string(gallery.eligible) + " · " + session.options().data_spec;
+        analysis::write_contact_sheet(path.toStdString(), title, tiles);  // atomic; names the path on failure
+        const int count = static_cast<int>(tiles.size());
+        return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
+      },
+      JobFlags{true, true, true});
 }
 
 void SessionController::requestImages(const QVector<qint64>& samples) {

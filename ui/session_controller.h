@@ -96,6 +96,11 @@ class SessionController : public QObject {
   /// batched into one job; a sample already asked for and not yet answered is not asked twice.
   void requestImages(const QVector<qint64>& samples);
 
+  /// Writes the whole gallery (every item, not only what is on screen) as a PNG contact sheet:
+  /// the images with class label and coefficient overlaid, under a title. galleryExported() or
+  /// jobFailed("export gallery", …) follows. Cancellable between images.
+  void exportGallery(const QString& path, const analysis::Gallery& gallery);
+
   /// Stops the running job and drops the queued ones.
   void cancel();
   bool isBusy() const { return visiblePending_ > 0; }
@@ -110,6 +115,7 @@ class SessionController : public QObject {
   void sweepReady(const mumoe::analysis::SweepOutcome& sweep, const mumoe::ui::AnswerTiming& timing);
   void coefficientsReady(qint64 mode, qint64 sample, const QVector<double>& coefficients);
   void imagesReady(const QHash<qint64, QImage>& images);
+  void galleryExported(const QString& path, int images);
   /// Progress of a long job; etaSeconds < 0 when unknown.
   void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);
   void busyChanged(bool busy);

@@ -204,8 +204,21 @@ class StudioTest : public QObject {
     QFile file(svg);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.readAll().contains("<svg"));
+    // The gallery as PNG: all of it as a contact sheet (8 tiles of 112 px per row with 2 px gaps,
+    // a title band on top), not just the visible cells; as SVG the visible part.
     window_->showPage(ui::MainWindow::Page::Experts);
-    QVERIFY(window_->exportCurrentView(dir_.filePath(QStringLiteral("gallery.png"))));
+    const int items = window_->expertsPage()->gallery()->model()->rowCount();
+    QVERIFY(items > 0);
+    QSignalSpy exported(window_->controller(), &ui::SessionController::galleryExported);
+    const QString sheet = dir_.filePath(QStringLiteral("gallery.png"));
+    QVERIFY(window_->exportCurrentView(sheet));
+    QVERIFY(exported.wait(30'000));
+    QCOMPARE(exported.at(0).at(1).toInt(), items);
+    const QImage image(sheet);
+    QVERIFY(!image.isNull());
+    QCOMPARE(image.width(), std::min(items, 8) * 114 - 2);
+    QVERIFY2(image.height() >= (items + 7) / 8 * 114, qPrintable(QString::number(image.height())));
+    QVERIFY(window_->exportCurrentView(dir_.filePath(QStringLiteral("gallery.svg"))));
     QVERIFY(!window_->exportCurrentView(dir_.filePath(QStringLiteral("gallery.bmpx"))));
   }
 
