@@ -5,13 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <limits>
 
 #include "analysis/lm_steered_generation.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
+#include "nn/token_sampling.h"
 #include "text/byte_tokenizer.h"
-#include "text/splitmix64.h"
 
 namespace mumoe::analysis {
 
@@ -136,55 +135,19 @@ struct EvalGuard {
 std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32_t>& prompt, int64_t max_new_tokens,
                                       const SteeringHook& hook, double temperature, int64_t top_k, uint64_t seed) {
   const auto& config = gpt->config();
-  if (prompt.empty()) throw UsageError("generation needs a prompt of at least one token");
-  if (max_new_tokens < 0) throw UsageError("max_new_tokens must be ≥ 0");
-  if (!(temperature >= 0) || !std::isfinite(temperature)) throw UsageError("temperature must be ≥ 0");
-  if (top_k < 0) throw UsageError("top_k must be ≥ 0 (0: no top-k filter)");
-  for (auto id : prompt)
-    if (id < 0 || id >= config.vocab_size)
-      throw UsageError("prompt token " + std::to_string(id) + " is outside the vocabulary (0–" +
-                       std::to_string(config.vocab_size - 1) + ")");
-
   EvalGuard mode(*gpt);
   torch::NoGradGuard no_grad;
-  text::SplitMix64 rng(seed);
-  const auto device = gpt->wte()->weight.device();
-  std::vector<int64_t> context(prompt.begin(), prompt.end());
-  std::vector<int32_t> generated;
-  // Sampling written exactly as MuMoEGptImpl::generate (same operations, same draws).
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
-    const auto begin = static_cast<int64_t>(context.size()) > config.block_size ? context.end() - config.block_size
-                                                                                : context.begin();
-    const std::vector<int64_t> window(begin, context.end());
-    const auto idx = torch::tensor(window, torch::kLong).view({1, -1}).to(device);
-    auto logits = steered_logits(gpt, idx, hook).select(0, 0).select(0, -1).to(torch::kCPU, torch::kFloat64);
-
-    int64_t next = 0;
-    if (temperature == 0) {
-      next = logits.argmax().item<int64_t>();
-    } else {
-      logits = logits / temperature;
-      if (top_k > 0 && top_k < config.vocab_size) {
-        const auto kth = std::get<0>(logits.topk(top_k)).min();
-        logits = logits.masked_fill(logits < kth, -std::numeric_limits<double>::infinity());
-      }
-      const auto probs = torch::softmax(logits, 0).contiguous();
-      const auto p = probs.accessor<double, 1>();
-      const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
-      double cumulative = 0;
-      next = -1;
-      for (int64_t v = 0; v < p.size(0); ++v) {
-        if (p[v] <= 0) continue;
-        next = v;
-        cumulative += p[v];
-        if (u < cumulative) break;
-      }
-      if (next < 0) throw UsageError("the model's next-token distribution is not finite");
-    }
-    context.push_back(next);
-    generated.push_back(static_cast<int32_t>(next));
-  }
-  return generated;
+  // The loop of MuMoEGpt::generate itself, with the steered logits.
+  nn::SamplingSettings settings;
+  settings.vocab_size = config.vocab_size;
+  settings.block_size = config.block_size;
+  settings.device = gpt->wte()->weight.device();
+  settings.max_new_tokens = max_new_tokens;
+  settings.temperature = temperature;
+  settings.top_k = top_k;
+  settings.seed = seed;
+  return nn::sample_continuation([&](const torch::Tensor& idx) { return steered_logits(gpt, idx, hook); }, prompt,
+                                 settings);
 }
 
 SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request) {

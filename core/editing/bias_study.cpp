@@ -74,18 +74,23 @@ BiasTask make_bias_task(const std::string& target, const std::string& subpopulat
   return task;
 }
 
-BiasStudy BiasStudy::create(model::ClassifierModel model, data::Dataset train, data::Dataset test,
-                            const std::string& device, const StudyProgress& progress) {
+void prepare_study_data(const model::ClassifierModel& model, const std::string& model_name, data::Dataset& train,
+                        data::Dataset& test) {
   if (!model.multilabel())
-    throw UsageError("bias correction works on multi-label models (one binary output per attribute); this model is "
-                     "multi-class");
-  const bool with_train = train.size() > 0;
-  if (with_train) {
+    throw UsageError(model_name + " is a multi-class model: bias correction works on multi-label models (one "
+                     "binary output per attribute)");
+  if (train.size() > 0) {
     train = model.prepare(std::move(train));
     model.check_compatible(train);
   }
   test = model.prepare(std::move(test));
   model.check_compatible(test);
+}
+
+BiasStudy BiasStudy::create(model::ClassifierModel model, data::Dataset train, data::Dataset test,
+                            const std::string& device, const StudyProgress& progress) {
+  prepare_study_data(model, "this model", train, test);
+  const bool with_train = train.size() > 0;
   // The layer runs on the CPU in float32 (what an exported model computes); the backbone may use
   // the GPU for the inputs.
   model.module().eval();

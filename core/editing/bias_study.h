@@ -36,6 +36,12 @@ struct SplitArrays {
   std::string identity;
 };
 
+/// Checks that `model` is multi-label and prepares both splits for it (attributes become
+/// targets; an empty `train` stays empty). `model_name` starts the error messages (the file).
+/// Throws UsageError.
+void prepare_study_data(const model::ClassifierModel& model, const std::string& model_name, data::Dataset& train,
+                        data::Dataset& test);
+
 class BiasStudy {
  public:
   /// Computes the layer's inputs, coefficients and logits for both splits. `model` must be

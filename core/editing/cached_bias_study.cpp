@@ -52,16 +52,8 @@ BiasStudy open_cached_bias_study(const std::string& model_path, data::Dataset tr
                                  const StudyProgress& progress) {
   const auto file = model::ModelFile::load(model_path);
   auto model = model::ClassifierModel::load(file);
-  if (!model.multilabel())
-    throw UsageError(model_path + " is a multi-class model: bias correction works on multi-label models "
-                     "(one binary output per attribute)");
+  prepare_study_data(model, model_path, train, test);
   const bool with_train = train.size() > 0;
-  if (with_train) {
-    train = model.prepare(std::move(train));
-    model.check_compatible(train);
-  }
-  test = model.prepare(std::move(test));
-  model.check_compatible(test);
   auto cache = cache::AnalysisCache::open(cache_path.empty() ? cache::default_cache_path() : cache_path);
   const int64_t total = train.size() + test.size();
   SplitArrays train_arrays;

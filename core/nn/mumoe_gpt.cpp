@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "io/errors.h"
-#include "text/splitmix64.h"
+#include "nn/token_sampling.h"
 
 namespace mumoe::nn {
 namespace {
@@ -263,58 +263,18 @@ torch::Tensor MuMoEGptImpl::residual_before_mlp(const torch::Tensor& idx, int64_
 
 std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, int64_t max_new_tokens,
                                             double temperature, int64_t top_k, uint64_t seed) {
-  if (prompt.empty()) throw UsageError("generation needs a prompt of at least one token");
-  if (max_new_tokens < 0) throw UsageError("max_new_tokens must be ≥ 0");
-  if (!(temperature >= 0) || !std::isfinite(temperature)) throw UsageError("temperature must be ≥ 0");
-  if (top_k < 0) throw UsageError("top_k must be ≥ 0 (0: no top-k filter)");
-  for (auto id : prompt)
-    if (id < 0 || id >= config_.vocab_size)
-      throw UsageError("prompt token " + std::to_string(id) + " is outside the vocabulary (0–" +
-                       std::to_string(config_.vocab_size - 1) + ")");
-
   ModeGuard mode(*this);
   eval();
   torch::NoGradGuard no_grad;
-  text::SplitMix64 rng(seed);
-  const auto device = wte_->weight.device();
-  std::vector<int64_t> context(prompt.begin(), prompt.end());
-  std::vector<int32_t> generated;
-  for (int64_t step = 0; step < max_new_tokens; ++step) {
-    const auto begin = static_cast<int64_t>(context.size()) > config_.block_size
-                           ? context.end() - config_.block_size
-                           : context.begin();
-    const std::vector<int64_t> window(begin, context.end());
-    const auto idx = torch::tensor(window, torch::kLong).view({1, -1}).to(device);
-    auto logits = forward(idx).logits.select(0, 0).select(0, -1).to(torch::kCPU, torch::kFloat64);
-
-    int64_t next = 0;
-    if (temperature == 0) {
-      next = logits.argmax().item<int64_t>();
-    } else {
-      logits = logits / temperature;
-      if (top_k > 0 && top_k < config_.vocab_size) {
-        const auto kth = std::get<0>(logits.topk(top_k)).min();
-        logits = logits.masked_fill(logits < kth, -std::numeric_limits<double>::infinity());
-      }
-      const auto probs = torch::softmax(logits, 0).contiguous();
-      const auto p = probs.accessor<double, 1>();
-      // Inverse-CDF draw with a 53-bit uniform: the same tokens on every platform and torch
-      // version, unlike torch::multinomial.
-      const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
-      double cumulative = 0;
-      next = -1;
-      for (int64_t v = 0; v < p.size(0); ++v) {
-        if (p[v] <= 0) continue;
-        next = v;  // the last token with p > 0 absorbs rounding at the top of the CDF
-        cumulative += p[v];
-        if (u < cumulative) break;
-      }
-      if (next < 0) throw UsageError("the model's next-token distribution is not finite");
-    }
-    context.push_back(next);
-    generated.push_back(static_cast<int32_t>(next));
-  }
-  return generated;
+  SamplingSettings settings;
+  settings.vocab_size = config_.vocab_size;
+  settings.block_size = config_.block_size;
+  settings.device = wte_->weight.device();
+  settings.max_new_tokens = max_new_tokens;
+  settings.temperature = temperature;
+  settings.top_k = top_k;
+  settings.seed = seed;
+  return sample_continuation([this](const torch::Tensor& idx) { return forward(idx).logits; }, prompt, settings);
 }
 
 std::string gpt_mlp_prefix(int64_t layer) {
