@@ -9,9 +9,13 @@
 //   * scrolling a 10,000-image gallery page by page (the expert's top-ranked samples when it has
 //     10,000 with a_n > 0; otherwise — entmax is sparse — every sample of the data set): the time
 //               to paint each frame (placeholders for thumbnails not yet fetched), the time until
-//               every visible thumbnail is there, and the process's resident memory as it goes.
+//               every visible thumbnail is there, and the process's resident memory as it goes;
+//   * bias:     (unless --no-bias) the multi-label demo 2 opened on the Bias page — the study
+//               computed (cold) and then read from the cache (reopened) — and λ moves: each
+//               setLambda → metrics table and chart repainted, with the core's share.
 //
 //   QT_QPA_PLATFORM=offscreen mumoe-bench-gui [MODEL] [--data SPEC] [--experts K] [--pages P]
+//                                             [--bias-model FILE] [--lambda-moves M] [--no-bias]
 //
 // Prints one JSON object. Timings are wall-clock on the GUI thread, including event delivery.
 #include <QApplication>
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "ablation_chart.h"
+#include "bias_page.h"
 #include "expert_table_model.h"
 #include "experts_page.h"
 #include "gallery_model.h"
@@ -81,6 +86,61 @@ QJsonObject summary(const std::vector<double>& ms) {
   std::exit(2);
 }
 
+/// The Bias page on a multi-label model: the study opened cold (computed into the analysis cache)
+/// and reopened (read back), then λ moves across −N … N, each timed from setLambda to the
+/// metrics repainted. `evaluation().coreMs` is the core's share (both metric sets on the worker).
+QJsonObject benchBias(const QString& model, const QString& cachePath, int moves) {
+  QJsonObject result{{QStringLiteral("model"), model}};
+  auto openBias = [&](MainWindow& w) {
+    w.setErrorDialogsEnabled(false);
+    w.setCachePath(cachePath);
+    w.resize(1400, 860);
+    w.show();
+    bool ready = false;
+    QString error;
+    auto c1 = QObject::connect(w.biasPage(), &mumoe::ui::BiasPage::evaluated, &w, [&] { ready = true; });
+    auto c2 = QObject::connect(w.biasPage(), &mumoe::ui::BiasPage::failed, &w,
+                               [&](const QString& task, const QString& m) { error = task + QStringLiteral(": ") + m; });
+    QElapsedTimer t;
+    t.start();
+    if (!w.openModel(model)) fail(w.lastError());
+    if (!waitFor([&] { return ready || !error.isEmpty(); })) fail(QStringLiteral("the bias study timed out"));
+    if (!error.isEmpty()) fail(error);
+    w.biasPage()->repaint();
+    const double ms = t.nsecsElapsed() / 1e6;
+    QObject::disconnect(c1);
+    QObject::disconnect(c2);
+    return ms;
+  };
+  {
+    MainWindow cold;
+    result[QStringLiteral("open_cold_ms")] = openBias(cold);
+  }
+  MainWindow w;
+  result[QStringLiteral("open_reopened_ms")] = openBias(w);
+  auto* page = w.biasPage();
+  const int n = page->expertCount();
+  std::vector<double> toScreen, core;
+  for (int i = 0; i < moves; ++i) {
+    // Evenly over −N … N, never the current value (an unchanged λ asks for nothing).
+    const double lambda = -n + 2.0 * n * (i + 0.5) / moves;
+    bool ready = false;
+    auto c = QObject::connect(page, &mumoe::ui::BiasPage::evaluated, &w, [&] { ready = true; });
+    QElapsedTimer t;
+    t.start();
+    page->setLambda(lambda);
+    if (!waitFor([&] { return ready; }, 60'000)) fail(QStringLiteral("a λ move was never evaluated"));
+    page->repaint();
+    toScreen.push_back(t.nsecsElapsed() / 1e6);
+    core.push_back(page->evaluation()->coreMs);
+    QObject::disconnect(c);
+  }
+  result[QStringLiteral("experts")] = n;
+  result[QStringLiteral("lambda_move_to_screen")] = summary(toScreen);
+  result[QStringLiteral("lambda_move_core")] = summary(core);
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,7 +156,13 @@ int main(int argc, char** argv) {
                              QStringLiteral("K"), QStringLiteral("5"));
   QCommandLineOption pages(QStringLiteral("pages"), QStringLiteral("Gallery pages to scroll (default: all)"),
                            QStringLiteral("P"), QStringLiteral("0"));
-  parser.addOptions({data, experts, pages});
+  QCommandLineOption biasModel(QStringLiteral("bias-model"), QStringLiteral("Multi-label model for the Bias page (default: demo 2)"),
+                               QStringLiteral("FILE"),
+                               QStringLiteral(MUMOE_SOURCE_RESOURCES "/demo/biased-fmnist.mumoe.safetensors"));
+  QCommandLineOption lambdaMoves(QStringLiteral("lambda-moves"), QStringLiteral("λ moves to time (default 20)"),
+                                 QStringLiteral("M"), QStringLiteral("20"));
+  QCommandLineOption noBias(QStringLiteral("no-bias"), QStringLiteral("Skip the Bias page (its cold study takes about a minute)"));
+  parser.addOptions({data, experts, pages, biasModel, lambdaMoves, noBias});
   parser.process(app);
   const QString model =
       parser.positionalArguments().value(0, QStringLiteral(MUMOE_SOURCE_RESOURCES "/demo/demo.mumoe.safetensors"));
@@ -258,6 +324,10 @@ int main(int argc, char** argv) {
   auto reopened = std::make_unique<MainWindow>();
   openWindow(*reopened);
   out[QStringLiteral("open_reopened_ms")] = timeOpen(*reopened);
+  reopened.reset();
+
+  if (!parser.isSet(noBias)) out[QStringLiteral("bias")] = benchBias(parser.value(biasModel), dir.filePath(QStringLiteral("analysis.sqlite")),
+                                                               std::max(1, parser.value(lambdaMoves).toInt()));
   out[QStringLiteral("rss_start_mib")] = rssStart;
   out[QStringLiteral("rss_end_mib")] = residentMiB();
 

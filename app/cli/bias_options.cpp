@@ -22,7 +22,7 @@ extern "C" void on_sigint(int) { interrupted = true; }
 }  // namespace
 
 void BiasCliOptions::add_to(CLI::App* app, bool with_train) {
-  app->add_option("MODEL", model, "Multi-label model file (e.g. resources/demo/biased.mumoe.safetensors)")->required();
+  app->add_option("MODEL", model, "Multi-label model file (e.g. resources/demo/biased-fmnist.mumoe.safetensors)")->required();
   app->add_option("--data", data, "Test data SPEC where metrics are measured (default biased-fmnist:test)");
   if (with_train)
     app->add_option("--train-data", train_data,
