@@ -544,6 +544,9 @@ void BiasPage::submitEvaluation() {
         BiasEvaluation e;
         e.task = task;
         e.edit = session.propose(task, lambda);
+        // The proposal for this task even when the user's λ is used: the task may have changed
+        // since the last proposal, and the note and the Propose button must follow it.
+        e.proposedLambda = lambda ? session.propose(task).lambda : e.edit.lambda;
         auto applied = session.stack().applied();
         e.before = session.evaluate(task, applied);
         applied.push_back(e.edit);
@@ -553,7 +556,7 @@ void BiasPage::submitEvaluation() {
         return [this, e, proposedNow](double ms) mutable {
           e.latencyMs = ms;
           evaluating_ = false;
-          if (proposedNow) proposed_ = e.edit.lambda;
+          proposed_ = e.proposedLambda;
           // The proposal fills the slider only if the user has not moved it since (then their
           // λ is queued: dirty_).
           if (proposedNow && !lambda_) {

@@ -45,6 +45,7 @@ class WorkerQueue;
 struct BiasEvaluation {
   editing::BiasTask task;
   editing::LogitEdit edit;
+  double proposedLambda = 0;       ///< the proposed signed N for `task` (whatever λ `edit` uses)
   editing::VariantMetrics before;  ///< the model with the applied edits
   editing::VariantMetrics after;   ///< … plus `edit`
   double coreMs = 0;

@@ -200,6 +200,87 @@ class BiasTokensTest : public QObject {
     again->biasPage()->worker()->waitForIdle();
   }
 
+  // Bursts of changes faster than the worker answers (λ dragged, the task switched mid-evaluation,
+  // apply/undo/redo pressed in a row) must end with what is on screen equal to the core's answer
+  // for the final state: the newest λ wins, a proposal never overwrites a λ the user set after
+  // it, the proposal follows the task, and the QUndoStack, the core stack and "before" agree.
+  void burstsOfChangesEndInTheCoresState() {
+    auto window = makeWindow();
+    auto* page = window->biasPage();
+    QSignalSpy opened(page, &ui::BiasPage::opened);
+    QSignalSpy evaluated(page, &ui::BiasPage::evaluated);
+    QVERIFY2(window->openModel(head_), qPrintable(window->lastError()));
+    QVERIFY(opened.wait(20'000));
+    QTRY_VERIFY_WITH_TIMEOUT(evaluated.count() >= 1, 10'000);
+    page->worker()->waitForIdle();
+
+    editing::BiasSessionOptions o;
+    o.model_path = head_.toStdString();
+    o.test_spec = "features:" + test_.toStdString();
+    o.train_spec = "features:" + train_.toStdString();
+    o.session_db = dir_.filePath(QStringLiteral("core-burst.sqlite")).toStdString();
+    auto core = editing::BiasSession::open(o);
+    // The page's screen state against the core, for the page's own applied edits.
+    auto expectConsistent = [&](const char* when) {
+      page->worker()->waitForIdle();
+      QVERIFY2(page->evaluation().has_value(), when);
+      const auto& e = *page->evaluation();
+      QCOMPARE(e.edit.lambda, page->lambdaSpin()->value());
+      auto applied = page->coreStack().applied();
+      QCOMPARE(editing::to_json(e.before.report), editing::to_json(core->evaluate(e.task, applied).report));
+      applied.push_back(core->propose(e.task, e.edit.lambda));
+      QCOMPARE(editing::to_json(e.after.report), editing::to_json(core->evaluate(e.task, applied).report));
+      QCOMPARE(page->proposedLambda(), core->propose(e.task).lambda);
+      QCOMPARE(page->undoStack()->index(), static_cast<int>(page->coreStack().applied_count()));
+      QCOMPARE(page->undoStack()->count(), static_cast<int>(page->coreStack().all().size()));
+      QCOMPARE(page->editsList()->count(), std::max(1, page->undoStack()->count()));
+    };
+
+    // λ dragged: 25 moves without the event loop running in between.
+    evaluated.clear();
+    for (int i = 1; i <= 25; ++i) page->setLambda(0.4 * i);  // within ±2N = ±12
+    page->worker()->waitForIdle();
+    QCOMPARE(page->evaluation()->edit.lambda, 10.0);
+    QVERIFY2(evaluated.count() <= 3, qPrintable(QString::number(evaluated.count())));  // coalesced
+    expectConsistent("after a drag");
+
+    // The task switched while an evaluation runs, then λ set by hand: the user's λ wins, and the
+    // proposal (note, Propose button) is the new task's.
+    // (t = 0 cells are proposed a negative λ, t = 1 cells a positive one.)
+    page->setLambda(2.0);
+    page->cellCombo()->setCurrentText(QStringLiteral("t=0&s=1"));
+    page->setLambda(-4.0);
+    page->worker()->waitForIdle();
+    QCOMPARE(page->evaluation()->task.subpopulation.text(), std::string("t=0&s=1"));
+    QVERIFY(page->proposedLambda() < 0);
+    QCOMPARE(page->evaluation()->edit.lambda, -4.0);
+    expectConsistent("after a task switch with a hand-set λ");
+    // Without a hand-set λ the new task's proposal fills the slider.
+    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=1"));
+    page->worker()->waitForIdle();
+    QCOMPARE(page->lambdaSpin()->value(), page->proposedLambda());
+    expectConsistent("after a task switch");
+
+    // Apply / undo / redo / undo / apply in a row, without waiting for the worker.
+    const int before = page->undoStack()->count();
+    page->setLambda(3.0);
+    page->worker()->waitForIdle();
+    page->applyEdit();
+    page->undoStack()->undo();
+    page->undoStack()->redo();
+    page->undoStack()->undo();
+    page->setLambda(-2.0);
+    page->worker()->waitForIdle();
+    page->applyEdit();  // replaces the undone edit (QUndoStack drops the redo branch)
+    page->worker()->waitForIdle();
+    QCOMPARE(page->undoStack()->count(), page->undoStack()->index());
+    QCOMPARE(page->coreStack().all().back().lambda, -2.0);
+    expectConsistent("after apply/undo/redo/undo/apply");
+    page->undoStack()->undo();
+    expectConsistent("after the last undo");
+    QVERIFY(page->undoStack()->count() >= before);
+  }
+
   void multiClassModelExplainsTheBiasPage() {
     const QString multiclass = dir_.filePath(QStringLiteral("multiclass.safetensors"));
     saveHead(multiclass.toStdString(), 5, false);
