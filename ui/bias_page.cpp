@@ -405,16 +405,24 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
     const auto attributes = toQStringList(session->attribute_names());
     const int experts = static_cast<int>(session->expert_count());
     const auto stack = session->stack();
+    // Start on the most under-served cell (the model as it is, applied edits included).
+    std::optional<editing::BiasTask> initial;
+    try {
+      initial = session->worst_cell_task(stack.applied());
+    } catch (const UsageError&) {
+      // No output has a usable sensitive attribute: the first output; the page says why later.
+    }
     slot->session = std::move(session);
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-    return [this, targets, attributes, experts, stack, seconds](double) {
-      onOpened(targets, attributes, experts, stack, seconds);
+    return [this, targets, attributes, experts, stack, initial, seconds](double) {
+      onOpened(targets, attributes, experts, stack, initial, seconds);
     };
   });
 }
 
 void BiasPage::onOpened(const QStringList& targets, const QStringList& attributes, int experts,
-                        const editing::EditStack& stack, double seconds) {
+                        const editing::EditStack& stack, const std::optional<editing::BiasTask>& initial,
+                        double seconds) {
   hasSession_ = true;
   targets_ = targets;
   attributes_ = attributes;
@@ -435,11 +443,19 @@ void BiasPage::onOpened(const QStringList& targets, const QStringList& attribute
   cell_->blockSignals(true);
   target_->clear();
   target_->addItems(targets);
-  // The demo's corrected output; else the first.
-  const int preferred = targets.indexOf(QStringLiteral("long_sleeves"));
-  target_->setCurrentIndex(preferred >= 0 ? preferred : 0);
+  target_->setCurrentIndex(
+      initial ? static_cast<int>(std::max<qsizetype>(0, targets.indexOf(QString::fromStdString(initial->target)))) : 0);
+  if (initial) {
+    // fillSensitive keeps the current choice when it can: put the initial one there first.
+    sensitive_->clear();
+    sensitive_->addItem(QString::fromStdString(initial->sensitive));
+  }
   fillSensitive();
   fillCells();
+  if (initial) {
+    const int cell = cell_->findText(QString::fromStdString(initial->subpopulation.text()));
+    if (cell >= 0) cell_->setCurrentIndex(cell);
+  }
   target_->blockSignals(false);
   sensitive_->blockSignals(false);
   cell_->blockSignals(false);

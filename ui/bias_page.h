@@ -2,7 +2,8 @@
 // editing::BiasSession, which lives on the page's own worker thread (WorkerQueue).
 //
 //   * task: target output, sensitive attribute and subpopulation (the four cells of
-//     target × sensitive, or a free predicate typed into the combo box);
+//     target × sensitive, or a free predicate typed into the combo box); it starts on the most
+//     under-served cell (BiasSession::worst_cell_task);
 //   * λ slider (−2N … 2N, starting at the proposed signed N) with live metrics — target
 //     subpopulation accuracy, equality of opportunity, STD bias, Max-Min, target and test
 //     accuracy, MRS — before (the applied edits) / after (plus this edit) / difference, the
@@ -114,7 +115,7 @@ class BiasPage : public QWidget {
   QWidget* buildControls();
   QWidget* buildResults();
   void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
-                double seconds);
+                const std::optional<editing::BiasTask>& initial, double seconds);
   void fillSensitive();
   void fillCells();
   void taskChanged();

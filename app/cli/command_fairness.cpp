@@ -18,22 +18,13 @@ struct FairnessOptions {
 };
 
 int run_fairness(const FairnessOptions& o) {
-  auto task = editing::make_bias_task(
-      o.target, o.subpopulation.empty() ? o.target + "=1&" + o.sensitive + "=1" : o.subpopulation, o.sensitive);
+  auto task = o.subpopulation.empty() ? editing::cell_task(o.target, 1, o.sensitive, 1)
+                                       : editing::make_bias_task(o.target, o.subpopulation, o.sensitive);
   const auto study = open_bias_study(o.bias, /*with_train=*/false, task_attributes(task));
   if (o.subpopulation.empty()) {
     // No cell named: the target subpopulation is the worst-served one.
-    const auto r = study.fairness(task);
-    int worst_t = 1, worst_s = 1;
-    for (int t = 0; t < 2; ++t)
-      for (int s = 0; s < 2; ++s)
-        if (r.cells[t][s].count > 0 && r.cell_accuracy(t, s) < r.cell_accuracy(worst_t, worst_s)) {
-          worst_t = t;
-          worst_s = s;
-        }
-    task = editing::make_bias_task(o.target, o.target + "=" + std::to_string(worst_t) + "&" + task.sensitive + "=" +
-                                                 std::to_string(worst_s),
-                                   task.sensitive);
+    if (const auto cell = editing::worst_cell(study.fairness(task)))
+      task = editing::cell_task(o.target, cell->first, task.sensitive, cell->second);
   }
   const auto v = evaluate_variant(study, task, "model", study.test().logits);
   if (o.bias.json) {

@@ -2,7 +2,9 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <numeric>
 
 #include "analysis/content_hash.h"
@@ -100,6 +102,32 @@ VariantMetrics BiasSession::evaluate(const BiasTask& task, const std::vector<Log
   const auto& study = *impl_->study;
   study.output_index(task.target);
   return metrics(study, task, edits.empty() ? study.test().logits : study.edited_test_logits(edits));
+}
+
+BiasTask BiasSession::worst_cell_task(const std::vector<LogitEdit>& edits) const {
+  const auto outputs = target_names();
+  const auto attributes = attribute_names();
+  auto isOutput = [&](const std::string& a) { return std::find(outputs.begin(), outputs.end(), a) != outputs.end(); };
+  std::vector<std::string> sensitive;
+  for (const auto& a : attributes)
+    if (!isOutput(a)) sensitive.push_back(a);
+  if (sensitive.empty()) sensitive = attributes;
+
+  std::optional<BiasTask> worst;
+  double worstAccuracy = 2;
+  for (const auto& o : outputs) {
+    for (const auto& s : sensitive) {
+      if (s == o) continue;
+      // Any cell of (o, s) gives the same four-cell table; the first one stands for the pair.
+      const auto report = evaluate(cell_task(o, 1, s, 1), edits).report;
+      const auto cell = worst_cell(report);
+      if (!cell || report.cell_accuracy(cell->first, cell->second) >= worstAccuracy) continue;
+      worstAccuracy = report.cell_accuracy(cell->first, cell->second);
+      worst = cell_task(o, cell->first, s, cell->second);
+    }
+  }
+  if (!worst) throw UsageError("no output of the model has a sensitive attribute with test samples in its cells");
+  return *worst;
 }
 
 VariantMetrics BiasSession::oversample(const BiasTask& task, const OversampleOptions& options,

@@ -99,6 +99,12 @@ class BiasSession {
   LogitEdit propose(const BiasTask& task, std::optional<double> lambda = {}, bool blind = false) const;
   /// The model with `edits` applied live, on the test split (vector operations only).
   VariantMetrics evaluate(const BiasTask& task, const std::vector<LogitEdit>& edits) const;
+  /// The most under-served subpopulation, the default task of a new study: over every output o
+  /// and every sensitive attribute s (the attributes that are not outputs; all others when every
+  /// attribute is an output), the non-empty cell o = t ∧ s = v whose accuracy of output o on the
+  /// test split is lowest with `edits` applied. Ties keep the first in the order outputs,
+  /// attributes, t = 1 before 0, v = 1 before 0. Throws UsageError when no output has such a cell.
+  BiasTask worst_cell_task(const std::vector<LogitEdit>& edits = {}) const;
   /// The oversampling baseline (a retrained copy of the layer; seconds, not ms).
   VariantMetrics oversample(const BiasTask& task, const OversampleOptions& options = {},
                             int64_t* repeat_factor = nullptr) const;

@@ -53,6 +53,10 @@ int64_t attribute_column(const SplitArrays& s, const std::string& name) {
 
 }  // namespace
 
+BiasTask cell_task(const std::string& target, int t, const std::string& sensitive, int s) {
+  return make_bias_task(target, target + "=" + std::to_string(t) + "&" + sensitive + "=" + std::to_string(s), sensitive);
+}
+
 BiasTask make_bias_task(const std::string& target, const std::string& subpopulation, const std::string& sensitive) {
   BiasTask task;
   task.target = target;

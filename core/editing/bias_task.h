@@ -23,6 +23,9 @@ struct BiasTask {
 /// predicate that is not the target. Throws UsageError when that is ambiguous or missing.
 BiasTask make_bias_task(const std::string& target, const std::string& subpopulation, const std::string& sensitive);
 
+/// The task on one cell: `target` = t ∧ `sensitive` = s, e.g. "long_sleeves=1&frame=0".
+BiasTask cell_task(const std::string& target, int t, const std::string& sensitive, int s);
+
 struct OversampleOptions {
   int64_t epochs = 5;
   int64_t batch_size = 256;

@@ -78,4 +78,13 @@ nlohmann::json to_json(const FairnessReport& r) {
           {"max_min", r.max_min}};
 }
 
+std::optional<std::pair<int, int>> worst_cell(const FairnessReport& r) {
+  std::optional<std::pair<int, int>> worst;
+  for (int t : {1, 0})
+    for (int s : {1, 0})
+      if (r.cells[t][s].count > 0 && (!worst || r.cell_accuracy(t, s) < r.cell_accuracy(worst->first, worst->second)))
+        worst = std::make_pair(t, s);
+  return worst;
+}
+
 }  // namespace mumoe::editing

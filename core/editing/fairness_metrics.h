@@ -6,7 +6,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mumoe::editing {
@@ -39,6 +41,10 @@ struct FairnessReport {
 /// same length). Throws UsageError on a length mismatch or a value other than 0/1.
 FairnessReport fairness_report(const std::vector<uint8_t>& predicted, const std::vector<uint8_t>& truth,
                                const std::vector<uint8_t>& sensitive, int target_value, int sensitive_value);
+
+/// The non-empty cell {t, s} with the lowest accuracy — the most under-served subpopulation.
+/// Ties keep the first of [1][1], [1][0], [0][1], [0][0]; nullopt when every cell is empty.
+std::optional<std::pair<int, int>> worst_cell(const FairnessReport& report);
 
 /// MRS = (â_t − a_t) − Σ_{i≠t} |â_i − a_i| over the four cells: the gain on the target cell
 /// minus the damage to the other three (best possible 1 − a_t). Both reports must name the

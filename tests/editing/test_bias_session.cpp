@@ -88,6 +88,54 @@ TEST_F(BiasSessionTest, EvaluateEqualsTheStudy) {
   EXPECT_THROW(session->undo(), UsageError);
 }
 
+// The default task is the lowest-accuracy non-empty cell over (output, non-output attribute):
+// checked against a brute-force loop over the test samples of a directly built study, for the
+// plain model and with an edit that moves which cell is worst.
+TEST_F(BiasSessionTest, WorstCellTaskIsTheLowestAccuracyCell) {
+  auto session = BiasSession::open(options);
+  const auto file = model::ModelFile::load(model_path);
+  const auto study = BiasStudy::create(model::ClassifierModel::load(file), data::load_dataset(options.train_spec),
+                                       data::load_dataset(options.test_spec));
+  const auto attributes = study.test().attributes;  // [S, 3]: t, s, u
+  auto bruteForce = [&](const torch::Tensor& logits) {
+    std::string worst;
+    double worst_accuracy = 2;
+    const std::vector<std::pair<std::string, int>> outputs{{"t", 0}, {"u", 2}};  // output name, its attribute column
+    for (size_t o = 0; o < outputs.size(); ++o) {
+      for (int t : {1, 0}) {
+        for (int v : {1, 0}) {  // s is the only attribute that is not an output
+          int64_t count = 0, correct = 0;
+          for (int64_t i = 0; i < logits.size(0); ++i) {
+            if (attributes[i][outputs[o].second].item<int64_t>() != t || attributes[i][1].item<int64_t>() != v) continue;
+            ++count;
+            correct += (logits[i][static_cast<int64_t>(o)].item<float>() > 0) == (t == 1) ? 1 : 0;
+          }
+          if (count == 0) continue;
+          const double accuracy = static_cast<double>(correct) / count;
+          if (accuracy < worst_accuracy) {
+            worst_accuracy = accuracy;
+            worst = outputs[o].first + "=" + std::to_string(t) + "&s=" + std::to_string(v);
+          }
+        }
+      }
+    }
+    return worst;
+  };
+
+  const auto plain = session->worst_cell_task();
+  EXPECT_EQ(plain.subpopulation.text(), bruteForce(study.test().logits));
+  EXPECT_EQ(plain.sensitive, "s");
+  EXPECT_EQ(plain.target, plain.subpopulation.text().substr(0, 1));
+
+  // Push the worst cell's output hard toward its label: that cell improves and another becomes
+  // the worst.
+  const auto edit = session->propose(plain, plain.subpopulation.text().find("=1&") != std::string::npos ? 12.0 : -12.0);
+  const auto edited = session->worst_cell_task({edit});
+  const auto expected = bruteForce(study.edited_test_logits({edit}));
+  EXPECT_EQ(edited.subpopulation.text(), expected);
+  EXPECT_NE(edited.subpopulation.text(), plain.subpopulation.text());
+}
+
 TEST_F(BiasSessionTest, CancelledOpenThrows) {
   EXPECT_THROW(BiasSession::open(options, [](int64_t, int64_t) { return false; }), Cancelled);
 }

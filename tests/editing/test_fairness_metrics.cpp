@@ -55,6 +55,24 @@ TEST(FairnessMetrics, MatchHandComputedCounts) {
   EXPECT_NEAR(r.std_bias, std::sqrt(var), 1e-15);
 }
 
+TEST(FairnessMetrics, WorstCellIsTheLowestNonEmptyCell) {
+  const auto x = hand_example();
+  EXPECT_EQ(worst_cell(fairness_report(x.predicted, x.truth, x.sensitive, 1, 1)), std::make_pair(1, 1));  // 0.25
+  // Without the (1, 1) cell the lowest is (0, 0) at 0.6; an empty cell (accuracy 0) never counts.
+  Samples y;
+  y.add(1, 0, 6, 5);
+  y.add(0, 1, 5, 5);
+  y.add(0, 0, 5, 3);
+  EXPECT_EQ(worst_cell(fairness_report(y.predicted, y.truth, y.sensitive, 1, 1)), std::make_pair(0, 0));
+  // Ties keep [1][1], [1][0], [0][1], [0][0] in that order.
+  Samples tie;
+  tie.add(0, 1, 2, 1);
+  tie.add(1, 0, 4, 2);
+  tie.add(0, 0, 2, 1);
+  EXPECT_EQ(worst_cell(fairness_report(tie.predicted, tie.truth, tie.sensitive, 1, 1)), std::make_pair(1, 0));
+  EXPECT_EQ(worst_cell(FairnessReport{}), std::nullopt);
+}
+
 TEST(FairnessMetrics, MrsIsTargetGainMinusDamageElsewhere) {
   const auto before_samples = hand_example();
   Samples after_samples;
