@@ -13,8 +13,8 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-svg-dev
   # images, the analysis cache (SQLite) and its content hashes (xxHash)
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libsqlite3-dev libxxhash-dev
-  # header-only helpers: JSON, command line, logging; tests
-  nlohmann-json3-dev libcli11-dev libspdlog-dev libgtest-dev libgmock-dev
+  # header-only helpers: JSON, command line; tests
+  nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
   # data the demos and tests use
   dataset-fashion-mnist fortunes
   # screenshots without a display
