@@ -73,6 +73,16 @@ class BiasTokensTest : public QObject {
     return w;
   }
 
+  /// A bias session of the test's own on the same files: the reference the page is checked against.
+  std::unique_ptr<editing::BiasSession> openCoreSession(const QString& sessionDb) const {
+    editing::BiasSessionOptions o;
+    o.model_path = head_.toStdString();
+    o.test_spec = "features:" + test_.toStdString();
+    o.train_spec = "features:" + train_.toStdString();
+    o.session_db = dir_.filePath(sessionDb).toStdString();
+    return editing::BiasSession::open(o);
+  }
+
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
@@ -100,12 +110,7 @@ class BiasTokensTest : public QObject {
     QCOMPARE(page->lambdaSpin()->value(), page->proposedLambda());
 
     // The core's answers for the same task, from a session of our own.
-    editing::BiasSessionOptions o;
-    o.model_path = head_.toStdString();
-    o.test_spec = "features:" + test_.toStdString();
-    o.train_spec = "features:" + train_.toStdString();
-    o.session_db = dir_.filePath(QStringLiteral("core-check.sqlite")).toStdString();
-    auto core = editing::BiasSession::open(o);
+    auto core = openCoreSession(QStringLiteral("core-check.sqlite"));
     // The page starts on the most under-served cell.
     const auto worst = core->worst_cell_task();
     QCOMPARE(page->targetCombo()->currentText().toStdString(), worst.target);
@@ -224,12 +229,7 @@ class BiasTokensTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(evaluated.count() >= 1, 10'000);
     page->worker()->waitForIdle();
 
-    editing::BiasSessionOptions o;
-    o.model_path = head_.toStdString();
-    o.test_spec = "features:" + test_.toStdString();
-    o.train_spec = "features:" + train_.toStdString();
-    o.session_db = dir_.filePath(QStringLiteral("core-burst.sqlite")).toStdString();
-    auto core = editing::BiasSession::open(o);
+    auto core = openCoreSession(QStringLiteral("core-burst.sqlite"));
     page->targetCombo()->setCurrentText(QStringLiteral("t"));  // the cells below are t's
     page->worker()->waitForIdle();
     // The page's screen state against the core, for the page's own applied edits.
