@@ -445,12 +445,7 @@ void BiasPage::onOpened(const QStringList& targets, const QStringList& attribute
   target_->addItems(targets);
   target_->setCurrentIndex(
       initial ? static_cast<int>(std::max<qsizetype>(0, targets.indexOf(QString::fromStdString(initial->target)))) : 0);
-  if (initial) {
-    // fillSensitive keeps the current choice when it can: put the initial one there first.
-    sensitive_->clear();
-    sensitive_->addItem(QString::fromStdString(initial->sensitive));
-  }
-  fillSensitive();
+  fillSensitive(initial ? QString::fromStdString(initial->sensitive) : QString());
   fillCells();
   if (initial) {
     const int cell = cell_->findText(QString::fromStdString(initial->subpopulation.text()));
@@ -466,8 +461,8 @@ void BiasPage::onOpened(const QStringList& targets, const QStringList& attribute
   taskChanged();
 }
 
-void BiasPage::fillSensitive() {
-  const QString keep = sensitive_->currentText();
+void BiasPage::fillSensitive(const QString& preferred) {
+  const QString keep = preferred.isEmpty() ? sensitive_->currentText() : preferred;
   const QString target = target_->currentText();
   const bool block = sensitive_->blockSignals(true);
   sensitive_->clear();
@@ -559,10 +554,11 @@ void BiasPage::submitEvaluation() {
         auto& session = slot->get();
         BiasEvaluation e;
         e.task = task;
-        e.edit = session.propose(task, lambda);
-        // The proposal for this task even when the user's λ is used: the task may have changed
-        // since the last proposal, and the note and the Propose button must follow it.
-        e.proposedLambda = lambda ? session.propose(task).lambda : e.edit.lambda;
+        // One proposal (ā and the signed N) serves both: the note and the Propose button follow
+        // the task even when the user's λ is evaluated, and ā does not depend on λ.
+        e.edit = session.propose(task);
+        e.proposedLambda = e.edit.lambda;
+        if (lambda) e.edit.lambda = *lambda;
         auto applied = session.stack().applied();
         e.before = session.evaluate(task, applied);
         applied.push_back(e.edit);

@@ -116,7 +116,8 @@ class BiasPage : public QWidget {
   QWidget* buildResults();
   void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
                 const std::optional<editing::BiasTask>& initial, double seconds);
-  void fillSensitive();
+  /// Lists the sensitive attributes for the target; selects `preferred` ("" = keep the current one).
+  void fillSensitive(const QString& preferred = {});
   void fillCells();
   void taskChanged();
   std::optional<editing::BiasTask> currentTask(QString* error = nullptr) const;

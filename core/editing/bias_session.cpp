@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <optional>
 #include <numeric>
+#include <optional>
 
 #include "analysis/content_hash.h"
 #include "analysis/text_analysis_session.h"
@@ -113,13 +113,16 @@ BiasTask BiasSession::worst_cell_task(const std::vector<LogitEdit>& edits) const
     if (!isOutput(a)) sensitive.push_back(a);
   if (sensitive.empty()) sensitive = attributes;
 
+  // The edited logits once for every pair; only the four-cell table is needed per pair.
+  const auto& study = *impl_->study;
+  const auto logits = edits.empty() ? study.test().logits : study.edited_test_logits(edits);
   std::optional<BiasTask> worst;
   double worstAccuracy = 2;
   for (const auto& o : outputs) {
     for (const auto& s : sensitive) {
       if (s == o) continue;
       // Any cell of (o, s) gives the same four-cell table; the first one stands for the pair.
-      const auto report = evaluate(cell_task(o, 1, s, 1), edits).report;
+      const auto report = study.fairness(cell_task(o, 1, s, 1), logits);
       const auto cell = worst_cell(report);
       if (!cell || report.cell_accuracy(cell->first, cell->second) >= worstAccuracy) continue;
       worstAccuracy = report.cell_accuracy(cell->first, cell->second);
