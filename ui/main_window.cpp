@@ -100,7 +100,7 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   table_->horizontalHeader()->setSectionResizeMode(ModelOverviewModel::Gating, QHeaderView::Stretch);
   details_ = new QTextBrowser;
   details_->setOpenLinks(false);
-  details_->setPlaceholderText(tr("Open a model (File ▸ Open, or drop a .safetensors file here)."));
+  details_->setPlaceholderText(tr("Open a model (File ▸ Open, or drop a .safetensors or .pth file here)."));
   modelSplitter_ = new QSplitter(Qt::Vertical);
   modelSplitter_->setObjectName(QStringLiteral("modelSplitter"));
   modelSplitter_->addWidget(table_);
@@ -649,7 +649,7 @@ void MainWindow::chooseExport() {
 
 void MainWindow::chooseAndOpenModel() {
   const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), QFileInfo(currentPath_).absolutePath(),
-                                                    tr("Model files (*.safetensors);;All files (*)"));
+                                                    tr("Model files (*.safetensors *.pth *.pt);;All files (*)"));
   if (!path.isEmpty()) openModel(path);
 }
 

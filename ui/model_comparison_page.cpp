@@ -87,7 +87,7 @@ void ModelComparisonPage::setData(const QString& dataSpec, const QString& cacheP
 
 void ModelComparisonPage::chooseModels() {
   const auto paths = QFileDialog::getOpenFileNames(this, tr("Models to compare"), QString(),
-                                                   tr("Model files (*.safetensors);;All files (*)"));
+                                                   tr("Model files (*.safetensors *.pth *.pt);;All files (*)"));
   if (!paths.isEmpty()) addModels(paths);
 }
 

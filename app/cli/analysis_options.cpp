@@ -25,7 +25,29 @@ void AnalysisCliOptions::add_to(CLI::App* app) {
   app->add_option("--chunk-size", session.chunk_size, "Samples per extraction chunk (default 500)");
   app->add_flag("--json", json, "Print JSON");
   app->add_flag("--quiet", quiet, "No progress on stderr");
+  app->add_flag("--recompute", recompute,
+                "Answer afresh: drop this run's stored answers and any damaged chunks, and recompute them");
 }
+
+namespace {
+
+void report_cache_opening(const cache::CacheOpenReport& report) {
+  if (report.set_aside)
+    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
+              << report.set_aside_path << " and a new cache was started\n";
+}
+
+void report_repair(const cache::CacheCheckReport& report, const std::string& cache_path, bool quiet) {
+  for (const auto& p : report.problems)
+    std::cerr << "mumoe: " << cache_path << ": run " << p.run_id << ", " << p.where << ": " << p.problem << " ("
+              << p.action << ")\n";
+  if (!quiet && report.runs > 0)
+    std::cerr << "mumoe: recomputing: stored answers dropped"
+              << (report.problems.empty() ? "" : ", " + std::to_string(report.problems.size()) + " damaged part(s) repaired")
+              << "\n";
+}
+
+}  // namespace
 
 bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet) {
   if (!quiet) {
@@ -48,15 +70,23 @@ std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, 
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
   auto session = analysis::AnalysisSession::open(o.session);
-  const auto& report = session->cache_report();
-  if (report.set_aside)
-    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
-              << report.set_aside_path << " and a new cache was started\n";
+  report_cache_opening(session->cache_report());
+  if (o.recompute) report_repair(session->recompute(), session->cache_path(), o.quiet);
   const auto s = session->extract([&](const analysis::ExtractionProgress& p) {
     return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds, o.quiet);
   });
   if (summary) *summary = s;
   return session;
+}
+
+std::vector<io::NamedInput> analysis_inputs(const AnalysisCliOptions& o) {
+  const auto& s = o.session;
+  std::vector<io::NamedInput> inputs = {{o.model.model, "the model"},
+                                        {s.cache_path.empty() ? cache::default_cache_path() : s.cache_path,
+                                         "the analysis cache"}};
+  for (const auto* spec : {&s.data_spec, &s.gallery_images})
+    if (spec->rfind("features:", 0) == 0) inputs.push_back({spec->substr(9), "a data file"});
+  return inputs;
 }
 
 std::string class_name(const analysis::AnalysisSession& session, int64_t c) {
@@ -84,10 +114,8 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
   t.device = o.session.device;
   t.max_sequences = text.max_sequences;
   auto session = analysis::TextAnalysisSession::open(t);
-  const auto& report = session->cache_report();
-  if (report.set_aside)
-    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
-              << report.set_aside_path << " and a new cache was started\n";
+  report_cache_opening(session->cache_report());
+  if (o.recompute) report_repair(session->recompute(), session->cache_path(), o.quiet);
   if (extract)
     session->extract([&](const analysis::ExtractionProgress& p) {
       return report_progress("extracting tokens", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,

@@ -9,6 +9,7 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/text_analysis_session.h"
+#include "io/file_checks.h"
 #include "model_options.h"
 
 namespace mumoe::cli {
@@ -18,12 +19,14 @@ struct AnalysisCliOptions {
   analysis::SessionOptions session;
   bool json = false;
   bool quiet = false;  ///< no progress on stderr
+  /// Repair before answering: drop the run's stored answers and damaged chunks, recompute them.
+  bool recompute = false;
 
   void add_to(CLI::App* app);
 };
 
-/// Opens the session, reports a set-aside cache file on stderr, and extracts what the cache
-/// lacks with progress on stderr. SIGINT cancels (the command then exits with code 130).
+/// Opens the session, reports a set-aside cache file on stderr, repairs with --recompute, and
+/// extracts what the cache lacks with progress on stderr. SIGINT cancels (the command then exits with code 130).
 /// `summary` (optional) receives what the extraction computed and reused.
 std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& options,
                                                          analysis::ExtractionSummary* summary = nullptr);
@@ -31,6 +34,10 @@ std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& opt
 /// A progress line "LABEL 4500/10000 (45%) 3.2 s, ETA 3.9 s" on stderr, rewritten in place on a
 /// terminal and printed every ~10% otherwise; returns false once SIGINT arrived.
 bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet);
+
+/// The files an analysis command reads — the model, a features: data file, the images named by
+/// --images, the cache — for io::refuse_output_over_inputs.
+std::vector<io::NamedInput> analysis_inputs(const AnalysisCliOptions& options);
 
 /// "Pullover" or "class 7" when the index has no name.
 std::string class_name(const analysis::AnalysisSession& session, int64_t c);

@@ -45,6 +45,7 @@ Command add_stats_command(CLI::App& parent);
 Command add_gallery_command(CLI::App& parent);
 Command add_ablate_command(CLI::App& parent);
 Command add_edits_command(CLI::App& parent);
+Command add_cache_command(CLI::App& parent);
 Command add_steer_command(CLI::App& parent);
 #endif
 

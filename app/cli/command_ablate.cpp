@@ -25,7 +25,6 @@ struct AblateOptions {
   bool all = false;
   int64_t mode = 0;
   std::string method = "sparse";
-  bool recompute = false;
   TextCliOptions text;
 };
 
@@ -51,8 +50,8 @@ int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
       return report_progress(label, done, total, elapsed, elapsed / done * (total - done), o.analysis.quiet);
     };
   };
-  const auto answer = o.all ? session->sweep(method, report("ablating experts"), o.recompute)
-                            : session->ablate(parse_int_list(o.experts, "--experts"), method, o.recompute,
+  const auto answer = o.all ? session->sweep(method, report("ablating experts"), o.analysis.recompute)
+                            : session->ablate(parse_int_list(o.experts, "--experts"), method, o.analysis.recompute,
                                               report("baseline pass (sequences)"));
   const auto& r = answer.value;
   if (o.analysis.json) {
@@ -112,7 +111,7 @@ int run_ablate(AblateOptions& o) {
           return report_progress("ablating experts", done, total, elapsed, elapsed / done * (total - done),
                                  o.analysis.quiet);
         },
-        o.recompute);
+        o.analysis.recompute);
     const auto& sweep = answer.value;
     if (o.analysis.json) {
       j["experts"] = nlohmann::json::array();
@@ -140,7 +139,7 @@ int run_ablate(AblateOptions& o) {
                 << "  polysemanticity " << order[i].polysemanticity << "\n";
     return kSuccess;
   }
-  const auto answer = session->ablate(o.mode, parse_int_list(o.experts, "--experts"), method, o.recompute);
+  const auto answer = session->ablate(o.mode, parse_int_list(o.experts, "--experts"), method, o.analysis.recompute);
   if (o.analysis.json) {
     j["experts"] = nlohmann::json::array({analysis::to_json(answer.value)});
     j["from_cache"] = answer.from_cache;
@@ -164,7 +163,6 @@ Command add_ablate_command(CLI::App& parent) {
   app->add_flag("--all", o->all, "Remove each expert of the mode in turn (the full sweep)");
   app->add_option("--mode", o->mode, "Expert mode (default 0)");
   app->add_option("--method", o->method, "sparse (default: re-evaluate only affected samples) or naive (oracle)");
-  app->add_flag("--recompute", o->recompute, "Ignore a stored answer and compute again");
   o->text.add_to(app);
   return {app, [o]() { return run_ablate(*o); }};
 }

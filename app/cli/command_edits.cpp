@@ -18,7 +18,8 @@ struct EditsOptions {
 
 int run_edits(const EditsOptions& o) {
   if (o.undo + o.redo + o.clear > 1) throw UsageError("give at most one of --undo, --redo and --clear");
-  auto store = editing::EditSessionStore::open(o.session);
+  // A mistyped path must not silently become an empty database.
+  auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
   const auto hash = analysis::hash_file(o.model);
   auto stack = store->load(hash).value_or(editing::StoredSession{}).stack;
   if (o.undo) stack.undo();  // throws UsageError when there is nothing to undo

@@ -6,6 +6,7 @@
 
 #include "cli_support.h"
 #include "data/dataset.h"
+#include "editing/logit_rewrite.h"
 #include "editing/model_export.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -27,7 +28,8 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
   if (o.edits.empty() == o.session.empty()) throw UsageError("give exactly one of --edits FILE and --session DB");
   if (!o.edits.empty()) return editing::read_edits_file(o.edits);
 #ifdef MUMOE_WITH_ANALYSIS
-  const auto store = editing::EditSessionStore::open(o.session);
+  // Reading only: a mistyped path must not create an empty database.
+  const auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
   const auto stored = store->load(analysis::hash_file(o.model));
   if (!stored) throw UsageError(o.session + " holds no edits for " + o.model + " (its content hash is not in it)");
   return stored->stack.applied();
@@ -44,6 +46,12 @@ int run_export(const ExportOptions& o) {
   const std::string spec = o.data.empty() ? edits.front().training_data : o.data;
   if (spec.empty()) throw UsageError("give --data SPEC: samples to verify the exported model on");
   const auto model = model::ClassifierModel::load(source, source.inferred() ? "" : edits.front().layer);
+  // Edits that do not fit the model are a fault of the edits' file, reported as bad input.
+  try {
+    editing::check_edits(model.layer()->config(), edits);
+  } catch (const UsageError& e) {
+    throw FileError(o.edits.empty() ? o.session : o.edits, std::string(e.what()) + " (model " + o.model + ")");
+  }
   const auto data = model.prepare(data::load_dataset(spec));
   editing::ExportRequest request;
   request.output = o.output;

@@ -10,6 +10,7 @@
 
 #include "cli_support.h"
 #include "data/image_data.h"
+#include "io/file_checks.h"
 #include "io/safetensors.h"
 #include "model/classifier_file.h"
 
@@ -23,6 +24,7 @@ struct FeaturesOptions {
 };
 
 int run_features(const FeaturesOptions& o) {
+  io::refuse_output_over_inputs(o.output, "--output", {{o.model, "the model"}});
   const auto file = model::ModelFile::load(o.model);
   auto classifier = model::load_image_classifier(file);
   auto data = data::load_image_data(o.data);

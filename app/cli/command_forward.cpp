@@ -8,6 +8,7 @@
 
 #include "cli_support.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 #include "io/safetensors.h"
 #include "model/model_file.h"
 #include "model_options.h"
@@ -23,6 +24,7 @@ struct ForwardOptions {
 };
 
 int run_forward(const ForwardOptions& o) {
+  io::refuse_output_over_inputs(o.output, "--output", {{o.model.model, "the model"}, {o.input, "the --input file"}});
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
   const auto device = nn::parse_device(o.device);
   const auto model = model::ModelFile::load(o.model.model, o.model.overrides());

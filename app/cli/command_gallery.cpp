@@ -84,6 +84,7 @@ int run_text_gallery(GalleryOptions& o) {
 }
 
 int run_gallery(GalleryOptions& o) {
+  io::refuse_output_over_inputs(o.output, "--output", analysis_inputs(o.analysis));
   o.request.order = o.top ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
   if (is_text_model(o.analysis)) return run_text_gallery(o);
   auto session = open_analysis(o.analysis);

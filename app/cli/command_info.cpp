@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli_support.h"
+#include "io/file_checks.h"
 #include "model/model_summary.h"
 
 namespace mumoe::cli {
@@ -27,17 +28,19 @@ std::string grouped(int64_t n) {  // 1069568 → 1,069,568
   return s;
 }
 
+// Names and provenance come from the file: escaped, so a hostile file cannot drive the terminal.
 void print_text(const model::ModelSummary& s) {
-  std::cout << s.path << " (" << grouped(static_cast<int64_t>(s.file_bytes)) << " bytes)\n"
+  using io::printable;
+  std::cout << printable(s.path) << " (" << grouped(static_cast<int64_t>(s.file_bytes)) << " bytes)\n"
             << "  format:       "
             << (s.inferred ? "PyTorch state_dict (configuration inferred from key names and shapes)"
                            : "mumoe model file v" + std::to_string(s.format_version))
-            << "\n  architecture: " << s.architecture << "\n"
+            << "\n  architecture: " << printable(s.architecture) << "\n"
             << "  tensors:      " << s.tensor_count << "\n"
             << "  parameters:   " << grouped(s.total_parameters()) << " in μMoE layers\n";
   for (const auto& l : s.layers) {
     const auto& c = l.config;
-    std::cout << "\n  layer '" << l.name << "'" << (l.prefix.empty() ? "" : " (keys " + l.prefix + "*)") << "\n"
+    std::cout << "\n  layer '" << printable(l.name) << "'" << (l.prefix.empty() ? "" : " (keys " + printable(l.prefix) + "*)") << "\n"
               << "    variant:     " << c.variant_name() << (c.is_block() ? " two-layer block" : " layer")
               << ", hierarchy " << c.hierarchy() << "\n"
               << "    experts:     " << join(c.expert_dims, " × ") << " = " << c.total_experts() << "\n"
@@ -56,15 +59,15 @@ void print_text(const model::ModelSummary& s) {
   }
   if (!s.label_names.empty()) {
     std::cout << "\n  labels (" << s.label_names.size() << "):";
-    for (const auto& n : s.label_names) std::cout << " " << n;
+    for (const auto& n : s.label_names) std::cout << " " << printable(n);
     std::cout << "\n";
   }
   if (!s.attribute_names.empty()) {
     std::cout << "  attributes (" << s.attribute_names.size() << "):";
-    for (const auto& n : s.attribute_names) std::cout << " " << n;
+    for (const auto& n : s.attribute_names) std::cout << " " << printable(n);
     std::cout << "\n";
   }
-  if (s.provenance_json != "{}") std::cout << "  provenance:   " << s.provenance_json << "\n";
+  if (s.provenance_json != "{}") std::cout << "  provenance:   " << printable(s.provenance_json) << "\n";
 }
 
 }  // namespace

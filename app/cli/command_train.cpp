@@ -15,6 +15,7 @@
 #include "language_model.h"
 #include "data/dataset.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 #include "model/classifier_model.h"
 #include "train/classifier_training.h"
 
@@ -80,6 +81,11 @@ std::string duration(double seconds) {
 
 int run_train(TrainCommandOptions& o, const CLI::App& app) {
   apply_config_file(o, app);
+  // --overwrite replaces an earlier model, never the data being trained on.
+  std::vector<io::NamedInput> inputs = {{o.config_file, "the --config file"}};
+  for (const auto* spec : {&o.data, &o.test_data})
+    if (spec->rfind("features:", 0) == 0) inputs.push_back({spec->substr(9), "a data file"});
+  io::refuse_output_over_inputs(o.output, "--output", inputs);
   std::error_code ec;
   if (!o.overwrite && !o.train.resume && std::filesystem::exists(o.output, ec))
     throw UsageError(o.output + " exists; pass --overwrite to replace it (or --resume to continue)");

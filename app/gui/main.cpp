@@ -15,6 +15,8 @@
 #include <QTextStream>
 #include <QTimer>
 
+#include <csignal>
+
 #include "main_window.h"
 #include "screenshot_driver.h"
 
@@ -34,6 +36,9 @@ QString demoModelPath() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A file-size limit (ulimit -f) then fails a write with EFBIG, which the core reports and
+  // cleans up after, instead of killing the program with SIGXFSZ.
+  std::signal(SIGXFSZ, SIG_IGN);
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("mumoe"));
   QApplication::setApplicationName(QStringLiteral("mumoe-studio"));

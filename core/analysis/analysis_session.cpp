@@ -8,6 +8,7 @@
 #include "analysis/counterfactual_ablation.h"
 #include "analysis/extraction.h"
 #include "analysis/result_json.h"
+#include "analysis/stored_answer.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -123,8 +124,29 @@ ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
 }
 
 const RunData& AnalysisSession::run() {
-  if (!impl_->run) impl_->run = load_run_data(*impl_->cache, impl_->complete_run_id());
+  if (!impl_->run) {
+    auto data = load_run_data(*impl_->cache, impl_->complete_run_id());
+    const auto classes = static_cast<int64_t>(impl_->class_names.size());
+    if (auto problem = class_index_problem(data.labels, data.predictions, classes); !problem.empty())
+      throw FileError(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem + "; " +
+                                                cache::damaged_cache_remedy(impl_->cache->path()));
+    impl_->run = std::move(data);
+  }
   return *impl_->run;
+}
+
+cache::CacheCheckReport AnalysisSession::recompute() {
+  impl_->run.reset();
+  impl_->ablation.reset();
+  const auto id = impl_->run_id();
+  if (!id) return {};
+  const auto classes = static_cast<int64_t>(impl_->class_names.size());
+  auto report = cache::check_run(*impl_->cache, *id, /*repair=*/true, [classes](const cache::ChunkRecord& c) {
+    return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
+  });
+  // The run's row itself may have been dropped as unreadable; otherwise every answer goes.
+  if (impl_->run_id()) impl_->cache->clear_results(*impl_->run_id());
+  return report;
 }
 
 ClassAccuracy AnalysisSession::accuracy() {
@@ -136,8 +158,8 @@ Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshol
   const auto start = Clock::now();
   const auto id = impl_->complete_run_id();
   const std::string key = "mode" + std::to_string(mode) + ":t" + std::to_string(threshold);
-  if (auto stored = impl_->cache->get_result(id, "statistics", key))
-    return {mode_statistics_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  if (auto stored = stored_answer(*impl_->cache, id, "statistics", key, [](const nlohmann::json& j) { return mode_statistics_from_json(j); }))
+    return {std::move(*stored), true, seconds_since(start)};
   auto value = expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold);
   impl_->cache->put_result(id, "statistics", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
@@ -146,8 +168,9 @@ Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshol
 Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& request) {
   const auto start = Clock::now();
   const auto id = impl_->complete_run_id();
-  if (auto stored = impl_->cache->get_result(id, "gallery", request.key()))
-    return {gallery_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  if (auto stored = stored_answer(*impl_->cache, id, "gallery", request.key(),
+                                  [](const nlohmann::json& j) { return gallery_from_json(j); }))
+    return {std::move(*stored), true, seconds_since(start)};
   auto value = select_gallery(run(), request);
   impl_->cache->put_result(id, "gallery", request.key(), to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
@@ -159,8 +182,8 @@ Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<
   const auto id = impl_->complete_run_id();
   const auto key = experts_key(mode, experts, method);
   if (!recompute)
-    if (auto stored = impl_->cache->get_result(id, "ablation", key))
-      return {ablation_outcome_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+    if (auto stored = stored_answer(*impl_->cache, id, "ablation", key, [](const nlohmann::json& j) { return ablation_outcome_from_json(j); }))
+      return {std::move(*stored), true, seconds_since(start)};
   auto value = impl_->engine(run()).ablate(mode, experts, method);
   impl_->cache->put_result(id, "ablation", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
@@ -172,8 +195,8 @@ Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method,
   const auto id = impl_->complete_run_id();
   const auto key = "mode" + std::to_string(mode) + ":" + to_string(method);
   if (!recompute)
-    if (auto stored = impl_->cache->get_result(id, "sweep", key))
-      return {sweep_outcome_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+    if (auto stored = stored_answer(*impl_->cache, id, "sweep", key, [](const nlohmann::json& j) { return sweep_outcome_from_json(j); }))
+      return {std::move(*stored), true, seconds_since(start)};
   auto value = impl_->engine(run()).sweep(mode, method, progress);
   impl_->cache->put_result(id, "sweep", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};

@@ -18,6 +18,7 @@
 #include "analysis/progress.h"
 #include "analysis/run_data.h"
 #include "cache/analysis_cache.h"
+#include "cache/cache_repair.h"
 #include "model/state_dict_layout.h"
 
 namespace mumoe::analysis {
@@ -72,8 +73,14 @@ class AnalysisSession {
   bool extracted() const;
   /// Computes what the cache lacks (nothing when extracted()). Cancel → Cancelled.
   ExtractionSummary extract(const ExtractionCallback& progress = {});
-  /// The complete run (loaded from the cache once). Throws UsageError before extraction.
+  /// The complete run (loaded from the cache once). Throws UsageError before extraction, and
+  /// FileError naming the cache and the remedy when a chunk is damaged (unreadable, missing, or
+  /// with labels or predictions outside the model's classes).
   const RunData& run();
+  /// The repair behind --recompute: drops this run's stored answers and its damaged chunks
+  /// (those run() would refuse), so that the next extract() recomputes exactly those chunks and
+  /// every question is answered afresh; sound chunks are kept. Nothing when there is no run yet.
+  cache::CacheCheckReport recompute();
 
   /// Accuracy of the unablated model per class.
   ClassAccuracy accuracy();

@@ -21,6 +21,9 @@ ModeStatistics expert_statistics(const RunData& run, int64_t mode, int64_t class
   if (mode < 0 || mode >= run.modes())
     throw UsageError("expert mode " + std::to_string(mode) + " does not exist (the layer has " +
                      std::to_string(run.modes()) + ")");
+  // Labels index the expert × class table: one outside it would write out of bounds.
+  if (auto problem = class_index_problem(run.labels, {}, class_count); !problem.empty())
+    throw UsageError("expert statistics: " + problem);
   const auto& rows = run.coefficients[mode];
   const auto& cols = run.columns[mode];
   const int64_t experts = run.info.expert_dims[mode];

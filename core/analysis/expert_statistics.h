@@ -38,7 +38,8 @@ struct ModeStatistics {
   double mutual_information_bits = 0;  ///< I(E;Y) = H(E) + H(Y) − H(E,Y)
 };
 
-/// Statistics of expert mode `mode` of `run` for `class_count` classes.
+/// Statistics of expert mode `mode` of `run` for `class_count` classes. Throws UsageError for
+/// a mode that does not exist or a label outside [0, class_count).
 ModeStatistics expert_statistics(const RunData& run, int64_t mode, int64_t class_count, double threshold = 0.5);
 
 /// Shannon entropy in bits of a distribution given by non-negative weights (normalised here);

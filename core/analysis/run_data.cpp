@@ -1,5 +1,6 @@
 #include "analysis/run_data.h"
 
+#include "cache/cache_repair.h"
 #include "io/errors.h"
 
 namespace mumoe::analysis {
@@ -52,13 +53,31 @@ RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id) {
     throw UsageError("analysis run " + std::to_string(run_id) + " in " + cache.path() +
                      " is not complete: run `mumoe analyze` first");
   RunData data;
-  data.info = cache.run_info(run_id);
-  for (int64_t c = 0; c < data.info.chunk_count(); ++c) data.append(cache.get_chunk(run_id, c));
+  try {
+    data.info = cache.run_info(run_id);
+    for (int64_t c = 0; c < data.info.chunk_count(); ++c) data.append(cache.get_chunk(run_id, c));
+  } catch (const FileError& e) {
+    throw FileError(cache.path(), e.problem() + "; " + cache::damaged_cache_remedy(cache.path()));
+  }
   if (data.samples() != data.info.sample_count)
     throw FileError(cache.path(), "run " + std::to_string(run_id) + " holds " + std::to_string(data.samples()) +
-                                      " samples but should hold " + std::to_string(data.info.sample_count));
+                                      " samples but should hold " + std::to_string(data.info.sample_count) + "; " +
+                                      cache::damaged_cache_remedy(cache.path()));
   data.finish();
   return data;
+}
+
+std::string class_index_problem(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                                int64_t class_count, int64_t first_sample) {
+  const auto outside = [&](const std::vector<int64_t>& values, const char* what) -> std::string {
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] < 0 || values[i] >= class_count)
+        return "sample " + std::to_string(first_sample + static_cast<int64_t>(i)) + ": " + what + " " +
+               std::to_string(values[i]) + " outside the model's " + std::to_string(class_count) + " classes";
+    return "";
+  };
+  if (auto p = outside(labels, "label"); !p.empty()) return p;
+  return outside(predictions, "prediction");
 }
 
 }  // namespace mumoe::analysis

@@ -38,8 +38,16 @@ struct RunData {
 };
 
 /// Every chunk of a complete run, in order. Throws UsageError if the run is not complete and
-/// FileError if a chunk is unreadable.
+/// FileError naming the cache, the damaged chunk and the remedy (cache_repair.h) if a chunk is
+/// unreadable or missing.
 RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id);
+
+/// "" when every label and prediction is a class index in [0, class_count), else the first
+/// offender ("sample 1234: label 7 outside the model's 4 classes"; samples numbered from
+/// `first_sample`). Labels index per-class tables, so cached rows that fail this must never
+/// reach them.
+std::string class_index_problem(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                                int64_t class_count, int64_t first_sample = 0);
 
 /// The CSR rows of one mode turned into columns (what finish() does for every mode).
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts);

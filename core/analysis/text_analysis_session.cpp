@@ -8,6 +8,7 @@
 #include "analysis/lm_ablation.h"
 #include "analysis/lm_forward.h"
 #include "analysis/lm_steered_generation.h"
+#include "analysis/stored_answer.h"
 #include "analysis/token_extraction.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
@@ -130,12 +131,21 @@ const RunData& TextAnalysisSession::run() {
   return *impl_->run;
 }
 
+cache::CacheCheckReport TextAnalysisSession::recompute() {
+  impl_->run.reset();
+  const auto id = impl_->run_id();
+  if (!id) return {};
+  auto report = cache::check_run(*impl_->cache, *id, /*repair=*/true);
+  if (impl_->run_id()) impl_->cache->clear_results(*impl_->run_id());
+  return report;
+}
+
 Answer<TokenGallery> TextAnalysisSession::gallery(const GalleryRequest& request, int64_t context_radius) {
   const auto start = Clock::now();
   const auto id = impl_->complete_run_id();
   const auto key = request.key() + ":c" + std::to_string(context_radius);
-  if (auto stored = impl_->cache->get_result(id, "token-gallery", key))
-    return {token_gallery_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+  if (auto stored = stored_answer(*impl_->cache, id, "token-gallery", key, [](const nlohmann::json& j) { return token_gallery_from_json(j); }))
+    return {std::move(*stored), true, seconds_since(start)};
   auto value = select_token_gallery(run(), impl_->set, request, context_radius);
   impl_->cache->put_result(id, "token-gallery", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
@@ -149,8 +159,8 @@ Answer<LmAblationReport> TextAnalysisSession::ablate(const std::vector<int64_t>&
   key += ":" + to_string(method);
   const auto id = impl_->result_run_id();
   if (!recompute)
-    if (auto stored = impl_->cache->get_result(id, "lm-ablation", key))
-      return {lm_ablation_report_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+    if (auto stored = stored_answer(*impl_->cache, id, "lm-ablation", key, [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); }))
+      return {std::move(*stored), true, seconds_since(start)};
   auto value = impl_->ablation(progress).ablate(experts, method);
   impl_->cache->put_result(id, "lm-ablation", key, to_json(value).dump());
   return {std::move(value), false, seconds_since(start)};
@@ -162,8 +172,8 @@ Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const
   const auto key = to_string(method);
   const auto id = impl_->result_run_id();
   if (!recompute)
-    if (auto stored = impl_->cache->get_result(id, "lm-sweep", key))
-      return {lm_ablation_report_from_json(nlohmann::json::parse(*stored)), true, seconds_since(start)};
+    if (auto stored = stored_answer(*impl_->cache, id, "lm-sweep", key, [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); }))
+      return {std::move(*stored), true, seconds_since(start)};
   auto& engine = impl_->ablation({});
   auto value = engine.sweep(method, progress);
   impl_->cache->put_result(id, "lm-sweep", key, to_json(value).dump());

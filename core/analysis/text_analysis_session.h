@@ -64,6 +64,9 @@ class TextAnalysisSession {
   bool extracted() const;
   /// Per-token extraction of the layer into the cache (nothing when extracted()). Cancel → Cancelled.
   ExtractionSummary extract(const ExtractionCallback& progress = {});
+  /// The repair behind --recompute: drops this run's stored answers and its damaged chunks, so
+  /// that the next extract() recomputes exactly those; sound chunks are kept.
+  cache::CacheCheckReport recompute();
   /// The complete per-token run. Throws UsageError before extraction.
   const RunData& run();
 

@@ -1,6 +1,7 @@
 #include "cache/analysis_cache.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "cache/chunk_codec.h"
 #include "cache/sqlite_database.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 
 namespace mumoe::cache {
 namespace fs = std::filesystem;
@@ -73,6 +75,23 @@ std::string set_aside(const std::string& path, const std::string& reason) {
   return target;
 }
 
+// True when `path` lies in the directory of the default cache, which holds nothing but caches
+// (so an unusable file there is a damaged cache of ours, whatever its bytes say).
+bool in_default_cache_directory(const std::string& path) {
+  std::error_code ec;
+  const auto dir = fs::weakly_canonical(fs::absolute(path, ec), ec).parent_path();
+  const auto ours = fs::weakly_canonical(fs::absolute(default_cache_path(), ec), ec).parent_path();
+  return !ec && dir == ours;
+}
+
+// A cache file is an existing regular file or nothing yet; anything else (a FIFO, a device) is
+// never opened, so SQLite cannot block on it or write into it.
+void require_regular_or_absent(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return;  // absent: created below
+  if (!S_ISREG(st.st_mode)) io::require_regular_file(path);  // throws, naming what it is
+}
+
 std::unique_ptr<Database> connect(const std::string& path) {
   auto db = std::make_unique<Database>(path, kOpenFlags);
   if (db->read_only()) throw FileError(path, "the cache file is not writable");
@@ -128,9 +147,20 @@ std::unique_ptr<AnalysisCache> AnalysisCache::open(const std::string& path, Cach
   CacheOpenReport& r = report ? *report : local;
   r = CacheOpenReport{};
   prepare_directory(path);
+  require_regular_or_absent(path);
 
   auto db = connect(path);
   if (auto reason = unusable_reason(*db)) {
+    // Only a cache of ours may be moved aside; anything else at a --cache path is the user's.
+    bool ours = false;
+    try {
+      ours = db->query_int("PRAGMA application_id") == kApplicationId;
+    } catch (const SqliteError&) {
+      // Not even a SQLite header: not recognisably ours.
+    }
+    if (!ours && !in_default_cache_directory(path))
+      throw FileError(path, "is not a mumoe analysis cache (" + *reason +
+                                "); it was left untouched: give --cache a new file or an existing cache");
     // Closed before the rename so no lock or pending checkpoint follows the file.
     db->keep_wal_on_close();
     db.reset();
@@ -339,6 +369,32 @@ void AnalysisCache::clear_results(int64_t run_id, const std::string& kind) {
   impl_->require_run(run_id);
   Statement s = impl_->db->prepare("DELETE FROM results WHERE run_id = ?1 AND (?2 = '' OR kind = ?2)");
   s.bind_int64(1, run_id).bind_text(2, kind).run();
+}
+
+void AnalysisCache::delete_chunk(int64_t run_id, int64_t chunk_index) {
+  Database& db = *impl_->db;
+  impl_->require_run(run_id);
+  Transaction tx(db);
+  Statement drop = db.prepare("DELETE FROM chunks WHERE run_id = ?1 AND chunk_index = ?2");
+  drop.bind_int64(1, run_id).bind_int64(2, chunk_index).run();
+  Statement partial = db.prepare("UPDATE runs SET status = 'partial' WHERE id = ?1");
+  partial.bind_int64(1, run_id).run();
+  tx.commit();
+}
+
+void AnalysisCache::delete_result(int64_t run_id, const std::string& kind, const std::string& key) {
+  impl_->require_run(run_id);
+  Statement s = impl_->db->prepare("DELETE FROM results WHERE run_id = ?1 AND kind = ?2 AND key = ?3");
+  s.bind_int64(1, run_id).bind_text(2, kind).bind_text(3, key).run();
+}
+
+std::vector<std::pair<std::string, std::string>> AnalysisCache::result_keys(int64_t run_id) const {
+  impl_->require_run(run_id);
+  Statement s = impl_->db->prepare("SELECT kind, key FROM results WHERE run_id = ?1 ORDER BY kind, key");
+  s.bind_int64(1, run_id);
+  std::vector<std::pair<std::string, std::string>> out;
+  while (s.step()) out.emplace_back(s.column_text(0), s.column_text(1));
+  return out;
 }
 
 std::vector<int64_t> AnalysisCache::run_ids() const {

@@ -16,10 +16,16 @@
 // Robustness:
 //   * WAL journal, one transaction per chunk: a job killed half-way (even kill -9) leaves a
 //     consistent file; the next run sees which chunks exist and computes only the missing ones.
-//   * A file that is not a mumoe cache (foreign SQLite file, other application_id, garbage), is
-//     corrupt (PRAGMA quick_check fails), or has a schema newer than this program is never used:
-//     open() renames it to "<path>.unusable-<UTC timestamp>" and starts a fresh cache, and tells
-//     the caller through CacheOpenReport so the boundary can say so.
+//   * A cache of ours (our application_id) that is corrupt (PRAGMA quick_check fails) or has a
+//     schema newer than this program is never used: open() renames it to
+//     "<path>.unusable-<UTC timestamp>" and starts a fresh cache, and tells the caller through
+//     CacheOpenReport so the boundary can say so. So is anything unusable in the program's own
+//     cache directory (that of default_cache_path()), which holds nothing but caches.
+//   * Any other file that is not a cache — a model, an edit-session database, somebody's notes,
+//     a FIFO — is refused with a FileError and never touched: a mistyped --cache must not move
+//     the user's files.
+//   * Damaged rows inside a sound file (a chunk whose blobs do not match its run, a result that
+//     is not JSON) are found by cache_repair.h, which drops just them.
 //   * Errors are mumoe::FileError naming the cache path and SQLite's message.
 #pragma once
 
@@ -27,6 +33,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mumoe::cache {
@@ -92,7 +99,7 @@ class AnalysisCache {
  public:
   /// Opens or creates the cache at `path` (parent directories are created). See the header
   /// comment for what happens to unusable files. Throws FileError when the file cannot be opened
-  /// or created at all (e.g. unwritable directory).
+  /// or created at all (e.g. unwritable directory), or is not a cache and is not ours to move.
   static std::unique_ptr<AnalysisCache> open(const std::string& path, CacheOpenReport* report = nullptr);
   ~AnalysisCache();
   AnalysisCache(const AnalysisCache&) = delete;
@@ -130,6 +137,14 @@ class AnalysisCache {
   std::optional<std::string> get_result(int64_t run_id, const std::string& kind, const std::string& key) const;
   /// Deletes every result of `kind` for the run ("" = every kind).
   void clear_results(int64_t run_id, const std::string& kind = "");
+
+  /// Deletes one chunk and marks its run partial, so that the next extraction recomputes just
+  /// that chunk (how a damaged chunk is repaired). Nothing happens for an absent chunk.
+  void delete_chunk(int64_t run_id, int64_t chunk_index);
+  /// Deletes one derived result (nothing happens when there is none).
+  void delete_result(int64_t run_id, const std::string& kind, const std::string& key);
+  /// (kind, key) of every result of the run, in key order.
+  std::vector<std::pair<std::string, std::string>> result_keys(int64_t run_id) const;
 
   /// Every run in the file (for `mumoe cache list`), ascending id.
   std::vector<int64_t> run_ids() const;

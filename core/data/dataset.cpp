@@ -38,12 +38,17 @@ Dataset Dataset::from(LabelledFeatures in) {
 
 Dataset load_dataset(const std::string& spec) {
   static const std::string kFeatures = "features:";
+  Dataset d;
   if (spec.compare(0, kFeatures.size(), kFeatures) == 0) {
-    auto d = Dataset::from(load_feature_file(spec.substr(kFeatures.size())));
+    d = Dataset::from(load_feature_file(spec.substr(kFeatures.size())));
     d.identity = spec;
-    return d;
+  } else {
+    d = Dataset::from(load_image_data(spec));
   }
-  return Dataset::from(load_image_data(spec));
+  // Every reader refuses empty data itself; this is the guarantee for the callers (statistics,
+  // galleries and accuracies all divide by the sample count).
+  if (d.size() == 0) throw FileError(spec, "the data set holds no samples");
+  return d;
 }
 
 int64_t Dataset::attribute_index(const std::string& name) const {

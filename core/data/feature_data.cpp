@@ -33,21 +33,32 @@ LabelledFeatures load_feature_file(const std::string& path) {
   if (!torch::isfinite(features).all().item<bool>()) throw FileError(path, "'features' contains NaN or infinite values");
   out.features = features.to(torch::kFloat32);
   const int64_t s = features.size(0);
+  if (s == 0) throw FileError(path, "holds no samples ('features' has 0 rows)");
 
   auto labels = file.read("labels");
   if (labels.dim() != 1 || labels.size(0) != s)
     throw FileError(path, "'labels' must be [" + std::to_string(s) + "] to match 'features', got " + c10::str(labels.sizes()));
   if (labels.is_floating_point() && (!torch::isfinite(labels).all().item<bool>() || !torch::equal(labels, labels.round())))
     throw FileError(path, "'labels' must hold whole class indices");
+  // Range-checked in double before the conversion: a float label of 1e30 has no int64 value.
+  if (labels.is_floating_point() && (labels.abs() >= static_cast<double>(kMaxClasses)).any().item<bool>())
+    throw FileError(path, "'labels' holds a class index of " + std::to_string(kMaxClasses) +
+                              " or more (at most " + std::to_string(kMaxClasses) + " classes are supported)");
   out.labels = labels.to(torch::kLong);
-  if (s > 0 && out.labels.min().item<int64_t>() < 0) throw FileError(path, "'labels' holds a negative class index");
+  const int64_t min_label = out.labels.min().item<int64_t>();
+  const int64_t max_label = out.labels.max().item<int64_t>();
+  if (min_label < 0) throw FileError(path, "'labels' holds a negative class index (" + std::to_string(min_label) + ")");
+  // max_label + 1 would overflow for 2^63 − 1; compare first.
+  if (max_label >= kMaxClasses)
+    throw FileError(path, "'labels' holds class index " + std::to_string(max_label) + " (at most " +
+                              std::to_string(kMaxClasses) + " classes are supported)");
 
   out.class_names = name_list(file, "mumoe.class_names");
-  const int64_t classes = s > 0 ? out.labels.max().item<int64_t>() + 1 : 0;
+  const int64_t classes = max_label + 1;
   if (out.class_names.empty())
     for (int64_t c = 0; c < classes; ++c) out.class_names.push_back(std::to_string(c));
   if (static_cast<int64_t>(out.class_names.size()) < classes)
-    throw FileError(path, "label " + std::to_string(classes - 1) + " but only " +
+    throw FileError(path, "label " + std::to_string(max_label) + " but only " +
                               std::to_string(out.class_names.size()) + " class names");
 
   if (file.contains("attributes")) {

@@ -13,6 +13,12 @@
 
 namespace mumoe::data {
 
+/// The most classes a data set may have. Labels are class indices, and every analysis holds a
+/// table over classes (names, per-class accuracy, expert × class counts), so a label is checked
+/// against this before anything is sized by it: a hostile label of 2^62 must not become 2^62
+/// class names. ImageNet-21k has 21,841 classes.
+inline constexpr int64_t kMaxClasses = 1'000'000;
+
 struct LabelledFeatures {
   torch::Tensor features;    ///< [S, I] float32
   torch::Tensor labels;      ///< [S] int64
@@ -24,8 +30,9 @@ struct LabelledFeatures {
 };
 
 /// Reads and validates a feature file. Throws FileError naming the file and the problem
-/// (missing tensor, wrong rank, count mismatch, NaN/inf, non-integral or negative labels,
-/// attributes other than 0/1, name lists of the wrong length).
+/// (not a regular file, no samples, missing tensor, wrong rank, count mismatch, NaN/inf,
+/// non-integral, negative or too large labels — at least kMaxClasses, or without a class name
+/// when names are given —, attributes other than 0/1, name lists of the wrong length).
 LabelledFeatures load_feature_file(const std::string& path);
 
 }  // namespace mumoe::data

@@ -11,15 +11,23 @@
 
 namespace mumoe::data {
 
+/// The most bytes an IDX file may hold (values and header), gzipped or not: four times the
+/// largest data set this program is for (ImageNet's validation images at 224², 7.5 GB, would not
+/// be IDX anyway), and a bound on what a hostile header can make the reader allocate.
+inline constexpr uint64_t kMaxIdxBytes = 4ull << 30;
+
 struct IdxArray {
   std::vector<int64_t> shape;
   std::vector<uint8_t> values;  ///< row-major
 };
 
-/// Reads `path` (gzip detected by its magic bytes). Throws FileError naming the file.
+/// Reads `path` (gzip detected by its magic bytes). Gzip data is inflated as a stream and only
+/// up to the size the IDX header announces (and no further than deflate's 1032:1 ratio allows),
+/// so a decompression bomb is refused after a few megabytes. Throws FileError naming the file.
 IdxArray read_idx(const std::string& path);
 
-/// Reads the whole file, inflating it if it is gzip. Throws FileError.
-std::vector<uint8_t> read_maybe_gzipped(const std::string& path);
+/// Reads the whole file, inflating it if it is gzip, refusing more than `max_bytes` of content.
+/// Throws FileError.
+std::vector<uint8_t> read_maybe_gzipped(const std::string& path, uint64_t max_bytes = kMaxIdxBytes);
 
 }  // namespace mumoe::data

@@ -59,7 +59,8 @@ LabelledImages load_idx_pair(const std::string& images_path, const std::string& 
   out.images = to_tensor(images);
   if (out.images.dim() == 3) out.images = out.images.unsqueeze(1);
   out.labels = to_tensor(labels).to(torch::kInt64);
-  const int64_t max_label = out.labels.numel() ? out.labels.max().item<int64_t>() : -1;
+  if (out.labels.numel() == 0) throw FileError(labels_path, "holds no samples");
+  const int64_t max_label = out.labels.max().item<int64_t>();
   if (class_names.empty())
     for (int64_t c = 0; c <= max_label; ++c) class_names.push_back(std::to_string(c));
   if (max_label >= static_cast<int64_t>(class_names.size()))

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "io/errors.h"
+#include "io/file_checks.h"
 
 namespace mumoe::data {
 namespace fs = std::filesystem;
@@ -27,7 +28,14 @@ torch::Tensor decode_all(const std::vector<std::string>& paths, ImageDecodeOptio
   std::vector<torch::Tensor> images;
   int64_t height = options.size, width = options.size;
   for (const auto& path : paths) {
-    cv::Mat image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    io::require_regular_file(path);
+    cv::Mat image;
+    try {
+      image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    } catch (const cv::Exception& e) {
+      // OpenCV refuses headers it cannot decode safely (e.g. more than 2^30 pixels) by assertion.
+      throw FileError(path, "cannot decode the image (OpenCV: " + e.err + "; a hostile or corrupt header?)");
+    }
     if (image.empty()) throw FileError(path, "cannot decode the image (corrupt or not an image)");
     if (image.depth() != CV_8U) image.convertTo(image, CV_8U, 1.0 / 256);
     if (options.channels == 0) options.channels = image.channels() == 1 ? 1 : 3;
@@ -150,6 +158,7 @@ LabelledImages load_celeba(const std::string& dir, const std::string& split, con
     paths.push_back((fs::path(dir) / "img_align_celeba" / cols[0]).string());
     attributes.insert(attributes.end(), it->second.begin(), it->second.end());
   }
+  if (paths.empty()) throw FileError(part_path, "lists no image of the '" + split + "' split");
   LabelledImages out;
   out.images = decode_all(paths, options);
   out.labels = torch::zeros({static_cast<int64_t>(paths.size())}, torch::kLong);

@@ -1,11 +1,13 @@
 #include "editing/edit_session_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <ctime>
 
 #include "cache/sqlite_database.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 
 namespace mumoe::editing {
 namespace {
@@ -47,7 +49,15 @@ EditSessionStore::EditSessionStore(std::string path, std::unique_ptr<cache::Data
     : path_(std::move(path)), db_(std::move(db)) {}
 EditSessionStore::~EditSessionStore() = default;
 
-std::unique_ptr<EditSessionStore> EditSessionStore::open(const std::string& path) {
+std::unique_ptr<EditSessionStore> EditSessionStore::open(const std::string& path, OpenMode mode) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 ? !S_ISREG(st.st_mode) : mode == kMustExist) {
+    try {
+      io::require_regular_file(path);  // says what it is instead
+    } catch (const FileError& e) {
+      throw FileError(path, e.problem() + (mode == kMustExist ? " (an edit session database was expected: check the path)" : ""));
+    }
+  }
   std::unique_ptr<cache::Database> db;
   try {
     db = std::make_unique<cache::Database>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);

@@ -29,9 +29,11 @@ struct StoredSession {
 
 class EditSessionStore {
  public:
-  /// Opens or creates the database. Throws FileError when the file is not an edit session
-  /// database (another SQLite file, garbage) — it is never modified then.
-  static std::unique_ptr<EditSessionStore> open(const std::string& path);
+  enum OpenMode { kCreate, kMustExist };
+  /// Opens the database, creating it with kCreate when there is none. Throws FileError when the
+  /// file is not an edit session database (another SQLite file, garbage, a FIFO) — it is never
+  /// modified then — and, with kMustExist, when there is no file at `path`.
+  static std::unique_ptr<EditSessionStore> open(const std::string& path, OpenMode mode = kCreate);
   ~EditSessionStore();
 
   void save(const std::string& model_hash, const std::string& model_path, const EditStack& stack);

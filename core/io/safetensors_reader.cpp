@@ -2,11 +2,13 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 
 #include "io/errors.h"
+#include "io/file_checks.h"
 #include "io/safetensors.h"
 #include "io/safetensors_dtypes.h"
 
@@ -24,11 +26,11 @@ uint64_t read_le_u64(const unsigned char* b) {
 
 std::vector<int64_t> parse_shape(const std::string& path, const std::string& name,
                                  const nlohmann::json& shape) {
-  if (!shape.is_array()) throw FileError(path, "tensor '" + name + "': shape is not a list");
+  if (!shape.is_array()) throw FileError(path, "tensor '" + printable(name) + "': shape is not a list");
   std::vector<int64_t> out;
   for (const auto& d : shape) {
     if (!d.is_number_integer() || d.get<int64_t>() < 0)
-      throw FileError(path, "tensor '" + name + "': shape " + shape.dump() +
+      throw FileError(path, "tensor '" + printable(name) + "': shape " + shape.dump() +
                                 " must hold non-negative integers");
     out.push_back(d.get<int64_t>());
   }
@@ -44,8 +46,7 @@ int64_t TensorEntry::numel() const {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw FileError(path, "is a directory, not a safetensors file");
+  require_regular_file(path);  // a FIFO would block the read below forever
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the file (missing or unreadable)");
   in.seekg(0, std::ios::end);
@@ -57,10 +58,14 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   unsigned char len_bytes[8];
   if (!in.read(reinterpret_cast<char*>(len_bytes), 8)) throw FileError(path, "could not read the header length");
   const uint64_t header_len = read_le_u64(len_bytes);
-  if (header_len > kMaxHeaderBytes || header_len > file_size - 8)
+  if (header_len > file_size - 8)
     throw FileError(path, "not a safetensors file: header length " + std::to_string(header_len) +
                               " does not fit in the " + std::to_string(file_size) +
                               "-byte file (truncated or not safetensors)");
+  if (header_len > kMaxHeaderBytes)
+    throw FileError(path, "the safetensors header is " + std::to_string(header_len) +
+                              " bytes, more than the " + std::to_string(kMaxHeaderBytes) +
+                              "-byte limit (not a model file this program writes or reads)");
   std::string header(header_len, '\0');
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw FileError(path, "could not read the header");
@@ -85,39 +90,49 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
       if (!value.is_object()) throw FileError(path, "__metadata__ is not a JSON object");
       for (auto m = value.begin(); m != value.end(); ++m) {
         if (!m.value().is_string())
-          throw FileError(path, "__metadata__ value for '" + m.key() + "' is not a string");
+          throw FileError(path, "__metadata__ value for '" + printable(m.key()) + "' is not a string");
         file.metadata_[m.key()] = m.value().get<std::string>();
       }
       continue;
     }
     if (!value.is_object() || !value.contains("dtype") || !value.contains("shape") ||
         !value.contains("data_offsets"))
-      throw FileError(path, "tensor '" + name + "' needs dtype, shape and data_offsets");
+      throw FileError(path, "tensor '" + printable(name) + "' needs dtype, shape and data_offsets");
     TensorEntry entry;
     entry.name = name;
-    if (!value["dtype"].is_string()) throw FileError(path, "tensor '" + name + "': dtype is not a string");
+    if (!value["dtype"].is_string()) throw FileError(path, "tensor '" + printable(name) + "': dtype is not a string");
     entry.dtype = value["dtype"].get<std::string>();
     const auto elem = detail::element_size(entry.dtype);
-    if (!elem) throw FileError(path, "tensor '" + name + "': unknown dtype '" + entry.dtype + "'");
+    if (!elem) throw FileError(path, "tensor '" + printable(name) + "': unknown dtype '" + printable(entry.dtype) + "'");
     entry.shape = parse_shape(path, name, value["shape"]);
     const auto& offsets = value["data_offsets"];
     if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
         !offsets[1].is_number_unsigned())
-      throw FileError(path, "tensor '" + name + "': data_offsets must be two non-negative integers");
+      throw FileError(path, "tensor '" + printable(name) + "': data_offsets must be two non-negative integers");
     entry.begin = offsets[0].get<uint64_t>();
     entry.end = offsets[1].get<uint64_t>();
-    if (entry.begin > entry.end || entry.end > data_size)
-      throw FileError(path, "tensor '" + name + "': data_offsets [" + std::to_string(entry.begin) +
+    if (entry.begin > entry.end)
+      throw FileError(path, "tensor '" + printable(name) + "': data_offsets [" + std::to_string(entry.begin) +
+                                ", " + std::to_string(entry.end) + "] are reversed (begin after end)");
+    if (entry.end > data_size)
+      throw FileError(path, "tensor '" + printable(name) + "': data_offsets [" + std::to_string(entry.begin) +
                                 ", " + std::to_string(entry.end) + "] lie outside the " +
                                 std::to_string(data_size) + "-byte data area (truncated file?)");
     // numel × element size, guarding against overflow from hostile shapes.
     long double expected = static_cast<long double>(*elem);
     for (auto d : entry.shape) expected *= static_cast<long double>(d);
-    if (expected != static_cast<long double>(entry.end - entry.begin))
-      throw FileError(path, "tensor '" + name + "': " + std::to_string(entry.end - entry.begin) +
-                                " bytes of data but shape " + value["shape"].dump() + " of " +
-                                entry.dtype + " needs " +
-                                std::to_string(static_cast<uint64_t>(expected)));
+    if (expected != static_cast<long double>(entry.end - entry.begin)) {
+      // A hostile shape can need more bytes than any integer type holds: say so instead of
+      // printing a wrapped-around count.
+      const bool representable = expected < static_cast<long double>(std::numeric_limits<uint64_t>::max());
+      char huge[32];
+      std::snprintf(huge, sizeof huge, "%.3Le", expected);
+      throw FileError(path, "tensor '" + printable(name) + "': " + std::to_string(entry.end - entry.begin) +
+                                " bytes of data but shape " + value["shape"].dump() + " of " + entry.dtype +
+                                " needs " +
+                                (representable ? std::to_string(static_cast<uint64_t>(expected))
+                                               : std::string(huge) + " (more than any file can hold)"));
+    }
     file.entries_.push_back(std::move(entry));
   }
 
@@ -129,7 +144,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     const auto& prev = file.entries_[i - 1];
     const auto& cur = file.entries_[i];
     if (cur.begin < prev.end)
-      throw FileError(path, "tensors '" + prev.name + "' and '" + cur.name + "' overlap in the data area");
+      throw FileError(path, "tensors '" + printable(prev.name) + "' and '" + printable(cur.name) + "' overlap in the data area");
   }
   for (size_t i = 0; i < file.entries_.size(); ++i) file.index_[file.entries_[i].name] = i;
   return file;
@@ -139,7 +154,7 @@ bool SafetensorsFile::contains(const std::string& name) const { return index_.co
 
 const TensorEntry& SafetensorsFile::entry(const std::string& name) const {
   auto it = index_.find(name);
-  if (it == index_.end()) throw FileError(path_, "no tensor named '" + name + "'");
+  if (it == index_.end()) throw FileError(path_, "no tensor named '" + printable(name) + "'");
   return entries_[it->second];
 }
 
@@ -147,7 +162,7 @@ torch::Tensor SafetensorsFile::read(const std::string& name) const {
   const auto& e = entry(name);
   const auto type = detail::loadable_torch_dtype(e.dtype);
   if (!type)
-    throw FileError(path_, "tensor '" + name + "' has dtype " + e.dtype +
+    throw FileError(path_, "tensor '" + printable(name) + "' has dtype " + e.dtype +
                                ", which mumoe does not load (supported: F32, F64, F16, BF16; "
                                "I64 for integer buffers)");
   auto tensor = torch::empty(e.shape, torch::dtype(*type));
@@ -158,7 +173,7 @@ torch::Tensor SafetensorsFile::read(const std::string& name) const {
   in.seekg(static_cast<std::streamoff>(data_start_ + e.begin));
   in.read(static_cast<char*>(tensor.data_ptr()), static_cast<std::streamsize>(bytes));
   if (!in || static_cast<uint64_t>(in.gcount()) != bytes)
-    throw FileError(path_, "tensor '" + name + "': the file ended before its data (truncated?)");
+    throw FileError(path_, "tensor '" + printable(name) + "': the file ended before its data (truncated?)");
   return tensor;
 }
 

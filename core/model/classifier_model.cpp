@@ -4,6 +4,7 @@
 
 #include "io/errors.h"
 #include "model/classifier_file.h"
+#include "model/gpt_file.h"
 
 namespace mumoe::model {
 
@@ -11,6 +12,9 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
   ClassifierModel m;
   m.label_names_ = file.manifest().label_names;
   m.multilabel_ = file.manifest().task == kMultiLabel;
+  if (file.manifest().architecture == kGptArchitecture)
+    throw UsageError(file.path() + " is a μMoE GPT (a language model), not a classifier: give this command a "
+                     "classifier, or analyse the GPT with a text SPEC (e.g. `mumoe gallery GPT --data fortunes`)");
   if (file.manifest().architecture == kImageClassifierArchitecture) {
     if (!layer.empty() && layer != "head")
       throw UsageError(file.path() + " is an image classifier; its only μMoE layer is 'head', not '" + layer + "'");
@@ -112,9 +116,12 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
     return;
   }
   const auto classes = static_cast<int64_t>(data.class_names.size());
+  // The data's labels reach class index classes − 1: a label the model has no output for is a
+  // fault of the data (or of the pairing), reported as bad input naming the data.
   if (classes > class_count())
-    throw UsageError(data.identity + " has " + std::to_string(classes) + " classes but layer '" + layer_name_ +
-                     "' has " + std::to_string(class_count()) + " outputs");
+    throw FileError(data.identity, "has " + std::to_string(classes) + " classes (labels up to " +
+                                       std::to_string(classes - 1) + ") but layer '" + layer_name_ + "' has " +
+                                       std::to_string(class_count()) + " outputs");
   if (!label_names_.empty() && static_cast<int64_t>(label_names_.size()) != classes)
     throw UsageError("the model has " + std::to_string(label_names_.size()) + " labels but " + data.identity +
                      " has " + std::to_string(classes) + " classes");

@@ -44,8 +44,8 @@ class ClassifierModel {
   void save(const std::string& path, const nlohmann::json& provenance) const;
 
   /// Throws UsageError when `data` cannot be fed to this model (images vs features, image shape,
-  /// feature width, class count vs the layer's output width or the model's labels; for a
-  /// multi-label model, targets other than its labels).
+  /// feature width, class count vs the model's labels; for a multi-label model, targets other
+  /// than its labels) and FileError naming the data when it has labels beyond the layer's outputs.
   void check_compatible(const data::Dataset& data) const;
   /// `data` made ready for this model: a multi-label model's labels become the data's targets
   /// (data::with_targets; throws UsageError when an attribute is missing); unchanged otherwise.

@@ -103,6 +103,9 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
       optional_field<nlohmann::json>(j, "architecture_config", nlohmann::json::object(), path, where);
   const auto layers = field<nlohmann::json>(j, "layers", path, where);
   if (!layers.is_array()) throw FileError(path, "manifest: layers is not a list");
+  // Every architecture this program writes has at least one μMoE layer; without one there is
+  // nothing to analyse or edit, and the file is not one of ours.
+  if (layers.empty()) throw FileError(path, "manifest: layers is empty (a model file holds at least one μMoE layer)");
   for (const auto& l : layers) {
     ModelLayer layer;
     layer.name = field<std::string>(l, "name", path, "layer");

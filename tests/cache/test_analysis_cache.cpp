@@ -16,10 +16,12 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <random>
 #include <thread>
 
 #include "cache/analysis_cache.h"
+#include "cache/cache_repair.h"
 #include "io/errors.h"
 #include "temp_dir.h"
 
@@ -554,34 +556,147 @@ TEST(AnalysisCache, GetChunkRejectsDamagedRows) {
   }
 }
 
-TEST(AnalysisCache, SetsAsideAForeignSqliteFile) {
+// Sets $MUMOE_CACHE for one test, so that its directory is "the program's own cache directory".
+class ScopedCacheEnv {
+ public:
+  explicit ScopedCacheEnv(const std::string& path) {
+    if (const char* old = std::getenv("MUMOE_CACHE")) old_ = old;
+    ::setenv("MUMOE_CACHE", path.c_str(), 1);
+  }
+  ~ScopedCacheEnv() {
+    if (old_) ::setenv("MUMOE_CACHE", old_->c_str(), 1);
+    else ::unsetenv("MUMOE_CACHE");
+  }
+
+ private:
+  std::optional<std::string> old_;
+};
+
+// A file at a --cache path that is not one of our caches is the user's: refused, not moved.
+void expect_refused_untouched(const std::string& path, const std::string& phrase) {
+  const std::string original = read_bytes(path);
+  try {
+    AnalysisCache::open(path);
+    ADD_FAILURE() << "opened " << path;
+  } catch (const FileError& e) {
+    EXPECT_TRUE(contains(e.what(), path)) << e.what();
+    EXPECT_TRUE(contains(e.what(), "is not a mumoe analysis cache")) << e.what();
+    EXPECT_TRUE(contains(e.what(), phrase)) << e.what();
+  }
+  EXPECT_EQ(read_bytes(path), original);
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path()))
+    EXPECT_FALSE(contains(entry.path().string(), ".unusable-")) << entry.path();
+}
+
+// A sound file with damaged rows: check names each one, repair drops exactly those (a chunk, a
+// result, a run marked complete with a chunk missing), keeps the rest, and re-extraction of the
+// dropped chunks completes the run again.
+TEST(CacheRepair, FindsAndDropsDamagedRowsOnly) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  int64_t damaged = 0, missing = 0, sound = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    damaged = cache->begin_run(make_key("m1"), info);
+    missing = cache->begin_run(make_key("m2", "/models/b.safetensors"), info);
+    sound = cache->begin_run(make_key("m3", "/models/c.safetensors"), info);
+    for (int64_t run : {damaged, missing, sound}) {
+      for (int64_t i = 0; i < 3; ++i) cache->put_chunk(run, make_chunk(info, i));
+      cache->complete_run(run);
+      cache->put_result(run, "statistics", "good", R"({"ok":true})");
+    }
+    cache->put_result(damaged, "ablation", "bad", "{not json");
+  }
+  {
+    RawDb raw(path);
+    raw.exec("UPDATE chunks SET labels = x'0102' WHERE chunk_index = 1 AND run_id = " + std::to_string(damaged));
+    raw.exec("DELETE FROM chunks WHERE chunk_index = 2 AND run_id = " + std::to_string(missing));
+  }
+  auto cache = AnalysisCache::open(path);
+  const auto checked = check_cache(*cache, /*repair=*/false);
+  EXPECT_EQ(checked.runs, 3);
+  EXPECT_EQ(checked.chunks, 8);
+  EXPECT_EQ(checked.results, 4);
+  ASSERT_EQ(checked.problems.size(), 3u);
+  EXPECT_EQ(checked.problems[0].run_id, damaged);
+  EXPECT_EQ(checked.problems[0].where, "chunk 1");
+  EXPECT_TRUE(contains(checked.problems[0].problem, "labels")) << checked.problems[0].problem;
+  EXPECT_EQ(checked.problems[1].where, "result ablation/bad");
+  EXPECT_EQ(checked.problems[2].run_id, missing);
+  EXPECT_TRUE(contains(checked.problems[2].problem, "1 of 3 chunks are missing")) << checked.problems[2].problem;
+  EXPECT_TRUE(cache->run_complete(missing));  // checking changes nothing
+
+  const auto repaired = check_cache(*cache, /*repair=*/true);
+  EXPECT_EQ(repaired.problems.size(), 3u);
+  EXPECT_TRUE(check_cache(*cache, false).sound());
+  EXPECT_EQ(cache->chunk_indices(damaged), (std::vector<int64_t>{0, 2}));
+  EXPECT_FALSE(cache->run_complete(damaged));
+  EXPECT_FALSE(cache->run_complete(missing));
+  EXPECT_TRUE(cache->run_complete(sound));
+  EXPECT_FALSE(cache->get_result(damaged, "ablation", "bad"));
+  EXPECT_TRUE(cache->get_result(damaged, "statistics", "good"));
+  expect_same(cache->get_chunk(sound, 1), make_chunk(info, 1));
+  // What an extraction does next: the dropped chunks only, then the runs are complete again.
+  cache->put_chunk(damaged, make_chunk(info, 1));
+  cache->put_chunk(missing, make_chunk(info, 2));
+  cache->complete_run(damaged);
+  cache->complete_run(missing);
+  expect_same(cache->get_chunk(damaged, 0), make_chunk(info, 0));
+}
+
+TEST(CacheRepair, AValidatorDropsChunksTheCallerRefuses) {
+  TempDir dir;
+  auto cache = AnalysisCache::open(dir.file("c.sqlite"));
+  const RunInfo info = make_info();
+  const int64_t run = cache->begin_run(make_key(), info);
+  for (int64_t i = 0; i < 3; ++i) cache->put_chunk(run, make_chunk(info, i));
+  cache->complete_run(run);
+  const auto report = check_run(*cache, run, /*repair=*/true, [](const ChunkRecord& c) {
+    return c.chunk_index == 2 ? std::string("label 9 outside the model's 4 classes") : std::string();
+  });
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].where, "chunk 2");
+  EXPECT_EQ(cache->chunk_indices(run), (std::vector<int64_t>{0, 1}));
+  EXPECT_FALSE(cache->run_complete(run));
+}
+
+TEST(AnalysisCache, RefusesAForeignSqliteFileAndLeavesItInPlace) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");
   {
     RawDb raw(path);
     raw.exec("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('mine')");
   }
-  const std::string original = read_bytes(path);
-  ASSERT_FALSE(original.empty());
-  const std::string aside = expect_set_aside(path, "not a mumoe cache");
-  EXPECT_EQ(read_bytes(aside), original);
-  EXPECT_EQ(RawDb(aside).text("SELECT text FROM notes"), "mine");
+  expect_refused_untouched(path, "another program");
+  EXPECT_EQ(RawDb(path).text("SELECT text FROM notes"), "mine");
 }
 
-TEST(AnalysisCache, SetsAsideASqliteFileOfAnotherApplication) {
+TEST(AnalysisCache, RefusesASqliteFileOfAnotherApplication) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");
   RawDb(path).exec("PRAGMA application_id = 4660");  // no tables, but someone else's file
-  const std::string original = read_bytes(path);
-  CacheOpenReport report;
-  AnalysisCache::open(path, &report);
-  EXPECT_TRUE(report.set_aside);
-  EXPECT_TRUE(contains(report.set_aside_reason, "0x00001234")) << report.set_aside_reason;
-  EXPECT_EQ(read_bytes(report.set_aside_path), original);
+  expect_refused_untouched(path, "0x00001234");
 }
 
-TEST(AnalysisCache, SetsAsideGarbage) {
+TEST(AnalysisCache, RefusesGarbageAndFifos) {
   TempDir dir;
+  const std::string notes = dir.file("notes.txt");
+  write_bytes(notes, "this is not a database, but somebody's notes\n");
+  expect_refused_untouched(notes, "not a SQLite database");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  try {
+    AnalysisCache::open(fifo);
+    ADD_FAILURE() << "opened a FIFO";
+  } catch (const FileError& e) {
+    EXPECT_TRUE(contains(e.what(), "FIFO")) << e.what();
+  }
+}
+
+TEST(AnalysisCache, SetsAsideGarbageInItsOwnDirectory) {
+  TempDir dir;
+  ScopedCacheEnv env(dir.file("analysis.sqlite"));  // this directory holds nothing but caches
   std::mt19937 rng(7);
   for (std::size_t size : {5, 100, 8192}) {
     const std::string path = dir.file("garbage-" + std::to_string(size) + ".sqlite");
@@ -644,6 +759,7 @@ TEST(AnalysisCache, SetsAsideACacheWithANewerSchema) {
 TEST(AnalysisCache, SetsAsideTwiceInOneSecondWithoutOverwriting) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");
+  ScopedCacheEnv env(path);
   write_bytes(path, "first garbage, long enough to be a page of something");
   CacheOpenReport one, two;
   AnalysisCache::open(path, &one);  // and closed again: the fresh cache is replaced below

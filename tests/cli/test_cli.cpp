@@ -111,7 +111,7 @@ TEST_F(Cli, InvalidInputExitsWithTwoAndNamesTheFile) {
   const auto out = dir_.file("out.safetensors");
 
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"info " + dir_.file("missing.safetensors"), "missing.safetensors: cannot open"},
+      {"info " + dir_.file("missing.safetensors"), "missing.safetensors: does not exist"},
       {"info " + garbage, "garbage.safetensors: not a safetensors file"},
       {"forward " + garbage + " --input " + no_input + " --output " + out, "garbage.safetensors"},
       {"forward " + model_ + " --input " + no_input + " --output " + out, "noinput.safetensors: no tensor named 'input'"},

@@ -154,7 +154,11 @@ TEST_F(Session, CancelledExtractionResumesToTheSameResult) {
 TEST_F(Session, UnusableCacheFileIsSetAsideAndReported) {
   std::filesystem::create_directories(dir_.path() / "cache");
   testkit::write_bytes(options_.cache_path, std::string(5000, '\x5a'));
+  // Set aside because it is in the program's own cache directory; a file elsewhere that is not
+  // a cache is refused instead (see the cache's tests).
+  ::setenv("MUMOE_CACHE", options_.cache_path.c_str(), 1);
   auto s = AnalysisSession::open(options_);
+  ::unsetenv("MUMOE_CACHE");
   EXPECT_TRUE(s->cache_report().set_aside);
   EXPECT_FALSE(s->cache_report().set_aside_reason.empty());
   EXPECT_EQ(testkit::read_bytes(s->cache_report().set_aside_path), std::string(5000, '\x5a'));

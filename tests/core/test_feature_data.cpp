@@ -63,4 +63,28 @@ TEST(FeatureFile, BadFilesAreNamed) {
                "not a JSON list");
 }
 
+// Labels size every per-class table: a huge one must be refused before anything is sized by it
+// (2^63 − 1 used to overflow max + 1 past the class-name check; 2^62 asked for 2^62 names).
+TEST(FeatureFile, LabelsTooLargeToBeClassIndicesAreRefused) {
+  testkit::TempDir dir;
+  auto f = torch::randn({3, 2});
+  for (int64_t huge : {std::numeric_limits<int64_t>::max(), int64_t{1} << 62, data::kMaxClasses}) {
+    expect_error(write(dir, {{"features", f}, {"labels", torch::tensor({int64_t{0}, huge, int64_t{1}})}}),
+                 "at most 1000000 classes");
+  }
+  expect_error(write(dir, {{"features", f}, {"labels", torch::tensor({0.0, 1e30, 1.0})}}), "at most 1000000 classes");
+  expect_error(write(dir, {{"features", f}, {"labels", torch::tensor({int64_t{0}, std::numeric_limits<int64_t>::min(), int64_t{1}})}}),
+               "negative");
+  // The largest allowed index still loads (with numbered classes).
+  const auto ok = data::load_feature_file(
+      write(dir, {{"features", f}, {"labels", torch::tensor({int64_t{0}, data::kMaxClasses - 1, int64_t{1}})}}));
+  EXPECT_EQ(static_cast<int64_t>(ok.class_names.size()), data::kMaxClasses);
+}
+
+TEST(FeatureFile, AFileWithoutSamplesIsRefused) {
+  testkit::TempDir dir;
+  expect_error(write(dir, {{"features", torch::zeros({0, 4})}, {"labels", torch::zeros({0}, torch::kLong)}}),
+               "holds no samples");
+}
+
 }  // namespace

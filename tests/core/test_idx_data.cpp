@@ -2,6 +2,7 @@
 // bad-data case: missing file, wrong magic, unsupported type, truncated data, count mismatch.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "data/idx_file.h"
@@ -102,6 +103,36 @@ TEST(IdxData, CountMismatchBetweenImagesAndLabelsNamesBothFiles) {
     EXPECT_NE(std::string(e.what()).find("3 images but"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find(dir.file("l")), std::string::npos) << e.what();
   }
+}
+
+// A decompression bomb: a valid header announcing 8 values, then 64 MiB of zeros that gzip
+// squeezes into about 64 kilobytes. The reader stops right after the announced size.
+TEST(IdxData, GzipBombStopsAtTheAnnouncedSize) {
+  TempDir dir;
+  const std::string bomb = gzip(idx_bytes({2, 2, 2}, std::string(64u << 20, '\0')));
+  ASSERT_LT(bomb.size(), 1u << 20);
+  testkit::write_bytes(dir.file("bomb.gz"), bomb);
+  expect_file_error([&] { data::read_idx(dir.file("bomb.gz")); }, "bomb.gz", "decompression bomb");
+  // A header whose product of dimensions overflows 64 bits.
+  testkit::write_bytes(dir.file("huge.idx"), idx_bytes({0xffffffffu, 0xffffffffu, 0xffffffffu}, "abc"));
+  expect_file_error([&] { data::read_idx(dir.file("huge.idx")); }, "huge.idx", "-byte limit");
+}
+
+TEST(IdxData, EmptySplitsAndLabelsBeyondTheClassNamesAreBadData) {
+  TempDir dir;
+  testkit::write_bytes(dir.file("i"), idx_bytes({0, 1, 1}, ""));
+  testkit::write_bytes(dir.file("l"), idx_bytes({0}, ""));
+  expect_file_error([&] { data::load_idx_pair(dir.file("i"), dir.file("l"), {}, "t"); }, dir.file("l"), "holds no samples");
+  testkit::write_bytes(dir.file("i"), idx_bytes({2, 1, 1}, "ab"));
+  testkit::write_bytes(dir.file("l"), idx_bytes({2}, std::string("\x00\xc8", 2)));  // label 200
+  expect_file_error([&] { data::load_idx_pair(dir.file("i"), dir.file("l"), {"a", "b"}, "t"); }, dir.file("l"),
+                    "label 200 but only 2 class names");
+}
+
+TEST(IdxData, AFifoIsRefusedWithoutBlocking) {
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.file("fifo").c_str(), 0600), 0);
+  expect_file_error([&] { data::read_idx(dir.file("fifo")); }, "fifo", "FIFO");
 }
 
 TEST(IdxData, UnknownSpecIsAUsageError) {

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <opencv2/imgcodecs.hpp>
+#include <zlib.h>
 
 #include <filesystem>
 
@@ -100,6 +101,30 @@ TEST_F(CelebA, ImageMissingFromTheAttributeFile) {
   testkit::write_bytes(dir_.file("list_eval_partition.txt"), "000009.jpg 0\n");
   expect_file_error([&] { data::load_celeba(dir_.path().string(), "train"); }, "list_eval_partition.txt",
                "000009.jpg is not in");
+}
+
+TEST_F(CelebA, AnEmptySplitIsBadData) {
+  testkit::write_bytes(dir_.file("list_eval_partition.txt"), "000001.jpg 0\n000002.jpg 0\n000003.jpg 0\n");
+  expect_file_error([&] { data::load_celeba(dir_.path().string(), "valid"); }, "list_eval_partition.txt",
+                    "lists no image of the 'valid' split");
+}
+
+// A PNG whose header claims 60000 × 60000 pixels: OpenCV refuses it by assertion, which must
+// come out as an error naming the file, not as a raw cv::Exception.
+TEST(ImageFolder, AHugePngHeaderIsNamed) {
+  TempDir dir;
+  fs::create_directory(dir.path() / "a");
+  auto be32 = [](uint32_t n) {
+    return std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                       static_cast<char>(n)};
+  };
+  std::string ihdr = "IHDR" + be32(60000) + be32(60000) + std::string("\x08\x02\x00\x00\x00", 5);
+  const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), static_cast<uInt>(ihdr.size()));
+  std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + ihdr + be32(crc);
+  std::string idat = "IDAT" + std::string(64, '\0');
+  png += be32(64) + idat + be32(crc32(0, reinterpret_cast<const Bytef*>(idat.data()), static_cast<uInt>(idat.size())));
+  testkit::write_bytes(dir.file("a/huge.png"), png);
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "huge.png", "cannot decode the image");
 }
 
 TEST_F(CelebA, UnreadableImage) {

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <sys/resource.h>
+#include <sys/stat.h>
 
 #include <csignal>
 #include <filesystem>
@@ -93,11 +94,14 @@ struct Malformed {
 std::vector<Malformed> malformed_cases() {
   const std::string ok = R"("t":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
   return {
-      {"missing_file", "", "cannot open", ""},
+      {"missing_file", "", "does not exist", ""},
       {"empty_file", "", "shorter than the 8-byte header length", ""},
       {"short_file", "abc", "shorter than the 8-byte header length", ""},
       {"header_longer_than_file", le64(1000) + "{}", "does not fit", ""},
       {"huge_header_length", le64(~0ull) + "{}", "does not fit", ""},
+      // Within the file, but over the cap: the message says so instead of "does not fit".
+      {"header_over_the_cap", le64(100ull * 1024 * 1024 + 1) + std::string(100 * 1024 * 1024 + 1, ' '),
+       "more than the 104857600-byte limit", ""},
       {"header_not_json", raw_file("{not json", 0), "not valid JSON", ""},
       {"header_not_object", raw_file("[1,2]", 0), "not a JSON object", ""},
       {"entry_without_dtype", raw_file(R"({"t":{"shape":[1],"data_offsets":[0,4]}})", 4), "needs dtype", ""},
@@ -105,9 +109,16 @@ std::vector<Malformed> malformed_cases() {
       {"negative_shape", raw_file(R"({"t":{"dtype":"F32","shape":[-1],"data_offsets":[0,4]}})", 4), "non-negative", ""},
       {"shape_not_list", raw_file(R"({"t":{"dtype":"F32","shape":3,"data_offsets":[0,4]}})", 4), "shape is not a list", ""},
       {"offsets_outside_data", raw_file("{" + ok + "}", 4), "outside", ""},
-      {"offsets_reversed", raw_file(R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8), "outside", ""},
+      {"offsets_reversed", raw_file(R"({"t":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", 8), "are reversed", ""},
       {"offsets_negative", raw_file(R"({"t":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", 8), "two non-negative integers", ""},
       {"byte_length_mismatch", raw_file(R"({"t":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", 8), "needs 12", ""},
+      // 2^40 × 2^40 × 4 bytes wraps around 64 bits (to 0): the message must not say "needs 0".
+      {"shape_overflowing_64_bits",
+       raw_file(R"({"t":{"dtype":"F32","shape":[1099511627776,1099511627776],"data_offsets":[0,8]}})", 8),
+       "more than any file can hold", ""},
+      {"escape_sequence_in_name",
+       raw_file(R"({"\u001b]0;owned\u0007":{"dtype":"F7","shape":[1],"data_offsets":[0,4]}})", 4),
+       "tensor '\\x1b]0;owned\\x07': unknown dtype", ""},
       {"overlapping_tensors",
        raw_file(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", 12),
        "overlap", ""},
@@ -130,6 +141,13 @@ TEST_P(MalformedFile, IsRejectedWithAClearMessage) {
 
 INSTANTIATE_TEST_SUITE_P(Cases, MalformedFile, ::testing::ValuesIn(malformed_cases()),
                          [](const auto& info) { return info.param.name; });
+
+TEST(Safetensors, AFifoIsRejectedWithoutBlocking) {
+  TempDir dir;
+  const auto path = dir.file("fifo.safetensors");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  expect_rejected(path, "is a FIFO (named pipe), not a regular file");  // would block forever if opened
+}
 
 TEST(Safetensors, ADirectoryIsRejectedByName) {
   TempDir dir;

@@ -1,0 +1,76 @@
+// mumoe cache check|repair [--cache FILE] [--json]: reads every row of an analysis cache and
+// lists what is damaged (chunks that do not match their run, runs marked complete with chunks
+// missing, unreadable run rows, results that are not JSON); `repair` drops exactly those, so the
+// next analysis recomputes them and everything sound is kept (core/cache/cache_repair.h).
+// Exit 0 when the cache is sound (check) or was repaired (repair), 2 when check found damage.
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+#include "cache/analysis_cache.h"
+#include "cache/cache_repair.h"
+#include "cli_support.h"
+#include "io/errors.h"
+#include "io/file_checks.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct CacheOptions {
+  std::string cache;
+  bool json = false;
+};
+
+int run_cache(const CacheOptions& o, bool repair) {
+  const std::string path = o.cache.empty() ? cache::default_cache_path() : o.cache;
+  // Checking must not create a cache where there is none (a mistyped path).
+  io::require_regular_file(path);
+  cache::CacheOpenReport opened;
+  auto cache = cache::AnalysisCache::open(path, &opened);
+  const auto report = cache::check_cache(*cache, repair);
+  if (o.json) {
+    nlohmann::json problems = nlohmann::json::array();
+    for (const auto& p : report.problems)
+      problems.push_back({{"run", p.run_id}, {"where", p.where}, {"problem", p.problem}, {"action", p.action}});
+    nlohmann::json j = {{"cache", path},        {"runs", report.runs},         {"chunks", report.chunks},
+                        {"results", report.results}, {"sound", report.sound()}, {"repaired", repair},
+                        {"problems", problems}};
+    if (opened.set_aside) j["set_aside"] = {{"path", opened.set_aside_path}, {"reason", opened.set_aside_reason}};
+    std::cout << j.dump(2) << "\n";
+  } else {
+    if (opened.set_aside)
+      std::cout << "the file was unusable as a whole (" << opened.set_aside_reason << "): moved to "
+                << opened.set_aside_path << ", a new cache was started\n";
+    std::cout << path << ": " << report.runs << " runs, " << report.chunks << " chunks, " << report.results
+              << " results read; ";
+    if (report.sound()) {
+      std::cout << "no damage found\n";
+    } else {
+      std::cout << report.problems.size() << " damaged part(s)" << (repair ? ", repaired" : "") << "\n";
+      for (const auto& p : report.problems)
+        std::cout << "  run " << p.run_id << ", " << io::printable(p.where) << ": " << p.problem
+                  << (p.action.empty() ? "" : " — " + p.action) << "\n";
+      if (!repair) std::cout << "run `mumoe cache repair --cache " << path << "` to drop them; the rest is kept\n";
+    }
+  }
+  return report.sound() || repair ? kSuccess : kBadInput;
+}
+
+}  // namespace
+
+Command add_cache_command(CLI::App& parent) {
+  auto o = std::make_shared<CacheOptions>();
+  auto* app = parent.add_subcommand("cache", "Check or repair an analysis cache");
+  app->require_subcommand(1);
+  for (const bool repair : {false, true}) {
+    auto* sub = app->add_subcommand(repair ? "repair" : "check",
+                                    repair ? "Drop the damaged parts of the cache (the rest is kept)"
+                                           : "List the damaged parts of the cache (exit 2 when there are any)");
+    sub->add_option("--cache", o->cache,
+                    "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
+    sub->add_flag("--json", o->json, "Print JSON");
+  }
+  return {app, [o, app]() { return run_cache(*o, app->got_subcommand("repair")); }};
+}
+
+}  // namespace mumoe::cli

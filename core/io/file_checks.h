@@ -1,0 +1,42 @@
+// Checks every command makes on the paths it is given, before it reads or writes anything:
+//   * an input must be a regular file (a FIFO would block the reader forever, a device or a
+//     directory is never a model or data file);
+//   * no output may be one of the command's own inputs (a mistyped --output must not turn the
+//     user's model into a PNG), compared as files — through symbolic and hard links — not as
+//     strings;
+//   * names that come from files (tensor names, metadata) are printed escaped, so a hostile
+//     file cannot send escape sequences to the user's terminal.
+// Plain C++ (no LibTorch): the cache, the CLI and the GUI use it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mumoe::io {
+
+/// Throws FileError naming `path` unless it exists and is a regular file (after following
+/// symbolic links): "does not exist", "is a directory, not a file", "is a FIFO (named pipe), not
+/// a regular file", … Never opens the file, so it cannot block on a FIFO.
+void require_regular_file(const std::string& path);
+
+/// True when both paths name the same existing file (same device and inode: symbolic and hard
+/// links resolved). False when either does not exist.
+bool same_file(const std::string& a, const std::string& b);
+
+/// One input of a command, for refuse_output_over_inputs: the path and what it is to the user
+/// ("the model", "--input", "the analysis cache").
+struct NamedInput {
+  std::string path;
+  std::string role;
+};
+
+/// Throws UsageError when `output` (given with option `option`, e.g. "--output") is the same
+/// file as one of `inputs`; empty paths are ignored. The message names both paths and the role.
+void refuse_output_over_inputs(const std::string& output, const std::string& option,
+                               const std::vector<NamedInput>& inputs);
+
+/// `text` with control characters (bytes < 0x20 and 0x7f, ESC included) written as \n, \t or
+/// \xHH and backslashes doubled, so it is safe to print on a terminal. UTF-8 text passes unchanged.
+std::string printable(const std::string& text);
+
+}  // namespace mumoe::io

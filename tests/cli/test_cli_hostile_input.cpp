@@ -1,0 +1,316 @@
+// The `mumoe` CLI on hostile and clumsy input — one test per defect of the 670-case probe (issue
+// 19): every case must exit 2 (bad input) or 1 (usage error) with a message naming the file,
+// never crash (exit 128 + signal), never touch an input file, and leave no temporary behind.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "analysis_fixture.h"
+#include "cli_runner.h"
+#include "editing/edit_session_store.h"
+#include "io/safetensors.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+void sql(const std::string& path, const std::string& statement) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, statement.c_str(), nullptr, nullptr, &error);
+  const std::string message = error ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << message << " in " << statement;
+}
+
+// Little-endian hex of one int64, for blob surgery in SQL.
+std::string le_hex(int64_t v) {
+  static const char* digits = "0123456789ABCDEF";
+  std::string out;
+  for (int i = 0; i < 8; ++i) {
+    const auto byte = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+    out += digits[byte >> 4];
+    out += digits[byte & 15];
+  }
+  return out;
+}
+
+// Runs a shell command line (stdout and stderr together), like testkit::run_cli.
+testkit::CliRun run_shell(const std::string& command) {
+  testkit::CliRun run;
+  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
+  if (!pipe) return run;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.out.append(buf, n);
+  const int status = ::pclose(pipe);
+  run.killed = !WIFEXITED(status) || WEXITSTATUS(status) > 128;
+  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return run;
+}
+
+// Every file in `dir` with its bytes, to show that a command changed none of them.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.is_regular_file()) files[e.path().string()] = testkit::read_bytes(e.path().string());
+  return files;
+}
+
+class HostileInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fixture_ = testkit::write_analysis_fixture(dir_.path().string(),
+                                               testkit::head_config(nn::Factorization::CP, {12}, 4), 300, 21);
+  }
+
+  std::string cache() const { return dir_.file("cache.sqlite"); }
+  std::string on(const std::string& features) const {
+    return fixture_.model_path + " --data features:" + features + " --cache " + cache() + " --chunk-size 64 --quiet ";
+  }
+  std::string common() const { return on(fixture_.features_path); }
+
+  // The fixture's features with other labels (and no class names, so classes are numbered).
+  std::string features_with_labels(const torch::Tensor& labels, const std::string& name) const {
+    const auto source = io::SafetensorsFile::open(fixture_.features_path);
+    const auto path = dir_.file(name);
+    auto features = source.read("features");
+    io::write_safetensors(path, {{"features", features.slice(0, 0, labels.size(0))}, {"labels", labels}});
+    return path;
+  }
+
+  static void expect_exit(const testkit::CliRun& run, int code, const std::string& phrase) {
+    EXPECT_FALSE(run.killed) << run.out;
+    EXPECT_EQ(run.code, code) << run.out;
+    EXPECT_TRUE(contains(run.out, phrase)) << "expected '" << phrase << "' in: " << run.out;
+  }
+
+  nlohmann::json run_json(const std::string& args) {
+    const auto run = testkit::run_cli(args);
+    EXPECT_EQ(run.code, 0) << run.out;
+    const auto brace = run.out.find('{');
+    return brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(run.out.substr(brace));
+  }
+
+  testkit::TempDir dir_;
+  testkit::AnalysisFixture fixture_;
+};
+
+// Probe 1 and 3: a label too large to be a class index, in a features file.
+TEST_F(HostileInput, HugeLabelsInAFeatureFileAreBadInput) {
+  for (int64_t huge : {std::numeric_limits<int64_t>::max(), int64_t{1} << 62}) {
+    const auto f = features_with_labels(torch::tensor({int64_t{0}, huge, int64_t{1}}), "huge.safetensors");
+    for (const char* command : {"stats ", "analyze ", "evaluate "}) {
+      const std::string args = std::string(command) == "evaluate "
+                                   ? "evaluate " + fixture_.model_path + " --data features:" + f
+                                   : command + on(f);
+      expect_exit(testkit::run_cli(args), 2, "at most 1000000 classes");
+    }
+  }
+  // A label one past the head's outputs: bad data for this model, named.
+  const auto f = features_with_labels(torch::tensor({int64_t{0}, int64_t{4}, int64_t{1}}), "four.safetensors");
+  expect_exit(testkit::run_cli("stats " + on(f)), 2, "four.safetensors: has 5 classes (labels up to 4)");
+}
+
+// Probe 2: a features file with no samples crashed analyze, stats, gallery, ablate.
+TEST_F(HostileInput, AFeatureFileWithoutSamplesIsBadInput) {
+  const auto empty = dir_.file("empty.safetensors");
+  io::write_safetensors(empty, {{"features", torch::zeros({0, 12})}, {"labels", torch::zeros({0}, torch::kLong)}});
+  for (const std::string command : {"analyze ", "stats ", "gallery --expert 0 ", "ablate --experts 0 "})
+    expect_exit(testkit::run_cli(command + on(empty)), 2, "empty.safetensors: holds no samples");
+  expect_exit(testkit::run_cli("evaluate " + fixture_.model_path + " --data features:" + empty), 2, "holds no samples");
+}
+
+// Probe 1 and 10: labels tampered with in the cache (−1, 2^31 + 5, 10^15, and 4 for a 4-class
+// head) used to write out of bounds; now they are named as damage, with the remedy, and
+// --recompute rebuilds exactly that chunk.
+TEST_F(HostileInput, TamperedCacheLabelsAreNamedAndRecomputed) {
+  const auto clean = run_json("stats " + common() + "--json");
+  for (int64_t bad : {int64_t{-1}, (int64_t{1} << 31) + 5, int64_t{1000000000000000}, int64_t{4}}) {
+    sql(cache(), "DELETE FROM results; UPDATE chunks SET labels = x'" + le_hex(bad) +
+                     "' || substr(labels, 9) WHERE chunk_index = 0");
+    for (const std::string command : {"stats ", "ablate --experts 1 ", "gallery --expert 2 "}) {
+      const auto run = testkit::run_cli(command + common());
+      expect_exit(run, 2, cache());
+      EXPECT_TRUE(contains(run.out, "sample 0: label " + std::to_string(bad) + " outside the model's 4 classes"))
+          << run.out;
+      EXPECT_TRUE(contains(run.out, "mumoe cache repair")) << run.out;
+    }
+    const auto repaired = run_json("stats " + common() + "--recompute --json");
+    EXPECT_EQ(repaired["experts"], clean["experts"]) << "label " << bad;
+  }
+}
+
+// Probe 9: a garbage result row is recomputed; a complete run missing a chunk and a bad blob are
+// named with the remedy, found by `cache check`, and dropped by `cache repair` or --recompute —
+// after which the answers equal those of a clean cache.
+TEST_F(HostileInput, DamagedCacheRowsAreRepairedWithoutDiscardingTheRest) {
+  const auto clean_stats = run_json("stats " + common() + "--json");
+  const auto clean_gallery = run_json("gallery " + common() + "--expert 3 --order top --count 5 --json");
+
+  sql(cache(), "UPDATE results SET json = '{garbage' WHERE kind = 'statistics'");
+  EXPECT_EQ(run_json("stats " + common() + "--json")["experts"], clean_stats["experts"]);
+
+  sql(cache(), "DELETE FROM results; DELETE FROM chunks WHERE chunk_index = 2");
+  const auto missing = testkit::run_cli("gallery " + common() + "--expert 3 --order top --count 5");
+  expect_exit(missing, 2, cache() + ": run 1, chunk 2: not in the cache");
+  EXPECT_TRUE(contains(missing.out, "mumoe cache repair --cache " + cache())) << missing.out;
+  const auto check = testkit::run_cli("cache check --cache " + cache());
+  expect_exit(check, 2, "marked complete but 1 of 5 chunks are missing");
+  expect_exit(testkit::run_cli("cache repair --cache " + cache()), 0, "repaired");
+  expect_exit(testkit::run_cli("cache check --cache " + cache()), 0, "no damage found");
+  EXPECT_EQ(run_json("gallery " + common() + "--expert 3 --order top --count 5 --json")["items"],
+            clean_gallery["items"]);
+
+  sql(cache(), "DELETE FROM results; UPDATE chunks SET coef_values = x'00' WHERE chunk_index = 1");
+  expect_exit(testkit::run_cli("stats " + common()), 2, "chunk 1: coef_values");
+  EXPECT_EQ(run_json("stats " + common() + "--recompute --json")["experts"], clean_stats["experts"]);
+  // Checking a path where there is no cache must not create one.
+  expect_exit(testkit::run_cli("cache check --cache " + dir_.file("typo.sqlite")), 2, "does not exist");
+  EXPECT_FALSE(fs::exists(dir_.file("typo.sqlite")));
+}
+
+// Probe 4: an output path that is one of the command's inputs (also through a link) is refused
+// and the input keeps its bytes.
+TEST_F(HostileInput, NoOutputOverwritesAnInputOfTheSameCommand) {
+  const auto model = fixture_.model_path;
+  const auto features = fixture_.features_path;
+  const auto link = dir_.file("link-to-model.safetensors");
+  fs::create_symlink(model, link);
+  const auto hard = dir_.file("hard-link-to-features.safetensors");
+  fs::create_hard_link(features, hard);
+  const auto demo = dir_.file("demo.safetensors");
+  fs::copy_file(std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors", demo);
+  run_json("analyze " + common() + "--json");
+  const auto before = snapshot(dir_.path());
+
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"features " + demo + " --output " + demo + " --limit 5", "is the model"},
+      {"forward " + model + " --input " + features + " --tensor features --output " + model, "is the model"},
+      {"forward " + model + " --input " + features + " --tensor features --output " + link, "is the model"},
+      {"forward " + model + " --input " + features + " --tensor features --output " + features, "is the --input file"},
+      {"forward " + model + " --input " + features + " --tensor features --output " + hard, "is the --input file"},
+      {"gallery " + common() + "--expert 0 --output " + model, "is the model"},
+      {"gallery " + common() + "--expert 0 --output " + cache(), "is the analysis cache"},
+      {"gallery " + common() + "--expert 0 --output " + features, "is a data file"},
+  };
+  for (const auto& [args, phrase] : cases) expect_exit(testkit::run_cli(args), 1, phrase);
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+// Probe 5: --cache naming a file that is not a cache (the model, an edit-session database) used
+// to move it aside; now it is refused and left where it is.
+TEST_F(HostileInput, CacheOptionNeverMovesAForeignFile) {
+  const auto session = dir_.file("edits.sqlite");
+  editing::EditSessionStore::open(session);
+  const auto before = snapshot(dir_.path());
+  for (const auto& target : {fixture_.model_path, session}) {
+    const auto run = testkit::run_cli("analyze " + fixture_.model_path + " --data features:" + fixture_.features_path +
+                                      " --cache " + target + " --quiet");
+    expect_exit(run, 2, target + ": is not a mumoe analysis cache");
+    EXPECT_FALSE(contains(run.out, "moved")) << run.out;
+  }
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+// Probe 7: past `ulimit -f` the CLI used to die of SIGXFSZ with temporaries left behind.
+TEST_F(HostileInput, AFileSizeLimitIsAReportedWriteErrorWithoutTemporaries) {
+  const auto big = dir_.file("big.safetensors");
+  torch::manual_seed(3);
+  io::write_safetensors(big, {{"input", torch::randn({5000, 12})}});
+  const auto out = dir_.file("out.safetensors");
+  // The limit applies to the child shell only (sh's ulimit -f counts 512-byte blocks: 32 KiB).
+  const auto run = run_shell("ulimit -f 64; exec " + std::string(MUMOE_CLI_PATH) + " forward " + fixture_.model_path +
+                             " --input " + big + " --output " + out);
+  expect_exit(run, 2, out + ": write failed: File too large");
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& e : fs::directory_iterator(dir_.path()))
+    EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
+}
+
+// Probe 8: a FIFO as the model used to hang forever; names with escape sequences reached the
+// terminal raw; a mistyped --session silently created an empty database.
+TEST_F(HostileInput, FifosEscapeSequencesAndMistypedSessions) {
+  const auto fifo = dir_.file("model.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string data = " --data features:" + fixture_.features_path;
+  for (const std::string& args : {"info " + fifo, "evaluate " + fifo + data, "analyze " + fifo + data + " --cache " + cache(),
+                                 "analyze " + fixture_.model_path + data + " --cache " + fifo})
+    // timeout: a hang fails the test instead of blocking it
+    expect_exit(run_shell("timeout 60 " + std::string(MUMOE_CLI_PATH) + " " + args), 2,
+                "is a FIFO (named pipe), not a regular file");
+
+  const auto hostile = dir_.file("hostile.safetensors");
+  testkit::write_bytes(hostile, [] {
+    const std::string header = R"({"\u001b]0;owned\u0007\u001b[2J":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    std::string le(8, '\0');
+    for (size_t i = 0; i < 8; ++i) le[i] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+    return le + header + std::string(4, '\0');
+  }());
+  for (const std::string command : {"info ", "forward "}) {
+    const auto run = testkit::run_cli(command + hostile + (command == "forward " ? " --input x --output y" : ""));
+    EXPECT_NE(run.code, 0) << run.out;
+    EXPECT_FALSE(run.killed);
+    EXPECT_EQ(run.out.find('\x1b'), std::string::npos) << run.out;
+  }
+
+  const auto typo = dir_.file("edtis.sqlite");
+  expect_exit(testkit::run_cli("edits " + fixture_.model_path + " --session " + typo), 2, "does not exist");
+  expect_exit(testkit::run_cli("export " + fixture_.model_path + " --session " + typo + " --output " +
+                               dir_.file("o.safetensors")),
+              2, "does not exist");
+  EXPECT_FALSE(fs::exists(typo));
+}
+
+// Probe 10: input faults that exited 1 (usage) now exit 2, and misleading messages are fixed.
+TEST_F(HostileInput, InputFaultsAreBadInputWithMessagesThatFit) {
+  // A manifest without layers.
+  const auto empty_manifest = dir_.file("no-layers.safetensors");
+  io::write_safetensors(
+      empty_manifest, {{"x", torch::zeros({1})}},
+      {{"mumoe.manifest", R"({"format":"mumoe-studio-model","format_version":1,"architecture":"mumoe-layers","layers":[]})"}});
+  expect_exit(testkit::run_cli("info " + empty_manifest), 2, "layers is empty");
+
+  // An IDX label of 200 for the 10-class demo model.
+  const auto idx = dir_.path() / "idx";
+  fs::create_directory(idx);
+  auto be32 = [](uint32_t v) {
+    return std::string{static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+                       static_cast<char>(v)};
+  };
+  testkit::write_bytes((idx / "t10k-images-idx3-ubyte").string(),
+                       std::string("\0\0\x08\x03", 4) + be32(2) + be32(28) + be32(28) + std::string(2 * 784, '\x10'));
+  testkit::write_bytes((idx / "t10k-labels-idx1-ubyte").string(),
+                       std::string("\0\0\x08\x01", 4) + be32(2) + std::string("\x00\xc8", 2));
+  const std::string demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  expect_exit(testkit::run_cli("evaluate " + demo + " --data idx:" + idx.string() + ":test"), 2,
+              "has 201 classes (labels up to 200)");
+
+  // The demo GPT given to a classifier command is called what it is.
+  const std::string gpt = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/gpt-fortunes.mumoe.safetensors";
+  const auto run = testkit::run_cli("evaluate " + gpt + " --data features:" + fixture_.features_path);
+  expect_exit(run, 1, "is a μMoE GPT (a language model), not a classifier");
+  EXPECT_FALSE(contains(run.out, "bare μMoE layer")) << run.out;
+
+  // An edit that does not fit the model is a fault of the edits file.
+  const auto edits = dir_.file("edits.json");
+  testkit::write_bytes(edits, R"([{"layer":"head","target":"class0","output":99,"lambda":1.0,)"
+                              R"("mean_coefficients":[0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1,0.1]}])");
+  expect_exit(testkit::run_cli("export " + fixture_.model_path + " --edits " + edits + " --output " +
+                               dir_.file("edited.safetensors") + " --data features:" + fixture_.features_path),
+              2, edits + ": edit of 'class0' targets output 99");
+  EXPECT_FALSE(fs::exists(dir_.file("edited.safetensors")));
+}
+
+}  // namespace
