@@ -58,8 +58,13 @@ nn::ExpertAblation parse_ablation(const std::string& text) {
 namespace mumoe::cli {
 
 void ModelOptions::add_to(CLI::App* app) {
-  app->add_option("MODEL", model, "Model file (.safetensors: a mumoe model or a PyTorch state_dict)")
+  app->add_option("MODEL", model,
+                  "Model file: a mumoe model, or a PyTorch state_dict as safetensors or as a torch.save "
+                  "checkpoint (.pth/.pt)")
       ->required();
+  app->add_option("--key", key,
+                  "Which state dict of a .pth checkpoint that holds several (e.g. model, state_dict); default: "
+                  "the only one");
   app->add_option("--activation", activation,
                   "Gate activation for a plain state_dict: entmax15 (default) or softmax");
   app->add_option("--gate-norm", gate_norm,
@@ -73,6 +78,7 @@ model::LayoutOverrides ModelOptions::overrides() const {
   if (!activation.empty()) o.gate_activation = nn::parse_gate_activation(activation);
   if (!gate_norm.empty()) o.gate_norm_without_bn = nn::parse_gate_norm(gate_norm);
   if (!labels.empty()) o.label_names = parse_name_list(labels);
+  o.checkpoint_key = key;
   return o;
 }
 

@@ -14,6 +14,7 @@ struct InfoOptions {
   std::string model;
   bool json = false;
   std::string activation;
+  std::string key;
 };
 
 std::string join(const std::vector<int64_t>& v, const char* sep) {
@@ -33,7 +34,8 @@ void print_text(const model::ModelSummary& s) {
   using io::printable;
   std::cout << printable(s.path) << " (" << grouped(static_cast<int64_t>(s.file_bytes)) << " bytes)\n"
             << "  format:       "
-            << (s.inferred ? "PyTorch state_dict (configuration inferred from key names and shapes)"
+            << (s.inferred ? "PyTorch state_dict in a " + s.file_format +
+                                 " file (configuration inferred from key names and shapes)"
                            : "mumoe model file v" + std::to_string(s.format_version))
             << "\n  architecture: " << printable(s.architecture) << "\n"
             << "  tensors:      " << s.tensor_count << "\n"
@@ -75,12 +77,13 @@ void print_text(const model::ModelSummary& s) {
 Command add_info_command(CLI::App& parent) {
   auto opts = std::make_shared<InfoOptions>();
   auto* app = parent.add_subcommand("info", "Show a model's layers, experts, ranks and parameter counts");
-  app->add_option("MODEL", opts->model, "Model file (.safetensors)")->required();
+  app->add_option("MODEL", opts->model, "Model file (.safetensors, or a torch.save checkpoint .pth/.pt)")->required();
+  app->add_option("--key", opts->key, "Which state dict of a .pth checkpoint that holds several");
   app->add_flag("--json", opts->json, "Print JSON");
   app->add_option("--activation", opts->activation,
                   "Gate activation of a plain state_dict (entmax15 or softmax; cannot be inferred)");
   return {app, [opts]() {
-            const auto summary = model::summarize_model_file(opts->model, opts->activation);
+            const auto summary = model::summarize_model_file(opts->model, opts->activation, opts->key);
             if (opts->json)
               std::cout << model::summary_to_json(summary) << "\n";
             else

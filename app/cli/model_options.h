@@ -14,6 +14,7 @@ struct ModelOptions {
   std::string activation;  ///< entmax15 | softmax
   std::string gate_norm;   ///< for checkpoints without BatchNorm buffers: layernorm | none
   std::string labels;      ///< comma-separated output names
+  std::string key;         ///< the state dict inside a PyTorch checkpoint holding several
 
   void add_to(CLI::App* app);
   model::LayoutOverrides overrides() const;

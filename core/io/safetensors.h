@@ -15,43 +15,32 @@
 #include <string>
 #include <vector>
 
+#include "io/tensor_archive.h"
+
 namespace mumoe::io {
 
-/// Where one tensor lives in the file (offsets relative to the start of the data area).
-struct TensorEntry {
-  std::string name;
-  std::string dtype;  ///< safetensors dtype name: "F32", "BF16", "I64", …
-  std::vector<int64_t> shape;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-  int64_t numel() const;
-};
-
-class SafetensorsFile {
+class SafetensorsFile final : public TensorArchive {
  public:
   /// Opens `path` and validates its header (no tensor data is read). Throws FileError.
   static SafetensorsFile open(const std::string& path);
 
-  const std::string& path() const { return path_; }
+  const std::string& path() const override { return path_; }
   /// The optional "__metadata__" string map.
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
+  const std::map<std::string, std::string>& metadata() const override { return metadata_; }
   /// Tensor entries in file order (by offset).
-  const std::vector<TensorEntry>& entries() const { return entries_; }
-  bool contains(const std::string& name) const;
-  /// Throws FileError if there is no such tensor.
-  const TensorEntry& entry(const std::string& name) const;
+  const std::vector<TensorEntry>& entries() const override { return entries_; }
 
   /// Reads one tensor into a new CPU tensor of the matching torch dtype. Supported dtypes are
   /// F32, F64, F16, BF16 and I64 (for integer buffers such as BatchNorm's
   /// num_batches_tracked); any other dtype is rejected with an error naming it.
-  torch::Tensor read(const std::string& name) const;
+  torch::Tensor read(const std::string& name) const override;
+  std::string format_name() const override { return "safetensors"; }
 
  private:
   std::string path_;
   uint64_t data_start_ = 0;
   std::map<std::string, std::string> metadata_;
   std::vector<TensorEntry> entries_;
-  std::map<std::string, size_t> index_;
 };
 
 struct NamedTensor {

@@ -39,12 +39,6 @@ std::vector<int64_t> parse_shape(const std::string& path, const std::string& nam
 
 }  // namespace
 
-int64_t TensorEntry::numel() const {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
-}
-
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
   require_regular_file(path);  // a FIFO would block the read below forever
   std::ifstream in(path, std::ios::binary);
@@ -146,16 +140,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (cur.begin < prev.end)
       throw FileError(path, "tensors '" + printable(prev.name) + "' and '" + printable(cur.name) + "' overlap in the data area");
   }
-  for (size_t i = 0; i < file.entries_.size(); ++i) file.index_[file.entries_[i].name] = i;
+  file.index_entries();
   return file;
-}
-
-bool SafetensorsFile::contains(const std::string& name) const { return index_.count(name) > 0; }
-
-const TensorEntry& SafetensorsFile::entry(const std::string& name) const {
-  auto it = index_.find(name);
-  if (it == index_.end()) throw FileError(path_, "no tensor named '" + printable(name) + "'");
-  return entries_[it->second];
 }
 
 torch::Tensor SafetensorsFile::read(const std::string& name) const {

@@ -16,9 +16,9 @@ std::string layer_names(const Manifest& m) {
 }  // namespace
 
 ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overrides) {
-  ModelFile model(io::SafetensorsFile::open(path));
+  ModelFile model(io::open_tensor_archive(path, overrides.checkpoint_key));
   std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& e : model.file_.entries()) {
+  for (const auto& e : model.file_->entries()) {
     const auto stripped = strip_wrapper_prefixes(e.name);
     if (!model.original_name_.emplace(stripped, e.name).second)
       throw FileError(path, "tensors '" + model.original_name_[stripped] + "' and '" + e.name +
@@ -26,7 +26,7 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
     shapes[stripped] = e.shape;
   }
 
-  const auto& meta = model.file_.metadata();
+  const auto& meta = model.file_->metadata();
   auto it = meta.find(kManifestMetadataKey);
   if (it != meta.end()) {
     nlohmann::json json;
@@ -55,7 +55,7 @@ void ModelFile::check_layer_shapes(const ModelLayer& layer) const {
       if (optional) continue;
       throw FileError(path(), "layer '" + layer.name + "': tensor '" + name + "' is missing");
     }
-    const auto& entry = file_.entry(it->second);
+    const auto& entry = file_->entry(it->second);
     if (entry.shape != shape && !(optional && entry.numel() == 1))
       throw FileError(path(), "layer '" + layer.name + "': tensor '" + name + "' has shape " +
                                   c10::str(c10::IntArrayRef(entry.shape)) + ", expected " +
@@ -86,7 +86,7 @@ std::vector<std::string> ModelFile::tensor_names() const {
 torch::Tensor ModelFile::read_tensor(const std::string& name) const {
   auto it = original_name_.find(name);
   if (it == original_name_.end()) throw FileError(path(), "no tensor named '" + name + "'");
-  return file_.read(it->second);
+  return file_->read(it->second);
 }
 
 void ModelFile::load_into(torch::nn::Module& module,
@@ -104,7 +104,7 @@ void ModelFile::load_into(torch::nn::Module& module,
                                   c10::str(target.sizes()));
     if (target.is_floating_point()) {
       if (!value.is_floating_point())
-        throw FileError(path(), "tensor '" + stored + "' has dtype " + file_.entry(original_name_.at(stored)).dtype +
+        throw FileError(path(), "tensor '" + stored + "' has dtype " + file_->entry(original_name_.at(stored)).dtype +
                                     "; parameters must be F32, F64, F16 or BF16");
       if (!torch::isfinite(value).all().item<bool>())
         throw FileError(path(), "tensor '" + stored + "' contains NaN or infinite values");

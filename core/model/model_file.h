@@ -3,8 +3,10 @@
 // A mumoe model file is ONE safetensors file: the tensors in the reference implementation's key
 // layout (spec §2) under each layer's prefix, and a JSON manifest in "__metadata__" under
 // "mumoe.manifest". A plain state_dict written by PyTorch users
-// (safetensors.torch.save_file(model.state_dict(), path)) loads too: its layers are inferred from
-// key names and shapes (state_dict_layout.h).
+// (safetensors.torch.save_file(model.state_dict(), path)) loads too, and so does one written by
+// torch.save (a .pth/.pt checkpoint, io/pytorch_checkpoint.h; LayoutOverrides::checkpoint_key
+// picks the state dict when it holds several): their layers are inferred from key names and
+// shapes (state_dict_layout.h).
 //
 // load() validates the file header, the manifest, and that every layer's tensors exist with the
 // right shapes before any tensor data is read; build_layer() reads only that layer's tensors and
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
+#include "io/tensor_archive.h"
 #include "model/manifest.h"
 #include "model/state_dict_layout.h"
 #include "nn/mumoe_block.h"
@@ -30,7 +33,9 @@ class ModelFile {
   /// Throws FileError naming the file and the problem.
   static ModelFile load(const std::string& path, const LayoutOverrides& overrides = {});
 
-  const std::string& path() const { return file_.path(); }
+  const std::string& path() const { return file_->path(); }
+  /// The file's format: "safetensors" or "PyTorch checkpoint".
+  std::string format_name() const { return file_->format_name(); }
   const Manifest& manifest() const { return manifest_; }
   /// True when the file had no manifest and the layers were inferred from a plain state_dict.
   bool inferred() const { return inferred_; }
@@ -56,10 +61,10 @@ class ModelFile {
   torch::Tensor read_tensor(const std::string& name) const;
 
  private:
-  explicit ModelFile(io::SafetensorsFile file) : file_(std::move(file)) {}
+  explicit ModelFile(std::shared_ptr<const io::TensorArchive> file) : file_(std::move(file)) {}
   void check_layer_shapes(const ModelLayer& layer) const;
 
-  io::SafetensorsFile file_;
+  std::shared_ptr<const io::TensorArchive> file_;
   std::map<std::string, std::string> original_name_;  ///< stripped name → name in the file
   Manifest manifest_;
   bool inferred_ = false;

@@ -15,8 +15,10 @@ int64_t ModelSummary::total_parameters() const {
   return total;
 }
 
-ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation) {
+ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation,
+                                  const std::string& checkpoint_key) {
   LayoutOverrides overrides;
+  overrides.checkpoint_key = checkpoint_key;
   if (!gate_activation.empty()) overrides.gate_activation = nn::parse_gate_activation(gate_activation);
   const auto file = ModelFile::load(path, overrides);
   ModelSummary s;
@@ -24,6 +26,7 @@ ModelSummary summarize_model_file(const std::string& path, const std::string& ga
   std::error_code ec;
   s.file_bytes = std::filesystem::file_size(path, ec);
   s.inferred = file.inferred();
+  s.file_format = file.format_name();
   s.format_version = file.inferred() ? 0 : file.manifest().format_version;
   s.architecture = file.inferred() ? "pytorch-state-dict" : file.manifest().architecture;
   for (const auto& l : file.manifest().layers)
@@ -57,6 +60,7 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"file_bytes", s.file_bytes},
                       {"format", s.inferred ? "pytorch-state-dict" : kFormatName},
                       {"format_version", s.format_version},
+                      {"file_format", s.file_format},
                       {"architecture", s.architecture},
                       {"inferred", s.inferred},
                       {"tensor_count", s.tensor_count},

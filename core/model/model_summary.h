@@ -22,6 +22,7 @@ struct ModelSummary {
   std::string path;
   uint64_t file_bytes = 0;
   bool inferred = false;  ///< plain state_dict whose configuration was inferred
+  std::string file_format;  ///< "safetensors" or "PyTorch checkpoint"
   int format_version = 0;
   std::string architecture;
   std::vector<LayerSummary> layers;
@@ -34,7 +35,8 @@ struct ModelSummary {
 
 /// Loads and validates the file (no tensor data is read). Throws mumoe::FileError.
 /// `gate_activation` overrides what a plain state_dict cannot tell ("" = default entmax15).
-ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation = "");
+ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation = "",
+                                  const std::string& checkpoint_key = "");
 
 /// The summary as a JSON document (the `mumoe info --json` contract).
 std::string summary_to_json(const ModelSummary& summary, int indent = 2);

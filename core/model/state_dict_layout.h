@@ -23,6 +23,9 @@ struct LayoutOverrides {
   /// only other choice).
   std::optional<nn::GateNorm> gate_norm_without_bn;
   std::vector<std::string> label_names;
+  /// Which state dict of a PyTorch checkpoint holding several ("model", "state_dict", …);
+  /// "" = the only one.
+  std::string checkpoint_key;
 };
 
 /// "module._orig_mod.head.projs.0" → "head.projs.0".

@@ -1,0 +1,188 @@
+#include "io/pytorch_checkpoint.h"
+
+#include <caffe2/serialize/inline_container.h>
+#include <torch/torch.h>
+
+#include <fstream>
+
+#include "io/errors.h"
+#include "io/file_checks.h"
+#include "io/pickle_reader.h"
+
+namespace mumoe::io {
+namespace {
+
+using Kind = PickleNode::Kind;
+
+struct DtypeInfo {
+  const char* pickle;       ///< storage dtype in the pickle
+  const char* safetensors;  ///< the name TensorEntry uses
+  torch::Dtype torch;
+  bool loadable;            ///< what read() returns (the dtypes model files hold)
+};
+constexpr DtypeInfo kDtypes[] = {
+    {"Float", "F32", torch::kFloat32, true},  {"Double", "F64", torch::kFloat64, true},
+    {"Half", "F16", torch::kFloat16, true},   {"BFloat16", "BF16", torch::kBFloat16, true},
+    {"Long", "I64", torch::kInt64, true},     {"Int", "I32", torch::kInt32, false},
+    {"Short", "I16", torch::kInt16, false},   {"Char", "I8", torch::kInt8, false},
+    {"Byte", "U8", torch::kUInt8, false},     {"Bool", "BOOL", torch::kBool, false},
+};
+
+const DtypeInfo* dtype_info(const std::string& pickle_dtype) {
+  for (const auto& d : kDtypes)
+    if (pickle_dtype == d.pickle) return &d;
+  return nullptr;
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+bool is_state_dict(const PickleValues& v, int32_t index) {
+  const auto& n = v.at(index);
+  if (n.kind != Kind::Dict || n.entries.empty()) return false;
+  for (const auto& [k, value] : n.entries)
+    if (v.at(k).kind != Kind::String || v.at(value).kind != Kind::Tensor) return false;
+  return true;
+}
+
+// The state dict of a pickled checkpoint (see the header), and the key it was found under.
+std::pair<int32_t, std::string> find_state_dict(const PickleValues& v, const std::string& key, const std::string& path) {
+  const auto& root = v.at(v.root);
+  std::vector<std::pair<std::string, int32_t>> candidates;
+  if (root.kind == Kind::Dict)
+    for (const auto& [k, value] : root.entries)
+      if (v.at(k).kind == Kind::String && is_state_dict(v, value)) candidates.emplace_back(v.at(k).text, value);
+  auto names = [&] {
+    std::string out;
+    for (const auto& c : candidates) out += (out.empty() ? "'" : ", '") + printable(c.first) + "'";
+    return out;
+  };
+  if (!key.empty()) {
+    for (const auto& c : candidates)
+      if (c.first == key) return {c.second, key};
+    throw FileError(path, "has no state dict under the key '" + printable(key) + "'" +
+                              (is_state_dict(v, v.root) ? std::string(" (the saved object is itself the state dict: "
+                                                                      "leave out --key)")
+                               : candidates.empty()     ? std::string(" (it holds none under any key)")
+                                                        : " (state dicts are under " + names() + ")"));
+  }
+  if (is_state_dict(v, v.root)) return {v.root, ""};
+  if (candidates.size() == 1) return {candidates[0].second, candidates[0].first};
+  if (candidates.empty())
+    throw FileError(path, "holds no state dict (a dict of names to tensors), neither as the saved object nor "
+                          "under a top-level key");
+  throw FileError(path, "holds several state dicts (" + names() + "): choose one with --key");
+}
+
+int64_t checked_product(const std::vector<int64_t>& sizes, const std::string& path, const std::string& name) {
+  int64_t n = 1;
+  for (const auto s : sizes) {
+    if (s < 0) throw FileError(path, "tensor '" + printable(name) + "' has a negative size");
+    if (s != 0 && n > std::numeric_limits<int64_t>::max() / s)
+      throw FileError(path, "tensor '" + printable(name) + "' has more elements than 64 bits can count");
+    n *= s;
+  }
+  return n;
+}
+
+}  // namespace
+
+bool looks_like_zip(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  return in.read(magic, 4) && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
+}
+
+PytorchCheckpoint::~PytorchCheckpoint() = default;
+
+std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& path, const std::string& key) {
+  require_regular_file(path);
+  if (!looks_like_zip(path))
+    throw FileError(path, "is not a zip archive, so not a checkpoint of torch.save in PyTorch ≥ 1.6 (the legacy "
+                          "format is not read: load and save it again with a current PyTorch)");
+  std::shared_ptr<PytorchCheckpoint> out(new PytorchCheckpoint());
+  out->path_ = path;
+  PickleValues values;
+  try {
+    out->reader_ = std::make_shared<caffe2::serialize::PyTorchStreamReader>(path);
+    auto& reader = *out->reader_;
+    if (reader.hasRecord("constants.pkl"))
+      throw FileError(path, "is a TorchScript archive (torch.jit.save), not a checkpoint of tensors");
+    if (reader.hasRecord("byteorder")) {
+      const auto [data, size] = reader.getRecord("byteorder");
+      const std::string order(static_cast<const char*>(data.get()), size);
+      if (order != "little") throw FileError(path, "stores its tensors " + printable(order) + "-endian");
+    }
+    if (!reader.hasRecord("data.pkl")) throw FileError(path, "is a zip archive without data.pkl: not a checkpoint");
+    const auto [data, size] = reader.getRecord("data.pkl");
+    values = read_pickle(static_cast<const uint8_t*>(data.get()), size);
+  } catch (const PickleError& e) {
+    throw FileError(path, std::string("data.pkl: ") + e.what());
+  } catch (const c10::Error& e) {
+    throw FileError(path, "damaged checkpoint archive: " + first_line(e.what_without_backtrace()));
+  }
+
+  const auto [dict, found_key] = find_state_dict(values, key, path);
+  out->key_ = found_key;
+  std::map<std::string, TensorView> views;  // a repeated key keeps its last value, as in Python
+  for (const auto& [k, value] : values.at(dict).entries) {
+    const auto& t = values.at(value);
+    const std::string& name = values.at(k).text;
+    const auto* info = dtype_info(t.dtype);
+    if (!info) throw FileError(path, "tensor '" + printable(name) + "' has an unknown storage type");
+    const int64_t numel = checked_product(t.sizes, path, name);
+    if (t.storage_offset < 0) throw FileError(path, "tensor '" + printable(name) + "' has a negative storage offset");
+    if (numel > 0) {
+      // The last element the view reaches must lie inside the storage.
+      __int128 last = t.storage_offset;
+      for (size_t d = 0; d < t.sizes.size(); ++d) {
+        if (t.strides[d] < 0) throw FileError(path, "tensor '" + printable(name) + "' has a negative stride");
+        last += static_cast<__int128>(t.sizes[d] - 1) * t.strides[d];
+      }
+      if (last >= t.integer)
+        throw FileError(path, "tensor '" + printable(name) + "' reaches past the end of its storage of " +
+                                  std::to_string(t.integer) + " elements");
+    }
+    views[name] = TensorView{t.text, t.dtype, t.integer, t.storage_offset, t.sizes, t.strides};
+  }
+  for (const auto& [name, view] : views) {
+    TensorEntry e;
+    e.name = name;
+    e.dtype = dtype_info(view.dtype)->safetensors;
+    e.shape = view.sizes;
+    out->entries_.push_back(std::move(e));
+  }
+  out->views_ = std::move(views);
+  out->index_entries();
+  return out;
+}
+
+torch::Tensor PytorchCheckpoint::read(const std::string& name) const {
+  entry(name);  // throws for an unknown name
+  const auto& view = views_.at(name);
+  const auto* info = dtype_info(view.dtype);
+  if (!info->loadable)
+    throw FileError(path_, "tensor '" + printable(name) + "' has dtype " + info->safetensors +
+                               ", which mumoe does not load (supported: F32, F64, F16, BF16; I64 for integer buffers)");
+  const std::string record = "data/" + view.record;
+  try {
+    if (!reader_->hasRecord(record))
+      throw FileError(path_, "tensor '" + printable(name) + "': its storage record " + printable(record) + " is missing");
+    const auto [data, size] = reader_->getRecord(record);
+    const int64_t element = storage_element_size(view.dtype);
+    if (static_cast<__int128>(size) != static_cast<__int128>(view.storage_numel) * element)
+      throw FileError(path_, "tensor '" + printable(name) + "': storage record " + printable(record) + " holds " +
+                                 std::to_string(size) + " bytes, but the pickle announces " +
+                                 std::to_string(view.storage_numel) + " elements of " + std::to_string(element) +
+                                 " bytes");
+    auto out = torch::empty(view.sizes, torch::dtype(info->torch));
+    if (out.numel() == 0) return out;
+    const auto storage = torch::from_blob(data.get(), {view.storage_numel}, torch::dtype(info->torch));
+    out.copy_(storage.as_strided(view.sizes, view.strides, view.offset));
+    return out;
+  } catch (const c10::Error& e) {
+    throw FileError(path_, "tensor '" + printable(name) + "': damaged storage record: " +
+                               first_line(e.what_without_backtrace()));
+  }
+}
+
+}  // namespace mumoe::io

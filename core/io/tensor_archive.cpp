@@ -1,0 +1,38 @@
+#include "io/tensor_archive.h"
+
+#include "io/errors.h"
+#include "io/file_checks.h"
+#include "io/pytorch_checkpoint.h"
+#include "io/safetensors.h"
+
+namespace mumoe::io {
+
+int64_t TensorEntry::numel() const {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  return n;
+}
+
+bool TensorArchive::contains(const std::string& name) const { return index_.count(name) > 0; }
+
+const TensorEntry& TensorArchive::entry(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw FileError(path(), "no tensor named '" + printable(name) + "'");
+  return entries()[it->second];
+}
+
+void TensorArchive::index_entries() {
+  index_.clear();
+  const auto& all = entries();
+  for (size_t i = 0; i < all.size(); ++i) index_[all[i].name] = i;
+}
+
+std::shared_ptr<const TensorArchive> open_tensor_archive(const std::string& path, const std::string& key) {
+  require_regular_file(path);
+  if (looks_like_zip(path)) return PytorchCheckpoint::open(path, key);
+  if (!key.empty())
+    throw UsageError("--key picks a state dict inside a PyTorch checkpoint, but " + path + " is not one");
+  return std::make_shared<SafetensorsFile>(SafetensorsFile::open(path));
+}
+
+}  // namespace mumoe::io
