@@ -143,6 +143,7 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   connectWorker(tokens_->worker());
   connectWorker(comparison_->worker());
   connect(bias_, &BiasPage::opened, this, [this] {
+    QSettings().setValue(kDataKey, dataSpec());  // it opened: remember the SPEC
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });
   connect(tokens_, &TokenPage::opened, this, [this] {
@@ -394,7 +395,8 @@ bool MainWindow::openModel(const QString& path) {
 
 void MainWindow::setDataSpec(const QString& spec) {
   if (dataCombo_->currentText() != spec) dataCombo_->setCurrentText(spec);
-  QSettings().setValue(kDataKey, spec);
+  // Remembered once a session opened on it (onSessionOpened): a SPEC that fails to load must not
+  // become the next start's default and fail again.
   comparison_->setData(dataSpec(), controller_->cachePath());
   if (!currentPath_.isEmpty()) startAnalysis();
 }
@@ -531,6 +533,7 @@ void MainWindow::startAnalysis() {
 }
 
 void MainWindow::onSessionOpened(const SessionInfo& info) {
+  QSettings().setValue(kDataKey, info.dataSpec);
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
   thumbnails_->setAvailable(info.hasImages);

@@ -16,7 +16,7 @@ namespace {
 
 torch::Tensor to_tensor(const IdxArray& a) {
   auto t = torch::empty(a.shape, torch::kUInt8);
-  std::memcpy(t.data_ptr(), a.values.data(), a.values.size());
+  if (!a.values.empty()) std::memcpy(t.data_ptr(), a.values.data(), a.values.size());  // no null memcpy
   return t;
 }
 

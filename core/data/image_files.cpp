@@ -107,6 +107,8 @@ LabelledImages load_celeba(const std::string& dir, const std::string& split, con
   const auto attr_path = (fs::path(dir) / "list_attr_celeba.txt").string();
   const auto part_path = (fs::path(dir) / "list_eval_partition.txt").string();
 
+  io::require_regular_file(attr_path);
+  io::require_regular_file(part_path);
   std::ifstream attr(attr_path);
   if (!attr) throw FileError(attr_path, "cannot open the attribute file");
   std::string line;

@@ -8,6 +8,7 @@
 #include <iterator>
 
 #include "io/errors.h"
+#include "io/file_checks.h"
 #include "text/splitmix64.h"
 #include "text/utf8.h"
 
@@ -17,8 +18,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_bytes(const std::string& path) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) throw FileError(path, "is a directory, not a text file");
+  io::require_regular_file(path);  // a directory is named; a FIFO would block the read
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the file (missing or unreadable)");
   std::string bytes((std::istreambuf_iterator<char>(in)), {});

@@ -217,7 +217,8 @@ TEST(PickleReader, RefusesCodeAndDamageAndSurvivesCyclesAndDepth) {
   // GLOBAL os system, MARK, SHORT_BINSTRING 'ls', TUPLE, REDUCE, STOP: `os.system("ls")`.
   expect_pickle_error(std::string("cos\nsystem\n(U\x02lst") + "R.", "refers to 'os.system'");
   expect_pickle_error("cbuiltins\neval\n.", "refers to 'builtins.eval'");
-  expect_pickle_error(std::string("\x80\x02}q\x00(X\x01\x00\x00\x00a", 13), "ends early");  // truncated
+  // PROTO 2, EMPTY_DICT, BINPUT 0, MARK, BINUNICODE 'a' — and then nothing: truncated.
+  expect_pickle_error(std::string("\x80\x02}q\x00(X\x01\x00\x00\x00" "a", 12), "ends early");
   expect_pickle_error("h\x05.", "memo index 5 was never stored");
   expect_pickle_error("a.", "stack underflow");
   expect_pickle_error(std::string("\x8a\x09") + std::string(9, '\x01') + ".", "does not fit 64 bits");

@@ -2,6 +2,7 @@
 // GPT-2 byte-level BPE). Every fixture is written by the test into a temporary directory; the
 // expected BPE ids are worked out by hand from the tiny vocabulary below, not by the tokenizer.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -81,8 +82,11 @@ TEST(Utf8, RejectsEachInvalidClassNamingPathAndByteOffset) {
 
 TEST(Utf8, MissingFileAndDirectoryAreFileErrors) {
   TempDir dir;
-  expect_file_error([&] { read_utf8_file(dir.file("nope.txt")); }, "nope.txt", "cannot open");
+  expect_file_error([&] { read_utf8_file(dir.file("nope.txt")); }, "nope.txt", "does not exist");
   expect_file_error([&] { read_utf8_file(dir.path().string()); }, dir.path().string(), "is a directory");
+  // A FIFO would block the read forever: refused before it is opened.
+  ASSERT_EQ(::mkfifo(dir.file("fifo.txt").c_str(), 0600), 0);
+  expect_file_error([&] { read_utf8_file(dir.file("fifo.txt")); }, "fifo.txt", "is a FIFO (named pipe)");
 }
 
 TEST(Utf8, EscapeForDisplayIsReadableAndUnambiguous) {
@@ -463,9 +467,9 @@ TEST(BpeTokenizer, RepeatedMergeTakesItsLastRank) {
 TEST(BpeTokenizer, MissingFilesAreFileErrors) {
   BpeFiles files;
   expect_file_error([&] { BpeTokenizer::load(files.dir.file("none.json"), files.merges); }, "none.json",
-                    "cannot open");
+                    "does not exist");
   expect_file_error([&] { BpeTokenizer::load(files.vocab, files.dir.file("none.txt")); }, "none.txt",
-                    "cannot open");
+                    "does not exist");
 }
 
 TEST(BpeTokenizer, BadVocabularyFiles) {
