@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "data/dataset.h"
+
 namespace mumoe::cli {
 namespace {
 
@@ -85,7 +87,7 @@ std::vector<io::NamedInput> analysis_inputs(const AnalysisCliOptions& o) {
                                         {s.cache_path.empty() ? cache::default_cache_path() : s.cache_path,
                                          "the analysis cache"}};
   for (const auto* spec : {&s.data_spec, &s.gallery_images})
-    if (spec->rfind("features:", 0) == 0) inputs.push_back({spec->substr(9), "a data file"});
+    if (const auto file = data::feature_file_of(*spec); !file.empty()) inputs.push_back({file, "a data file"});
   return inputs;
 }
 

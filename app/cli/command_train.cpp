@@ -84,7 +84,7 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   // --overwrite replaces an earlier model, never the data being trained on.
   std::vector<io::NamedInput> inputs = {{o.config_file, "the --config file"}};
   for (const auto* spec : {&o.data, &o.test_data})
-    if (spec->rfind("features:", 0) == 0) inputs.push_back({spec->substr(9), "a data file"});
+    if (const auto file = data::feature_file_of(*spec); !file.empty()) inputs.push_back({file, "a data file"});
   io::refuse_output_over_inputs(o.output, "--output", inputs);
   std::error_code ec;
   if (!o.overwrite && !o.train.resume && std::filesystem::exists(o.output, ec))

@@ -141,12 +141,9 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   const auto id = impl_->run_id();
   if (!id) return {};
   const auto classes = static_cast<int64_t>(impl_->class_names.size());
-  auto report = cache::check_run(*impl_->cache, *id, /*repair=*/true, [classes](const cache::ChunkRecord& c) {
+  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes](const cache::ChunkRecord& c) {
     return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
   });
-  // The run's row itself may have been dropped as unreadable; otherwise every answer goes.
-  if (impl_->run_id()) impl_->cache->clear_results(*impl_->run_id());
-  return report;
 }
 
 ClassAccuracy AnalysisSession::accuracy() {

@@ -135,9 +135,7 @@ cache::CacheCheckReport TextAnalysisSession::recompute() {
   impl_->run.reset();
   const auto id = impl_->run_id();
   if (!id) return {};
-  auto report = cache::check_run(*impl_->cache, *id, /*repair=*/true);
-  if (impl_->run_id()) impl_->cache->clear_results(*impl_->run_id());
-  return report;
+  return cache::repair_run_for_recompute(*impl_->cache, *id);
 }
 
 Answer<TokenGallery> TextAnalysisSession::gallery(const GalleryRequest& request, int64_t context_radius) {

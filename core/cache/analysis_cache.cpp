@@ -1,7 +1,6 @@
 #include "cache/analysis_cache.h"
 
 #include <pwd.h>
-#include <sys/stat.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -84,14 +83,6 @@ bool in_default_cache_directory(const std::string& path) {
   return !ec && dir == ours;
 }
 
-// A cache file is an existing regular file or nothing yet; anything else (a FIFO, a device) is
-// never opened, so SQLite cannot block on it or write into it.
-void require_regular_or_absent(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return;  // absent: created below
-  if (!S_ISREG(st.st_mode)) io::require_regular_file(path);  // throws, naming what it is
-}
-
 std::unique_ptr<Database> connect(const std::string& path) {
   auto db = std::make_unique<Database>(path, kOpenFlags);
   if (db->read_only()) throw FileError(path, "the cache file is not writable");
@@ -147,7 +138,8 @@ std::unique_ptr<AnalysisCache> AnalysisCache::open(const std::string& path, Cach
   CacheOpenReport& r = report ? *report : local;
   r = CacheOpenReport{};
   prepare_directory(path);
-  require_regular_or_absent(path);
+  // A regular file or nothing yet: SQLite must never open a FIFO or a device.
+  io::regular_file_exists(path);
 
   auto db = connect(path);
   if (auto reason = unusable_reason(*db)) {

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+
 #include "io/errors.h"
 
 namespace mumoe::cache {
@@ -73,6 +75,13 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
          "result deleted; it is recomputed when next asked for");
     if (repair) cache.delete_result(run_id, kind, key);
   }
+  return report;
+}
+
+CacheCheckReport repair_run_for_recompute(AnalysisCache& cache, int64_t run_id, const ChunkValidator& validate) {
+  auto report = check_run(cache, run_id, /*repair=*/true, validate);
+  const auto ids = cache.run_ids();  // the run's own row may have been dropped as unreadable
+  if (std::find(ids.begin(), ids.end(), run_id) != ids.end()) cache.clear_results(run_id);
   return report;
 }
 

@@ -41,6 +41,10 @@ using ChunkValidator = std::function<std::string(const ChunkRecord&)>;
 /// is broken. Throws UsageError for an unknown run id, FileError for I/O failures.
 CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, const ChunkValidator& validate = {});
 
+/// What --recompute does to one run: check_run with repair, then every stored answer of the run
+/// is dropped too (when its row survived), so the next questions are answered afresh.
+CacheCheckReport repair_run_for_recompute(AnalysisCache& cache, int64_t run_id, const ChunkValidator& validate = {});
+
 /// check_run over every run of the file. `progress(done, total)` after each run; false cancels
 /// (Cancelled is thrown; what was repaired so far stays repaired).
 CacheCheckReport check_cache(AnalysisCache& cache, bool repair,

@@ -36,11 +36,15 @@ Dataset Dataset::from(LabelledFeatures in) {
   return d;
 }
 
-Dataset load_dataset(const std::string& spec) {
+std::string feature_file_of(const std::string& spec) {
   static const std::string kFeatures = "features:";
+  return spec.compare(0, kFeatures.size(), kFeatures) == 0 ? spec.substr(kFeatures.size()) : "";
+}
+
+Dataset load_dataset(const std::string& spec) {
   Dataset d;
-  if (spec.compare(0, kFeatures.size(), kFeatures) == 0) {
-    d = Dataset::from(load_feature_file(spec.substr(kFeatures.size())));
+  if (const auto file = feature_file_of(spec); !file.empty()) {
+    d = Dataset::from(load_feature_file(file));
     d.identity = spec;
   } else {
     d = Dataset::from(load_image_data(spec));

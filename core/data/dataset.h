@@ -41,6 +41,9 @@ struct Dataset {
 /// an unknown SPEC and FileError for unreadable data.
 Dataset load_dataset(const std::string& spec);
 
+/// FILE of a "features:FILE" SPEC, "" for every other SPEC (the data file a command reads).
+std::string feature_file_of(const std::string& spec);
+
 /// `data` with the attribute columns `names` as multi-label targets (in that order). Throws
 /// UsageError naming the data and the first attribute it lacks (and the ones it has).
 Dataset with_targets(Dataset data, const std::vector<std::string>& names);

@@ -75,20 +75,6 @@ std::vector<uint8_t> inflate_bounded(const std::string& path, std::vector<uint8_
 
 }  // namespace
 
-std::vector<uint8_t> read_maybe_gzipped(const std::string& path, uint64_t max_bytes) {
-  io::require_regular_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(path, "cannot open the file (unreadable)");
-  std::vector<uint8_t> raw((std::istreambuf_iterator<char>(in)), {});
-  if (raw.size() < 2 || raw[0] != 0x1f || raw[1] != 0x8b) {
-    if (raw.size() > max_bytes)
-      throw FileError(path, std::to_string(raw.size()) + " bytes is more than the " + std::to_string(max_bytes) +
-                                "-byte limit");
-    return raw;
-  }
-  return inflate_bounded(path, raw, [max_bytes](const std::vector<uint8_t>&) { return max_bytes; });
-}
-
 IdxArray read_idx(const std::string& path) {
   io::require_regular_file(path);
   std::ifstream in(path, std::ios::binary);

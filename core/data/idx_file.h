@@ -26,8 +26,4 @@ struct IdxArray {
 /// so a decompression bomb is refused after a few megabytes. Throws FileError naming the file.
 IdxArray read_idx(const std::string& path);
 
-/// Reads the whole file, inflating it if it is gzip, refusing more than `max_bytes` of content.
-/// Throws FileError.
-std::vector<uint8_t> read_maybe_gzipped(const std::string& path, uint64_t max_bytes = kMaxIdxBytes);
-
 }  // namespace mumoe::data

@@ -1,7 +1,6 @@
 #include "editing/edit_session_store.h"
 
 #include <sqlite3.h>
-#include <sys/stat.h>
 
 #include <ctime>
 
@@ -50,14 +49,8 @@ EditSessionStore::EditSessionStore(std::string path, std::unique_ptr<cache::Data
 EditSessionStore::~EditSessionStore() = default;
 
 std::unique_ptr<EditSessionStore> EditSessionStore::open(const std::string& path, OpenMode mode) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 ? !S_ISREG(st.st_mode) : mode == kMustExist) {
-    try {
-      io::require_regular_file(path);  // says what it is instead
-    } catch (const FileError& e) {
-      throw FileError(path, e.problem() + (mode == kMustExist ? " (an edit session database was expected: check the path)" : ""));
-    }
-  }
+  if (!io::regular_file_exists(path) && mode == kMustExist)
+    throw FileError(path, "does not exist (an edit session database was expected: check the path)");
   std::unique_ptr<cache::Database> db;
   try {
     db = std::make_unique<cache::Database>(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);

@@ -32,6 +32,13 @@ void require_regular_file(const std::string& path) {
   if (!S_ISREG(st.st_mode)) throw FileError(path, std::string("is ") + kind_of(st.st_mode) + ", not a regular file");
 }
 
+bool regular_file_exists(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 && errno == ENOENT) return false;
+  require_regular_file(path);
+  return true;
+}
+
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {}, sb {};
   if (a.empty() || b.empty() || ::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;

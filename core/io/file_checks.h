@@ -19,6 +19,10 @@ namespace mumoe::io {
 /// a regular file", … Never opens the file, so it cannot block on a FIFO.
 void require_regular_file(const std::string& path);
 
+/// False when nothing is at `path`, true when a regular file is; throws FileError (as
+/// require_regular_file) for anything else. For files a command creates when they are absent.
+bool regular_file_exists(const std::string& path);
+
 /// True when both paths name the same existing file (same device and inode: symbolic and hard
 /// links resolved). False when either does not exist.
 bool same_file(const std::string& a, const std::string& b);

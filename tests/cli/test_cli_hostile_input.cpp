@@ -46,20 +46,6 @@ std::string le_hex(int64_t v) {
   return out;
 }
 
-// Runs a shell command line (stdout and stderr together), like testkit::run_cli.
-testkit::CliRun run_shell(const std::string& command) {
-  testkit::CliRun run;
-  FILE* pipe = ::popen(("(" + command + ") 2>&1").c_str(), "r");
-  if (!pipe) return run;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, pipe)) > 0) run.out.append(buf, n);
-  const int status = ::pclose(pipe);
-  run.killed = !WIFEXITED(status) || WEXITSTATUS(status) > 128;
-  run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return run;
-}
-
 // Every file in `dir` with its bytes, to show that a command changed none of them.
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;
@@ -231,7 +217,7 @@ TEST_F(HostileInput, AFileSizeLimitIsAReportedWriteErrorWithoutTemporaries) {
   io::write_safetensors(big, {{"input", torch::randn({5000, 12})}});
   const auto out = dir_.file("out.safetensors");
   // The limit applies to the child shell only (sh's ulimit -f counts 512-byte blocks: 32 KiB).
-  const auto run = run_shell("ulimit -f 64; exec " + std::string(MUMOE_CLI_PATH) + " forward " + fixture_.model_path +
+  const auto run = testkit::run_shell("ulimit -f 64; exec " + std::string(MUMOE_CLI_PATH) + " forward " + fixture_.model_path +
                              " --input " + big + " --output " + out);
   expect_exit(run, 2, out + ": write failed: File too large");
   EXPECT_FALSE(fs::exists(out));
@@ -248,7 +234,7 @@ TEST_F(HostileInput, FifosEscapeSequencesAndMistypedSessions) {
   for (const std::string& args : {"info " + fifo, "evaluate " + fifo + data, "analyze " + fifo + data + " --cache " + cache(),
                                  "analyze " + fixture_.model_path + data + " --cache " + fifo})
     // timeout: a hang fails the test instead of blocking it
-    expect_exit(run_shell("timeout 60 " + std::string(MUMOE_CLI_PATH) + " " + args), 2,
+    expect_exit(testkit::run_shell("timeout 60 " + std::string(MUMOE_CLI_PATH) + " " + args), 2,
                 "is a FIFO (named pipe), not a regular file");
 
   const auto hostile = dir_.file("hostile.safetensors");

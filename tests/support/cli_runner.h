@@ -15,10 +15,10 @@ struct CliRun {
   bool killed = false;
 };
 
-inline CliRun run_cli(const std::string& args) {
-  const std::string command = std::string(MUMOE_CLI_PATH) + " " + args + " 2>&1";
+/// Runs a shell command line (e.g. under `ulimit` or `timeout`), stdout and stderr together.
+inline CliRun run_shell(const std::string& command) {
   CliRun run;
-  FILE* pipe = ::popen(command.c_str(), "r");
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
   if (!pipe) return run;
   std::array<char, 4096> buf{};
   size_t n;
@@ -28,5 +28,7 @@ inline CliRun run_cli(const std::string& args) {
   run.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return run;
 }
+
+inline CliRun run_cli(const std::string& args) { return run_shell(std::string(MUMOE_CLI_PATH) + " " + args); }
 
 }  // namespace mumoe::testkit
