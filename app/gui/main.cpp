@@ -1,6 +1,7 @@
 // mumoe-studio: the desktop application.
 //
-//   mumoe-studio [MODEL]                              open MODEL (default: the bundled demo model)
+//   mumoe-studio [MODEL]                              open MODEL (default: the bundled demo model, on
+//                                                     fashion-mnist:test)
 //   mumoe-studio --data SPEC [MODEL]                  … on another data set (default: the last used)
 //   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation,
 //                                                     bias — a multi-label model such as demo 2 —,
@@ -68,6 +69,9 @@ int main(int argc, char** argv) {
   const QString model = parser.positionalArguments().value(0, demo);
   mumoe::ui::MainWindow window(demo);
   if (parser.isSet(data)) window.setDataSpec(parser.value(data));
+  // The demo opens on its own data, not on whatever SPEC the last model used (a bare head's
+  // feature file would not fit it).
+  else if (parser.positionalArguments().isEmpty()) window.setDataSpec(QStringLiteral("fashion-mnist:test"));
 
   if (parser.isSet(screenshot)) {
     QTextStream err(stderr);
