@@ -850,7 +850,10 @@ void BiasPage::chooseExport() {
   pathRow->addWidget(path, 1);
   pathRow->addWidget(browse);
   auto* layout = new QComboBox;
+  layout->addItem(tr("automatic (your own layout for a model opened from PyTorch, else mumoe)"), QStringLiteral("auto"));
   layout->addItem(tr("mumoe model file (keeps the manifest and the edit provenance)"), QStringLiteral("mumoe"));
+  layout->addItem(tr("your own layout (the opened file's keys; .pth or safetensors by the file name)"),
+                  QStringLiteral("source"));
   layout->addItem(tr("reference state_dict (PyTorch load_state_dict keys)"), QStringLiteral("reference"));
   auto* samples = new QSpinBox;
   samples->setRange(1, 100000);

@@ -698,6 +698,11 @@ void MainWindow::showLayerDetails() {
   html += htmlRow(tr("Format"), summary.inferred ? tr("PyTorch state_dict (configuration inferred)")
                                                  : tr("mumoe model file, version %1").arg(summary.format_version));
   html += htmlRow(tr("Architecture"), QString::fromStdString(summary.architecture));
+  if (!summary.backbone.empty())
+    html += htmlRow(tr("Backbone"), QString::fromStdString(summary.backbone) +
+                                        (summary.backbone_preset.empty()
+                                             ? QString()
+                                             : tr(" — preset %1").arg(QString::fromStdString(summary.backbone_preset))));
   const auto provenance = QJsonDocument::fromJson(QByteArray::fromStdString(summary.provenance_json)).object();
   const auto test = provenance.value(QStringLiteral("test_metrics")).toObject();
   if (test.contains(QStringLiteral("accuracy")))

@@ -1,8 +1,10 @@
 #include "cli_support.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "io/errors.h"
+#include "nn/backbone_config.h"
 
 namespace mumoe::cli {
 
@@ -71,6 +73,16 @@ void ModelOptions::add_to(CLI::App* app) {
                   "Gate normalisation for a state_dict without BatchNorm buffers: layernorm "
                   "(default) or none");
   app->add_option("--labels", labels, "Comma-separated output (label) names");
+  app->add_option("--preset", preset,
+                  "For a ViT or ResNet backbone: what its weights cannot say (MLP activation, LayerNorm eps, "
+                  "preprocessing): vit_base_patch32_clip_224.openai, vit_base_patch16_224.dino, vit or resnet; "
+                  "default: the CLIP preset for a CLIP-style ViT (norm_pre, no patch bias), vit for other ViTs, "
+                  "resnet for ResNets");
+  app->add_option("--heads", heads, "A ViT's attention heads (default: width / 64)");
+  app->add_option("--backbone", backbone,
+                  "A TorchScript backbone (torch.jit.trace + save) mapping normalised images [B, 3, S, S] to "
+                  "features [B, D]; MODEL is then its μMoE head");
+  app->add_option("--image-size", image_size, "Input size S of a ResNet or TorchScript backbone (default 224)");
 }
 
 model::LayoutOverrides ModelOptions::overrides() const {
@@ -79,6 +91,18 @@ model::LayoutOverrides ModelOptions::overrides() const {
   if (!gate_norm.empty()) o.gate_norm_without_bn = nn::parse_gate_norm(gate_norm);
   if (!labels.empty()) o.label_names = parse_name_list(labels);
   o.checkpoint_key = key;
+  if (!preset.empty()) {
+    const auto names = nn::backbone_preset_names();
+    if (std::find(names.begin(), names.end(), preset) == names.end()) {
+      std::string list;
+      for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+      throw UsageError("unknown preset '" + preset + "' (presets: " + list + ")");
+    }
+  }
+  o.backbone_preset = preset;
+  o.vit_heads = heads;
+  o.torchscript_backbone = backbone;
+  o.image_size = image_size;
   return o;
 }
 

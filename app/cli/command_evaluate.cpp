@@ -13,11 +13,14 @@
 #include "model/classifier_model.h"
 #include "train/classifier_training.h"
 
+#include "model_options.h"
+
 namespace mumoe::cli {
 namespace {
 
 struct EvaluateOptions {
-  std::string model, data = "fashion-mnist:test", ablate, device = "cpu", layer;
+  ModelOptions model;
+  std::string data = "fashion-mnist:test", ablate, device = "cpu", layer;
   int64_t batch_size = 500;
   double validation_fraction = 0.05;
   bool json = false;
@@ -25,8 +28,8 @@ struct EvaluateOptions {
 
 int run_evaluate(const EvaluateOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
-  if (is_text_spec(o.data)) return run_evaluate_language_model(o.model, o.data, o.validation_fraction, o.device, o.json);
-  const auto file = model::ModelFile::load(o.model);
+  if (is_text_spec(o.data)) return run_evaluate_language_model(o.model.model, o.data, o.validation_fraction, o.device, o.json);
+  const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
   auto classifier = model::ClassifierModel::load(file, o.layer);
   const auto data = classifier.prepare(data::load_dataset(o.data));
   classifier.check_compatible(data);
@@ -35,7 +38,7 @@ int run_evaluate(const EvaluateOptions& o) {
   const auto e = train::evaluate_classifier(classifier, data, o.batch_size, o.device, ablation);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
-    std::cout << nlohmann::json({{"model", o.model},
+    std::cout << nlohmann::json({{"model", o.model.model},
                                  {"data", o.data},
                                  {"samples", e.samples},
                                  {"accuracy", e.accuracy},
@@ -50,7 +53,7 @@ int run_evaluate(const EvaluateOptions& o) {
               << "\n";
     return 0;
   }
-  std::cout << o.model << " on " << o.data << " (" << e.samples << " samples"
+  std::cout << o.model.model << " on " << o.data << " (" << e.samples << " samples"
             << (o.ablate.empty() ? "" : ", experts " + o.ablate + " ablated") << ")\n"
             << "  accuracy " << std::fixed << std::setprecision(4) << e.accuracy << ", mean loss " << e.mean_loss
             << "\n";
@@ -65,7 +68,7 @@ int run_evaluate(const EvaluateOptions& o) {
 Command add_evaluate_command(CLI::App& parent) {
   auto o = std::make_shared<EvaluateOptions>();
   auto* app = parent.add_subcommand("evaluate", "Accuracy of a classifier, overall and per class");
-  app->add_option("MODEL", o->model, "Model file")->required();
+  o->model.add_to(app);
   app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
   app->add_option("--layer", o->layer, "μMoE layer of a multi-layer model file");
   app->add_option("--validation-fraction", o->validation_fraction,

@@ -1,4 +1,4 @@
-// mumoe export MODEL (--edits FILE | --session DB) --output OUT [--layout mumoe|reference]
+// mumoe export MODEL (--edits FILE | --session DB) --output OUT [--layout auto|mumoe|reference|source]
 //   [--data SPEC] [--overwrite] [--json]
 // Folds saved edits into the model's weights, writes it and verifies the written file against
 // the live-edited model (model_export.h). The source model is never modified.
@@ -15,11 +15,14 @@
 #include "editing/edit_session_store.h"
 #endif
 
+#include "model_options.h"
+
 namespace mumoe::cli {
 namespace {
 
 struct ExportOptions {
-  std::string model, edits, session, output, layout = "mumoe", data;
+  ModelOptions model;
+  std::string edits, session, output, layout = "auto", data;
   bool overwrite = false, json = false;
   int64_t verify_samples = 256;
 };
@@ -30,8 +33,8 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
 #ifdef MUMOE_WITH_ANALYSIS
   // Reading only: a mistyped path must not create an empty database.
   const auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
-  const auto stored = store->load(analysis::hash_file(o.model));
-  if (!stored) throw UsageError(o.session + " holds no edits for " + o.model + " (its content hash is not in it)");
+  const auto stored = store->load(analysis::hash_file(o.model.model));
+  if (!stored) throw UsageError(o.session + " holds no edits for " + o.model.model + " (its content hash is not in it)");
   return stored->stack.applied();
 #else
   throw UsageError("--session needs a build with SQLite");
@@ -41,7 +44,7 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
 int run_export(const ExportOptions& o) {
   const auto edits = load_edits(o);
   if (edits.empty()) throw UsageError("there are no applied edits to export");
-  const auto source = model::ModelFile::load(o.model);
+  const auto source = model::ModelFile::load(o.model.model, o.model.overrides());
   // Verification data: --data, else the training data the first edit was made from.
   const std::string spec = o.data.empty() ? edits.front().training_data : o.data;
   if (spec.empty()) throw UsageError("give --data SPEC: samples to verify the exported model on");
@@ -50,7 +53,7 @@ int run_export(const ExportOptions& o) {
   try {
     editing::check_edits(model.layer()->config(), edits);
   } catch (const UsageError& e) {
-    throw FileError(o.edits.empty() ? o.session : o.edits, std::string(e.what()) + " (model " + o.model + ")");
+    throw FileError(o.edits.empty() ? o.session : o.edits, std::string(e.what()) + " (model " + o.model.model + ")");
   }
   const auto data = model.prepare(data::load_dataset(spec));
   editing::ExportRequest request;
@@ -61,7 +64,7 @@ int run_export(const ExportOptions& o) {
   const auto report = editing::export_edited_model(source, edits, data, request);
   if (o.json) {
     auto j = editing::to_json(report);
-    j["model"] = o.model;
+    j["model"] = o.model.model;
     j["verify_data"] = spec;
     std::cout << j.dump(2) << "\n";
   } else {
@@ -78,11 +81,14 @@ int run_export(const ExportOptions& o) {
 Command add_export_command(CLI::App& parent) {
   auto o = std::make_shared<ExportOptions>();
   auto* app = parent.add_subcommand("export", "Fold saved edits into a model and write it (verified after writing)");
-  app->add_option("MODEL", o->model, "The unedited model file")->required();
+  o->model.add_to(app);  // MODEL (the unedited model) and what a plain state dict cannot say
   app->add_option("--edits", o->edits, "Edits JSON (from mumoe rewrite --edits-out or --json)");
   app->add_option("--session", o->session, "Edit-session database holding this model's edits");
   app->add_option("--output", o->output, "Model file to write")->required();
-  app->add_option("--layout", o->layout, "mumoe (default: model file with manifest) or reference (plain state_dict)");
+  app->add_option("--layout", o->layout,
+                  "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe (model file "
+                  "with manifest), reference (plain state_dict in the reference keys) or source (the opened file's "
+                  "own keys and format: .pth or safetensors)");
   app->add_option("--data", o->data, "Data SPEC to verify on (default: the first edit's training data)");
   app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output (required to replace the source model)");

@@ -14,18 +14,21 @@
 #include "io/safetensors.h"
 #include "model/classifier_file.h"
 
+#include "model_options.h"
+
 namespace mumoe::cli {
 namespace {
 
 struct FeaturesOptions {
-  std::string model, data = "fashion-mnist:test", output;
+  ModelOptions model;
+  std::string data = "fashion-mnist:test", output;
   int64_t batch_size = 500, limit = 0;
   bool json = false;
 };
 
 int run_features(const FeaturesOptions& o) {
-  io::refuse_output_over_inputs(o.output, "--output", {{o.model, "the model"}});
-  const auto file = model::ModelFile::load(o.model);
+  io::refuse_output_over_inputs(o.output, "--output", {{o.model.model, "the model"}});
+  const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
   auto classifier = model::load_image_classifier(file);
   auto data = data::load_image_data(o.data);
   // The model's own label names when it has them (the data may only number its classes); a
@@ -41,7 +44,7 @@ int run_features(const FeaturesOptions& o) {
   const auto features = torch::cat(chunks);
   const auto labels = data.labels.slice(0, 0, n);
   std::vector<io::NamedTensor> tensors = {{"features", features}, {"labels", labels}};
-  std::map<std::string, std::string> metadata = {{"mumoe.model", o.model},
+  std::map<std::string, std::string> metadata = {{"mumoe.model", o.model.model},
                                                  {"mumoe.data", o.data},
                                                  {"mumoe.layer", "head"},
                                                  {"mumoe.class_names", nlohmann::json(class_names).dump()}};
@@ -63,7 +66,7 @@ int run_features(const FeaturesOptions& o) {
 Command add_features_command(CLI::App& parent) {
   auto o = std::make_shared<FeaturesOptions>();
   auto* app = parent.add_subcommand("features", "Write the inputs of a classifier's μMoE head for a data set");
-  app->add_option("MODEL", o->model, "Image classifier model file")->required();
+  o->model.add_to(app);
   app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test)");
   app->add_option("--output", o->output, "Safetensors file to write (features, labels)")->required();
   app->add_option("--limit", o->limit, "Only the first N samples");

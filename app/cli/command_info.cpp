@@ -1,4 +1,4 @@
-// mumoe info MODEL [--json] [--activation A]: layers, variant, experts, ranks, parameter counts.
+// mumoe info MODEL [--json] [model options]: layers, variant, experts, ranks, parameter counts.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -6,15 +6,14 @@
 #include "cli_support.h"
 #include "io/file_checks.h"
 #include "model/model_summary.h"
+#include "model_options.h"
 
 namespace mumoe::cli {
 namespace {
 
 struct InfoOptions {
-  std::string model;
+  ModelOptions model;
   bool json = false;
-  std::string activation;
-  std::string key;
 };
 
 std::string join(const std::vector<int64_t>& v, const char* sep) {
@@ -37,7 +36,12 @@ void print_text(const model::ModelSummary& s) {
             << (s.inferred ? "PyTorch state_dict in a " + s.file_format +
                                  " file (configuration inferred from key names and shapes)"
                            : "mumoe model file v" + std::to_string(s.format_version))
-            << "\n  architecture: " << printable(s.architecture) << "\n"
+            << "\n  architecture: " << printable(s.architecture) << "\n";
+  if (!s.backbone.empty())
+    std::cout << "  backbone:     " << printable(s.backbone)
+              << (s.backbone_prefix.empty() ? "" : " (keys under '" + printable(s.backbone_prefix) + "')")
+              << (s.backbone_preset.empty() ? "" : ", preset " + printable(s.backbone_preset)) << "\n";
+  std::cout
             << "  tensors:      " << s.tensor_count << "\n"
             << "  parameters:   " << grouped(s.total_parameters()) << " in μMoE layers\n";
   for (const auto& l : s.layers) {
@@ -77,13 +81,10 @@ void print_text(const model::ModelSummary& s) {
 Command add_info_command(CLI::App& parent) {
   auto opts = std::make_shared<InfoOptions>();
   auto* app = parent.add_subcommand("info", "Show a model's layers, experts, ranks and parameter counts");
-  app->add_option("MODEL", opts->model, "Model file (.safetensors, or a torch.save checkpoint .pth/.pt)")->required();
-  app->add_option("--key", opts->key, "Which state dict of a .pth checkpoint that holds several");
+  opts->model.add_to(app);
   app->add_flag("--json", opts->json, "Print JSON");
-  app->add_option("--activation", opts->activation,
-                  "Gate activation of a plain state_dict (entmax15 or softmax; cannot be inferred)");
   return {app, [opts]() {
-            const auto summary = model::summarize_model_file(opts->model, opts->activation, opts->key);
+            const auto summary = model::summarize_model_file(opts->model.model, opts->model.overrides());
             if (opts->json)
               std::cout << model::summary_to_json(summary) << "\n";
             else

@@ -1,5 +1,5 @@
 // mumoe rewrite MODEL --data SPEC --target ATTR --subpop 'A=1&B=1' [--lambda X] [--blind]
-//   [--baselines] [--output OUT [--layout mumoe|reference]] [--edits-out FILE] [--session DB]
+//   [--baselines] [--output OUT [--layout auto|mumoe|reference|source]] [--edits-out FILE] [--session DB]
 //   [--json]
 // The expert-conditional logit rewrite of spec §5: ā from the subpopulation's TRAINING samples,
 // λ = N toward the under-predicted label by default; metrics before and after on the test split
@@ -32,7 +32,7 @@ struct RewriteOptions {
   std::optional<double> lambda;
   bool blind = false, baselines = false;
   editing::OversampleOptions oversample;
-  std::string output, layout = "mumoe", edits_out, session;
+  std::string output, layout = "auto", edits_out, session;
   bool overwrite = false;
 };
 
@@ -153,7 +153,9 @@ Command add_rewrite_command(CLI::App& parent) {
   app->add_option("--oversample-epochs", o->oversample.epochs, "Oversampling baseline: epochs (default 5)");
   app->add_option("--seed", o->oversample.seed, "Oversampling baseline: seed (default 0)");
   app->add_option("--output", o->output, "Fold the edit into the weights and write the model here (verified)");
-  app->add_option("--layout", o->layout, "mumoe (default) or reference (a plain PyTorch state_dict)");
+  app->add_option("--layout", o->layout,
+                  "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe, reference "
+                  "(a plain state_dict in the reference keys) or source (the opened file's own keys and format)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing --output (required to replace the source model)");
   app->add_option("--edits-out", o->edits_out, "Also write the edit as JSON (for mumoe export --edits)");
   app->add_option("--session", o->session,

@@ -27,6 +27,8 @@ struct TrainCommandOptions {
   std::string targets;  ///< "" = multi-class on the labels; "a,b" = multi-label on these attributes
   std::string variant = "cp", experts = "128", tr_ranks = "4,4,32", activation = "entmax15";
   int64_t rank = 64, feature_dim = 128;
+  std::string backbone = "cnn2";  ///< image data: "cnn2" (the demo CNN) or "vit" (timm layout)
+  int64_t patch_size = 7;  ///< the ViT's (feature_dim is its width; --layers and --heads as the GPT's)
   train::TrainOptions train;
   LanguageModelRequest lm;  ///< the GPT's own options (text SPECs)
   bool json = false, quiet = false, overwrite = false;
@@ -63,6 +65,8 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("targets", "--targets", o.targets);
   take("activation", "--activation", o.activation);
   take("feature_dim", "--feature-dim", o.feature_dim);
+  take("backbone", "--backbone", o.backbone);
+  take("patch_size", "--patch-size", o.patch_size);
   take("epochs", "--epochs", o.train.epochs);
   take("batch_size", "--batch-size", o.train.batch_size);
   take("learning_rate", "--lr", o.train.learning_rate);
@@ -136,6 +140,18 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
     backbone.in_channels = train_data.images.size(1);
     backbone.image_size = train_data.images.size(2);
     backbone.feature_dim = o.feature_dim;
+    if (o.backbone == "vit") {
+      // A small timm-layout ViT on the data's own images (no resizing): GELU, LayerNorm eps
+      // 1e-6, class-token pooling, as timm's vit defaults; width = --feature-dim.
+      backbone.kind = nn::BackboneKind::VisionTransformer;
+      backbone.vit.width = o.feature_dim;
+      backbone.vit.patch_size = o.patch_size;
+      backbone.vit.depth = o.lm.layers;
+      backbone.vit.heads = o.lm.heads;
+      backbone.vit.mlp_dim = 4 * o.feature_dim;
+    } else if (o.backbone != "cnn2") {
+      throw UsageError("--backbone must be cnn2 or vit, got '" + o.backbone + "'");
+    }
     return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), labels, multilabel);
   }();
   if (test_data.size() > 0) classifier.check_compatible(test_data);
@@ -228,6 +244,10 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--tr-ranks", o->tr_ranks, "TR ranks (default 4,4,32)");
   app->add_option("--activation", o->activation, "entmax15 (default) or softmax");
   app->add_option("--feature-dim", o->feature_dim, "Backbone feature width = head input (default 128)");
+  app->add_option("--backbone", o->backbone,
+                  "For image data: cnn2 (the demo CNN, default) or vit (a timm-layout Vision Transformer of width "
+                  "--feature-dim)");
+  app->add_option("--patch-size", o->patch_size, "ViT patch size (default 7; must divide the image size)");
   app->add_option("--epochs", o->train.epochs, "Epochs (default 10)");
   app->add_option("--batch-size", o->train.batch_size, "Batch size (default 128)");
   app->add_option("--lr", o->train.learning_rate, "Peak learning rate (default 2e-3)");
@@ -239,8 +259,8 @@ Command add_train_command(CLI::App& parent) {
   // The byte-level μMoE GPT (data SPEC fortunes[:DIR] or text:FILE|DIR).
   app->add_option("--steps", o->lm.steps, "GPT: optimizer steps (default 2000)");
   app->add_option("--block-size", o->lm.block_size, "GPT: context length in bytes (default 128)");
-  app->add_option("--layers", o->lm.layers, "GPT: transformer blocks (default 4)");
-  app->add_option("--heads", o->lm.heads, "GPT: attention heads (default 4)");
+  app->add_option("--layers", o->lm.layers, "GPT or ViT: transformer blocks (default 4)");
+  app->add_option("--heads", o->lm.heads, "GPT or ViT: attention heads (default 4)");
   app->add_option("--embd", o->lm.embd, "GPT: width (default 128)");
   app->add_option("--warmup", o->lm.warmup, "GPT: warm-up steps (default 100)");
   app->add_option("--checkpoint-every", o->lm.checkpoint_every, "GPT: steps between checkpoints (default 250)");

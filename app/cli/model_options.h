@@ -15,6 +15,10 @@ struct ModelOptions {
   std::string gate_norm;   ///< for checkpoints without BatchNorm buffers: layernorm | none
   std::string labels;      ///< comma-separated output names
   std::string key;         ///< the state dict inside a PyTorch checkpoint holding several
+  std::string preset;      ///< backbone preset (model/backbone_layout.h)
+  int64_t heads = 0;       ///< a ViT's attention heads (0 = width / 64)
+  std::string backbone;    ///< a TorchScript backbone in front of MODEL (a μMoE head)
+  int64_t image_size = 0;  ///< a ResNet's or TorchScript backbone's input size (0 = 224)
 
   void add_to(CLI::App* app);
   model::LayoutOverrides overrides() const;

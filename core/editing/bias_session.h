@@ -58,7 +58,7 @@ ModelKind probe_model_kind(const std::string& model_path);
 
 struct BiasExportRequest {
   std::string output;
-  std::string layout = "mumoe";  ///< "mumoe" or "reference" (a plain PyTorch state_dict)
+  std::string layout = "auto";  ///< "auto", "mumoe", "reference" or "source" (editing/model_export.h)
   bool overwrite = false;        ///< replace an existing file (required for the source model itself)
   int64_t verify_samples = 256;  ///< first samples of the test split
   double tolerance = 1e-5;

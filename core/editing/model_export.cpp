@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "editing/edit_fold.h"
+#include "io/pytorch_checkpoint.h"
 #include "editing/logit_rewrite.h"
 #include "io/errors.h"
 #include "model/classifier_file.h"
@@ -49,6 +50,58 @@ std::vector<io::NamedTensor> plain_state_dict(model::ClassifierModel& m) {
   return tensors;
 }
 
+bool is_checkpoint_name(const std::string& path) {
+  const auto ext = fs::path(path).extension().string();
+  return ext == ".pth" || ext == ".pt";
+}
+
+// Every tensor of `source` under its own name (wrapper prefixes included): the edited model's
+// value where the model has that tensor, the file's own otherwise (other layers, extra entries).
+std::vector<io::NamedTensor> source_layout_tensors(const model::ModelFile& source, model::ClassifierModel& edited) {
+  std::map<std::string, torch::Tensor> values;  // stripped file key → edited value
+  auto add = [&](const std::string& module_key, const torch::Tensor& value) {
+    if (edited.has_backbone()) {
+      values[model::classifier_file_key(source, module_key)] = value;
+    } else {
+      values[model::file_key(source.layer(edited.layer_name()), module_key)] = value;
+    }
+  };
+  for (const auto& p : edited.module().named_parameters()) add(p.key(), p.value());
+  for (const auto& b : edited.module().named_buffers()) add(b.key(), b.value());
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& name : source.tensor_names()) {
+    auto it = values.find(name);
+    tensors.push_back({source.original_name(name), it != values.end() ? it->second : source.read_tensor(name)});
+  }
+  return tensors;
+}
+
+// The source's manifest describing the edited model.
+model::Manifest edited_manifest(const model::ModelFile& source, const model::ClassifierModel& edited,
+                                const nlohmann::json& provenance) {
+  auto manifest = source.manifest();
+  for (auto& layer : manifest.layers)
+    if (layer.name == edited.layer_name()) layer.config = edited.layer()->config();
+  manifest.provenance = provenance;
+  return manifest;
+}
+
+void write_source_layout(const std::string& staging, const std::string& output, const model::ModelFile& source,
+                         model::ClassifierModel& edited, const nlohmann::json& provenance,
+                         const io::WriteProgress& progress) {
+  const auto tensors = source_layout_tensors(source, edited);
+  const auto manifest = edited_manifest(source, edited, provenance);
+  if (is_checkpoint_name(output)) {
+    // Nested where the source had it ({"model": state_dict} stays so; its other entries, such as
+    // an optimizer state, are not carried over).
+    io::write_pytorch_checkpoint(staging, tensors, source.state_dict_key());
+    model::write_manifest_sidecar(staging, manifest);
+  } else {
+    io::write_safetensors(staging, tensors,
+                          {{"format", "pt"}, {model::kManifestMetadataKey, model::to_json(manifest).dump()}}, progress);
+  }
+}
+
 // Max |reloaded − live| over the first samples of `data`.
 double verify(const std::string& written, const std::string& layer, model::ClassifierModel& original,
               const std::vector<LogitEdit>& edits, const data::Dataset& data, int64_t samples) {
@@ -73,12 +126,22 @@ double verify(const std::string& written, const std::string& layer, model::Class
 }  // namespace
 
 ExportLayout parse_export_layout(const std::string& text) {
+  if (text == "auto" || text.empty()) return ExportLayout::Auto;
   if (text == "mumoe") return ExportLayout::Mumoe;
   if (text == "reference") return ExportLayout::Reference;
-  throw UsageError("unknown layout '" + text + "' (expected mumoe or reference)");
+  if (text == "source") return ExportLayout::Source;
+  throw UsageError("unknown layout '" + text + "' (expected auto, mumoe, reference or source)");
 }
 
-std::string to_string(ExportLayout layout) { return layout == ExportLayout::Mumoe ? "mumoe" : "reference"; }
+std::string to_string(ExportLayout layout) {
+  switch (layout) {
+    case ExportLayout::Auto: return "auto";
+    case ExportLayout::Mumoe: return "mumoe";
+    case ExportLayout::Reference: return "reference";
+    case ExportLayout::Source: return "source";
+  }
+  return "?";
+}
 
 ExportReport export_edited_model(const model::ModelFile& source, const std::vector<LogitEdit>& edits,
                                  const data::Dataset& verify_data, const ExportRequest& request,
@@ -96,6 +159,11 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
       throw UsageError("export: edits of several layers (" + edits.front().layer + ", " + e.layer +
                        ") in one file are not supported");
 
+  // A user's own layout stays theirs, also when it is edited again after an export.
+  const bool users_layout = source.inferred() || source.manifest().provenance.value("layout", "") == "source";
+  const auto layout = request.layout != ExportLayout::Auto ? request.layout
+                      : users_layout                       ? ExportLayout::Source
+                                                           : ExportLayout::Mumoe;
   auto original = model::ClassifierModel::load(source, source.inferred() ? "" : edits.front().layer);
   check_edits(original.layer()->config(), edits);
   original.check_compatible(verify_data);
@@ -103,7 +171,7 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
 
   ExportReport report;
   report.output = request.output;
-  report.layout = request.layout;
+  report.layout = layout;
   report.edits = static_cast<int64_t>(edits.size());
   report.layer_before = model::to_json(original.layer()->config());
   report.layer_after = model::to_json(edited.layer()->config());
@@ -114,14 +182,26 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
   for (const auto& e : edits) history.push_back(to_json(e));
   provenance["edits"] = history;
   provenance["edited_from"] = source.path();
+  if (layout == ExportLayout::Source) provenance["layout"] = "source";
 
   const std::string staging = request.output + ".unverified";
+  const auto staging_sidecar = model::manifest_sidecar_path(staging);
+  const bool sidecar = layout == ExportLayout::Source && is_checkpoint_name(request.output);
   try {
-    if (request.layout == ExportLayout::Mumoe) {
+    if (layout == ExportLayout::Mumoe) {
       edited.save(staging, provenance);
+    } else if (layout == ExportLayout::Source) {
+      write_source_layout(staging, request.output, source, edited, provenance, progress);
     } else {
-      io::write_safetensors(staging, plain_state_dict(edited),
-                            {{"format", "pt"}, {"mumoe.edits", provenance["edits"].dump()}}, progress);
+      std::map<std::string, std::string> metadata = {{"format", "pt"}, {"mumoe.edits", provenance["edits"].dump()}};
+      // A backbone's preset and preprocessing cannot be inferred again: the manifest says them
+      // (PyTorch ignores the metadata).
+      if (edited.has_backbone()) {
+        auto m = model::image_classifier_manifest(edited.image_classifier(), edited.label_names(), provenance);
+        m.task = edited.multilabel() ? model::kMultiLabel : model::kMultiClass;
+        metadata[model::kManifestMetadataKey] = model::to_json(m).dump();
+      }
+      io::write_safetensors(staging, plain_state_dict(edited), metadata, progress);
     }
     report.max_abs_difference =
         verify(staging, original.layer_name(), original, edits, verify_data, request.verify_samples);
@@ -130,10 +210,20 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
       throw Error("export verification failed: the reloaded model differs from the live-edited one by " +
                   std::to_string(report.max_abs_difference) + " (tolerance " + std::to_string(request.tolerance) +
                   "); nothing was written to " + request.output);
+    // An old sidecar beside the destination describes the old file: it goes first, so that no
+    // moment pairs it with the new one (a sidecar also records its file's size).
+    const auto output_sidecar = model::manifest_sidecar_path(request.output);
+    if (fs::exists(fs::symlink_status(output_sidecar)) && !fs::remove(output_sidecar, ec))
+      throw WriteError(output_sidecar, "cannot remove the old manifest beside the destination: " + ec.message());
     fs::rename(staging, request.output, ec);
     if (ec) throw WriteError(request.output, "cannot move the verified export into place: " + ec.message());
+    if (sidecar) {
+      fs::rename(staging_sidecar, output_sidecar, ec);
+      if (ec) throw WriteError(output_sidecar, "cannot move the verified manifest into place: " + ec.message());
+    }
   } catch (...) {
     fs::remove(staging, ec);
+    fs::remove(staging_sidecar, ec);
     throw;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

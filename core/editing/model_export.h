@@ -1,6 +1,8 @@
 // Export of an edited model: every logit edit folded exactly into the weights (edit_fold.h),
-// written as the project's model file or as a plain state_dict in the reference key layout
-// (spec §2) that PyTorch's load_state_dict accepts, and verified before it is published.
+// written as the project's model file, as a plain state_dict in the reference key layout
+// (spec §2), or in the source file's own layout — the same keys and prefixes, a .pth when it was
+// a PyTorch checkpoint — so the user's `model.load_state_dict(torch.load(path), strict=True)`
+// gives the edited model; verified before it is published.
 //
 // The file is written beside the destination, reloaded through the ordinary loader and its
 // plain forward pass compared with the live-edited model on a sample batch; only when the
@@ -20,13 +22,17 @@
 
 namespace mumoe::editing {
 
-enum class ExportLayout { Mumoe, Reference };
-ExportLayout parse_export_layout(const std::string& text);  ///< "mumoe" | "reference"
+/// Auto: Source for a model opened from a user's state dict (no manifest), else Mumoe.
+/// Source: every tensor of the source file under its own name, the edited layer's replaced;
+/// safetensors carry the manifest in their metadata, a .pth/.pt output gets it in
+/// model::manifest_sidecar_path (torch.load ignores both).
+enum class ExportLayout { Auto, Mumoe, Reference, Source };
+ExportLayout parse_export_layout(const std::string& text);  ///< "auto" | "mumoe" | "reference" | "source"
 std::string to_string(ExportLayout layout);
 
 struct ExportRequest {
   std::string output;
-  ExportLayout layout = ExportLayout::Mumoe;
+  ExportLayout layout = ExportLayout::Auto;
   /// Replace an existing destination (required when it is the source model itself).
   bool overwrite = false;
   int64_t verify_samples = 256;  ///< the first samples of the verification data
@@ -35,7 +41,7 @@ struct ExportRequest {
 
 struct ExportReport {
   std::string output;
-  ExportLayout layout = ExportLayout::Mumoe;
+  ExportLayout layout = ExportLayout::Mumoe;  ///< as written (never Auto)
   int64_t edits = 0;
   nlohmann::json layer_before;  ///< the edited layer's configuration before …
   nlohmann::json layer_after;   ///< … and after folding (ranks grown)

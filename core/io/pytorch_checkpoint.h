@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "io/safetensors.h"
 #include "io/tensor_archive.h"
 
 namespace caffe2::serialize {
@@ -44,7 +45,7 @@ class PytorchCheckpoint final : public TensorArchive {
   torch::Tensor read(const std::string& name) const override;
   std::string format_name() const override { return "PyTorch checkpoint"; }
   /// Where the state dict was found: "" (the whole object) or the top-level key.
-  const std::string& state_dict_key() const { return key_; }
+  std::string state_dict_key() const override { return key_; }
 
  private:
   struct TensorView {
@@ -63,6 +64,13 @@ class PytorchCheckpoint final : public TensorArchive {
   std::map<std::string, TensorView> views_;
   std::shared_ptr<caffe2::serialize::PyTorchStreamReader> reader_;
 };
+
+/// Writes `tensors` as torch.save(OrderedDict(tensors)) would (zip format, pickle protocol 2), so
+/// `model.load_state_dict(torch.load(path))` reads it — or, with `state_dict_key`, as
+/// torch.save({state_dict_key: OrderedDict(tensors)}); atomically. Throws WriteError (I/O) or
+/// Error (a dtype a checkpoint cannot hold).
+void write_pytorch_checkpoint(const std::string& path, const std::vector<NamedTensor>& tensors,
+                              const std::string& state_dict_key = "");
 
 /// True when the file starts like a zip archive (what torch.save writes).
 bool looks_like_zip(const std::string& path);

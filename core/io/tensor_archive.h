@@ -41,6 +41,9 @@ class TensorArchive {
   virtual torch::Tensor read(const std::string& name) const = 0;
   /// "safetensors" or "PyTorch checkpoint".
   virtual std::string format_name() const = 0;
+  /// Where in the file the state dict is: "" (the whole file), or the top-level key of a PyTorch
+  /// checkpoint that holds it beside other entries ("model" in nanoGPT's ckpt.pt).
+  virtual std::string state_dict_key() const { return ""; }
 
  protected:
   /// Index of entries() by name (built by the implementations once their entries are final).

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <set>
+
 #include "io/errors.h"
 
 namespace mumoe::model {
@@ -25,6 +27,36 @@ void save_image_classifier(const std::string& path, const nn::ImageClassifier& c
   save_model_file(path, manifest, tensors, progress);
 }
 
+std::string classifier_file_key(const ModelFile& file, const std::string& module_key) {
+  static const std::string kBackbone = "backbone.", kHead = "head.";
+  if (module_key.rfind(kHead, 0) == 0) return file_key(file.layer("head"), module_key.substr(kHead.size()));
+  if (module_key.rfind(kBackbone, 0) == 0)
+    return file.manifest().architecture_config.value("backbone_prefix", kBackbone) +
+           module_key.substr(kBackbone.size());
+  throw Error("image classifier key '" + module_key + "' is neither backbone nor head");
+}
+
+namespace {
+
+// Every tensor of the file must be one of the classifier's: a key left over means the layout was
+// misread (a timm model saved with its own head, register tokens, q/k norms, …).
+void check_no_foreign_tensors(const ModelFile& file, const nn::ImageClassifier& classifier) {
+  std::set<std::string> known;
+  for (const auto& p : classifier->named_parameters()) known.insert(classifier_file_key(file, p.key()));
+  for (const auto& b : classifier->named_buffers()) known.insert(classifier_file_key(file, b.key()));
+  std::vector<std::string> foreign;
+  for (const auto& name : file.tensor_names())
+    if (!known.count(name)) foreign.push_back(file.original_name(name));
+  if (foreign.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < foreign.size() && i < 4; ++i) list += (i ? ", " : "") + foreign[i];
+  if (foreign.size() > 4) list += ", … (" + std::to_string(foreign.size()) + " in all)";
+  throw FileError(file.path(), "holds tensors that a " + classifier->backbone_config().describe() +
+                                   " with a μMoE head does not have: " + list);
+}
+
+}  // namespace
+
 nn::ImageClassifier load_image_classifier(const ModelFile& file) {
   const auto& m = file.manifest();
   if (m.architecture != kImageClassifierArchitecture)
@@ -38,7 +70,8 @@ nn::ImageClassifier load_image_classifier(const ModelFile& file) {
     throw FileError(file.path(), std::string("manifest: ") + e.what());
   }
   nn::ImageClassifier classifier(backbone, file.layer("head").config);
-  file.load_into(*classifier, [](const std::string& key) { return key; });
+  check_no_foreign_tensors(file, classifier);
+  file.load_into(*classifier, [&file](const std::string& key) { return classifier_file_key(file, key); });
   classifier->eval();
   return classifier;
 }

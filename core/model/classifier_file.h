@@ -1,4 +1,8 @@
-// Model files of the "image-classifier" architecture: a CNN backbone with a μMoE head.
+// Model files of the "image-classifier" architecture: an image backbone with a μMoE head.
+//
+// Our own files keep the module's keys ("backbone.…", "head.…"). A user's state dict keeps its
+// own: architecture_config.backbone_prefix says where the backbone's keys are ("0.", "") and the
+// head layer's prefix where the head's are ("1.", "fc."); classifier_file_key maps between them.
 #pragma once
 
 #include <string>
@@ -20,8 +24,13 @@ Manifest image_classifier_manifest(const nn::ImageClassifier& classifier, std::v
 void save_image_classifier(const std::string& path, const nn::ImageClassifier& classifier,
                            const Manifest& manifest, const io::WriteProgress& progress = {});
 
+/// The (prefix-stripped) file key of the classifier module's key "backbone.X" or "head.X".
+std::string classifier_file_key(const ModelFile& file, const std::string& module_key);
+
 /// Builds the classifier stored in `file` (eval mode, CPU). Throws FileError when the file is not
-/// an image classifier or its tensors do not fit.
+/// an image classifier, its tensors do not fit, or it holds tensors the classifier does not have
+/// (a timm model with its own classifier head, register tokens, …) — checked before any tensor
+/// data is read.
 nn::ImageClassifier load_image_classifier(const ModelFile& file);
 
 }  // namespace mumoe::model

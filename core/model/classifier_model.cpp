@@ -64,7 +64,7 @@ nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch:
 
 void ClassifierModel::load_weights(const ModelFile& file) {
   if (has_backbone()) {
-    file.load_into(*classifier_, [](const std::string& key) { return key; });
+    file.load_into(*classifier_, [&file](const std::string& key) { return classifier_file_key(file, key); });
   } else {
     const auto& layer = file.layer(layer_name_);
     file.load_into(*layer_, [&](const std::string& key) { return file_key(layer, key); });
@@ -92,8 +92,13 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
     if (!data.has_images())
       throw UsageError(data.identity + " holds features, but this model is an image classifier: use an image SPEC");
     const auto b = classifier_->backbone_config();
-    if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size ||
-        data.images.size(3) != b.image_size)
+    if (b.preprocess.enabled) {
+      // Any size: the eval transform resizes and crops; grey images become RGB.
+      if (data.images.size(1) != b.in_channels && data.images.size(1) != 1)
+        throw UsageError(data.identity + " has images with " + std::to_string(data.images.size(1)) +
+                         " channels but the model's " + b.describe() + " takes " + std::to_string(b.in_channels));
+    } else if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size ||
+               data.images.size(3) != b.image_size)
       throw UsageError(data.identity + " has images of shape " + c10::str(data.images.sizes().slice(1)) +
                        " but the model expects [" + std::to_string(b.in_channels) + ", " +
                        std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "]");

@@ -2,10 +2,36 @@
 
 #include <torch/torch.h>
 
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "io/atomic_file.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
+#include "model/backbone_layout.h"
 
 namespace mumoe::model {
 namespace {
+
+// The manifest in `sidecar` when it describes `model_path` as it is now (same byte count).
+std::optional<nlohmann::json> read_sidecar(const std::string& sidecar, const std::string& model_path) {
+  if (!io::regular_file_exists(sidecar)) return std::nullopt;
+  std::ifstream in(sidecar);
+  nlohmann::json json;
+  try {
+    in >> json;
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(sidecar, std::string("manifest is not valid JSON: ") + e.what());
+  }
+  if (!json.is_object() || !json.contains("manifest") || !json.contains("model_file_bytes"))
+    throw FileError(sidecar, "is not a mumoe manifest sidecar (needs 'manifest' and 'model_file_bytes')");
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(model_path, ec);
+  if (ec || !json.at("model_file_bytes").is_number_unsigned() || json.at("model_file_bytes").get<uint64_t>() != bytes)
+    return std::nullopt;  // stale: the checkpoint was written again since
+  return json.at("manifest");
+}
 
 std::string layer_names(const Manifest& m) {
   std::string out;
@@ -28,6 +54,7 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
 
   const auto& meta = model.file_->metadata();
   auto it = meta.find(kManifestMetadataKey);
+  const auto sidecar = manifest_sidecar_path(path);
   if (it != meta.end()) {
     nlohmann::json json;
     try {
@@ -36,11 +63,19 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
       throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
     }
     model.manifest_ = manifest_from_json(json, path);
+  } else if (auto json = read_sidecar(sidecar, path)) {
+    // A PyTorch checkpoint this program wrote (it has no metadata of its own).
+    model.manifest_ = manifest_from_json(*json, sidecar);
   } else {
     model.inferred_ = true;
     model.manifest_.layers = infer_layers(shapes, overrides, path);
     model.manifest_.provenance = {{"source", "PyTorch state_dict; configuration inferred from key names and shapes"}};
+    if (auto backbone = infer_backbone(shapes, overrides, path))
+      if (auto classifier = inferred_classifier_manifest(*backbone, model.manifest_.layers))
+        model.manifest_ = std::move(*classifier);
   }
+  if (!overrides.torchscript_backbone.empty())
+    model.manifest_ = torchscript_classifier_manifest(model.manifest_, overrides, path);
   if (!overrides.label_names.empty()) model.manifest_.label_names = overrides.label_names;
   for (const auto& layer : model.manifest_.layers) model.check_layer_shapes(layer);
   return model;
@@ -75,6 +110,24 @@ const ModelLayer& ModelFile::single_layer() const {
     throw UsageError(path() + " has " + std::to_string(manifest_.layers.size()) +
                      " μMoE layers; choose one with --layer (" + layer_names(manifest_) + ")");
   return manifest_.layers.front();
+}
+
+std::string manifest_sidecar_path(const std::string& model_path) { return model_path + ".mumoe.json"; }
+
+void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(model_path, ec);
+  if (ec) throw WriteError(model_path, "cannot size the checkpoint for its manifest: " + ec.message());
+  const auto text = nlohmann::json({{"manifest", to_json(manifest)}, {"model_file_bytes", bytes}}).dump(1) + "\n";
+  io::AtomicFileWriter out(manifest_sidecar_path(model_path));
+  out.write(text.data(), text.size());
+  out.commit();
+}
+
+std::string ModelFile::original_name(const std::string& name) const {
+  auto it = original_name_.find(name);
+  if (it == original_name_.end()) throw FileError(path(), "no tensor named '" + name + "'");
+  return it->second;
 }
 
 std::vector<std::string> ModelFile::tensor_names() const {

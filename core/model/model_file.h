@@ -6,7 +6,8 @@
 // (safetensors.torch.save_file(model.state_dict(), path)) loads too, and so does one written by
 // torch.save (a .pth/.pt checkpoint, io/pytorch_checkpoint.h; LayoutOverrides::checkpoint_key
 // picks the state dict when it holds several): their layers are inferred from key names and
-// shapes (state_dict_layout.h).
+// shapes (state_dict_layout.h), and a timm ViT or torchvision ResNet next to a single μMoE head
+// makes it an image classifier (backbone_layout.h).
 //
 // load() validates the file header, the manifest, and that every layer's tensors exist with the
 // right shapes before any tensor data is read; build_layer() reads only that layer's tensors and
@@ -36,6 +37,9 @@ class ModelFile {
   const std::string& path() const { return file_->path(); }
   /// The file's format: "safetensors" or "PyTorch checkpoint".
   std::string format_name() const { return file_->format_name(); }
+  /// The top-level key of a PyTorch checkpoint under which the state dict was found ("" = the
+  /// whole file).
+  std::string state_dict_key() const { return file_->state_dict_key(); }
   const Manifest& manifest() const { return manifest_; }
   /// True when the file had no manifest and the layers were inferred from a plain state_dict.
   bool inferred() const { return inferred_; }
@@ -57,6 +61,8 @@ class ModelFile {
 
   /// Every tensor name in the file after prefix stripping.
   std::vector<std::string> tensor_names() const;
+  /// The name a (prefix-stripped) tensor has in the file ("module.0.cls_token").
+  std::string original_name(const std::string& name) const;
   /// Reads one tensor by its (prefix-stripped) name.
   torch::Tensor read_tensor(const std::string& name) const;
 
@@ -69,6 +75,14 @@ class ModelFile {
   Manifest manifest_;
   bool inferred_ = false;
 };
+
+/// Where the manifest of a PyTorch checkpoint written by this program lives: "<path>.mumoe.json"
+/// (a checkpoint has no metadata of its own): {"manifest": …, "model_file_bytes": N}. load()
+/// reads it when the file has no manifest of its own and still has N bytes (a checkpoint
+/// re-saved since is inferred afresh).
+std::string manifest_sidecar_path(const std::string& model_path);
+/// Writes the sidecar of `model_path` (which must exist) atomically. Throws WriteError.
+void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest);
 
 /// The tensors of one block under `layer.prefix`, in the reference key layout (parameters and
 /// buffers, including num_batches_tracked as I64).

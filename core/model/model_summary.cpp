@@ -4,8 +4,11 @@
 
 #include <filesystem>
 
+#include "io/errors.h"
+#include "model/classifier_file.h"
 #include "model/manifest.h"
 #include "model/model_file.h"
+#include "nn/backbone_config.h"
 
 namespace mumoe::model {
 
@@ -15,11 +18,7 @@ int64_t ModelSummary::total_parameters() const {
   return total;
 }
 
-ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation,
-                                  const std::string& checkpoint_key) {
-  LayoutOverrides overrides;
-  overrides.checkpoint_key = checkpoint_key;
-  if (!gate_activation.empty()) overrides.gate_activation = nn::parse_gate_activation(gate_activation);
+ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides& overrides) {
   const auto file = ModelFile::load(path, overrides);
   ModelSummary s;
   s.path = path;
@@ -28,7 +27,20 @@ ModelSummary summarize_model_file(const std::string& path, const std::string& ga
   s.inferred = file.inferred();
   s.file_format = file.format_name();
   s.format_version = file.inferred() ? 0 : file.manifest().format_version;
-  s.architecture = file.inferred() ? "pytorch-state-dict" : file.manifest().architecture;
+  const auto& m = file.manifest();
+  s.architecture = file.inferred() && m.architecture != kImageClassifierArchitecture ? "pytorch-state-dict" : m.architecture;
+  if (m.architecture_config.contains("backbone")) {
+    nn::BackboneConfig backbone;
+    try {
+      backbone = nn::backbone_config_from_json(m.architecture_config.at("backbone"));
+    } catch (const UsageError& e) {
+      throw FileError(path, std::string("manifest: ") + e.what());
+    }
+    s.backbone = backbone.describe();
+    s.backbone_json = m.architecture_config.at("backbone").dump();
+    s.backbone_prefix = m.architecture_config.value("backbone_prefix", std::string("backbone."));
+    s.backbone_preset = m.architecture_config.value("backbone_preset", std::string());
+  }
   for (const auto& l : file.manifest().layers)
     s.layers.push_back({l.name, l.prefix, l.config, nn::count_parameters(l.config)});
   s.label_names = file.manifest().label_names;
@@ -63,6 +75,9 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"file_format", s.file_format},
                       {"architecture", s.architecture},
                       {"inferred", s.inferred},
+                      {"backbone", s.backbone_json.empty() ? nlohmann::json() : nlohmann::json::parse(s.backbone_json)},
+                      {"backbone_prefix", s.backbone_prefix},
+                      {"backbone_preset", s.backbone_preset},
                       {"tensor_count", s.tensor_count},
                       {"layers", layers},
                       {"total_parameters", s.total_parameters()},

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/state_dict_layout.h"
 #include "nn/layer_config.h"
 
 namespace mumoe::model {
@@ -25,6 +26,10 @@ struct ModelSummary {
   std::string file_format;  ///< "safetensors" or "PyTorch checkpoint"
   int format_version = 0;
   std::string architecture;
+  std::string backbone;         ///< "ViT/32 224 px (12 blocks, …)"; "" for a bare layer
+  std::string backbone_prefix;  ///< where the backbone's keys are in a user's state dict
+  std::string backbone_preset;  ///< the preset applied to an inferred backbone
+  std::string backbone_json;    ///< the backbone configuration, as JSON text ("" for none)
   std::vector<LayerSummary> layers;
   std::vector<std::string> label_names;
   std::vector<std::string> attribute_names;
@@ -34,9 +39,8 @@ struct ModelSummary {
 };
 
 /// Loads and validates the file (no tensor data is read). Throws mumoe::FileError.
-/// `gate_activation` overrides what a plain state_dict cannot tell ("" = default entmax15).
-ModelSummary summarize_model_file(const std::string& path, const std::string& gate_activation = "",
-                                  const std::string& checkpoint_key = "");
+/// `overrides` give what a plain state_dict cannot tell.
+ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides& overrides = {});
 
 /// The summary as a JSON document (the `mumoe info --json` contract).
 std::string summary_to_json(const ModelSummary& summary, int indent = 2);

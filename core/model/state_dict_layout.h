@@ -26,6 +26,17 @@ struct LayoutOverrides {
   /// Which state dict of a PyTorch checkpoint holding several ("model", "state_dict", …);
   /// "" = the only one.
   std::string checkpoint_key;
+  /// For a ViT or ResNet backbone (model/backbone_layout.h): what its weights cannot say — MLP
+  /// activation, LayerNorm eps, preprocessing ("" = the default for the backbone found).
+  std::string backbone_preset;
+  /// A ViT's attention heads (0 = width / 64).
+  int64_t vit_heads = 0;
+  /// A TorchScript backbone (torch.jit.save) in front of the file's only μMoE layer, which becomes
+  /// the head of an image classifier (model/backbone_layout.h).
+  std::string torchscript_backbone;
+  /// The backbone's input size for a ResNet or TorchScript backbone (0 = 224); a ViT's comes
+  /// from its position embedding.
+  int64_t image_size = 0;
 };
 
 /// "module._orig_mod.head.projs.0" → "head.projs.0".

@@ -1,37 +1,30 @@
-// A small CNN backbone with a μMoE head: the image classifier of the demo models.
+// An image backbone (the demos' CNN, a timm ViT or a torchvision ResNet; backbone_config.h) with
+// a μMoE head.
 //
-// Tensor keys: "backbone.{k}.…" for the CNN (a Sequential), "head.…" for the μMoE head in the
-// reference layout (so the head is also a μMoE layer named "head" in the manifest).
+// Tensor keys: "backbone.…" for the backbone in its PyTorch layout, "head.…" for the μMoE head in
+// the reference layout (so the head is also a μMoE layer named "head" in the manifest). Files in
+// a user's own layout map their keys onto these when they load (model/classifier_file.h).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <memory>
+
+#include "nn/backbone_config.h"
 #include "nn/mumoe_block.h"
+#include "nn/vision_backbones.h"
 
 namespace mumoe::nn {
-
-struct BackboneConfig {
-  int64_t in_channels = 1;
-  int64_t image_size = 28;  ///< square images; must be divisible by 4
-  int64_t channels1 = 32;
-  int64_t channels2 = 64;
-  int64_t feature_dim = 128;  ///< the μMoE head's input width I
-  void validate() const;
-};
-
-nlohmann::json to_json(const BackboneConfig& config);
-/// Throws UsageError naming the bad field.
-BackboneConfig backbone_config_from_json(const nlohmann::json& json);
 
 class ImageClassifierImpl : public torch::nn::Module {
  public:
   /// head.input_dim must equal backbone.feature_dim; head.final_output_dim() is the class count.
   ImageClassifierImpl(BackboneConfig backbone, LayerConfig head);
 
-  /// images: float [B, C, H, W] in [0, 1] → the head's inputs [B, feature_dim].
+  /// images: float [B, C, H, W] in [0, 1] → the head's inputs [B, feature_dim]. With
+  /// preprocessing (ViT, ResNet) any size and 1 or 3 channels; else exactly the backbone's shape.
   torch::Tensor features(const torch::Tensor& images);
   /// Logits [B, classes] and the head's coefficients.
   BlockOutput forward(const torch::Tensor& images, const ExpertAblation& ablation = {});
@@ -41,7 +34,7 @@ class ImageClassifierImpl : public torch::nn::Module {
 
  private:
   BackboneConfig backbone_config_;
-  torch::nn::Sequential backbone_;
+  std::shared_ptr<BackboneImpl> backbone_;
   MuMoEBlock head_{nullptr};
 };
 TORCH_MODULE(ImageClassifier);

@@ -289,6 +289,14 @@ TEST_F(HostileInput, InputFaultsAreBadInputWithMessagesThatFit) {
   expect_exit(run, 1, "is a μMoE GPT (a language model), not a classifier");
   EXPECT_FALSE(contains(run.out, "bare μMoE layer")) << run.out;
 
+  // A TorchScript backbone that is not one (here: half a zip) is bad input naming it.
+  const auto backbone = dir_.file("backbone.pt");
+  testkit::write_bytes(backbone, std::string("PK\x03\x04", 4) + std::string(300, '\x01'));
+  expect_exit(testkit::run_cli("evaluate " + fixture_.model_path + " --backbone " + backbone +
+                               " --data features:" + fixture_.features_path),
+              2, backbone + ": is not a readable TorchScript archive");
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --preset vit_huge"), 1, "unknown preset 'vit_huge'");
+
   // An edit that does not fit the model is a fault of the edits file.
   const auto edits = dir_.file("edits.json");
   testkit::write_bytes(edits, R"([{"layer":"head","target":"class0","output":99,"lambda":1.0,)"

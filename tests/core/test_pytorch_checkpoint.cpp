@@ -15,6 +15,7 @@
 #include "io/pytorch_checkpoint.h"
 #include "io/safetensors.h"
 #include "model/model_file.h"
+#include "python_fixture.h"
 #include "reference_math.h"
 #include "temp_dir.h"
 
@@ -23,24 +24,9 @@ using mumoe::testkit::TempDir;
 
 namespace {
 
-constexpr const char* kPython = "/usr/bin/python3";
+using testkit::run_python;
 
-bool python_torch_available() {
-  static const bool ok = std::system((std::string(kPython) + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
-
-#define REQUIRE_PYTHON_TORCH()                                                                              \
-  if (!python_torch_available()) GTEST_SKIP() << kPython << " with torch is missing (scripts/setup.sh installs " \
-                                                             "python3-torch)"
-
-// Runs `script` with /usr/bin/python3 in `dir` (argv[1] = dir); fails the test on a non-zero exit.
-void run_python(const TempDir& dir, const std::string& script) {
-  const auto path = dir.file("fixture.py");
-  testkit::write_bytes(path, "import sys, os, collections, torch\nos.chdir(sys.argv[1])\ntorch.manual_seed(0)\n" + script);
-  const auto command = std::string(kPython) + " " + path + " " + dir.path().string() + " 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << "python fixture failed: " << command;
-}
+#define REQUIRE_PYTHON_TORCH() REQUIRE_PYTHON("torch")
 
 // The raw little-endian bytes Python wrote for one tensor (`t.contiguous()` as int bytes).
 std::string raw(const TempDir& dir, const std::string& name) { return testkit::read_bytes(dir.file(name + ".bin")); }

@@ -1,0 +1,71 @@
+// mumoe-bench-backbone: images per second through an image classifier's backbone + μMoE head +
+// coefficient extraction, the path `mumoe analyze` takes per batch — on random images already at
+// the backbone's input size and normalised (decoding and resizing are not timed; PyTorch's side
+// in bench/bench_backbone.py times the same).
+//
+// Usage: mumoe-bench-backbone MODEL [--batch 32] [--repeats 5] [--threads 2] [--preset NAME]
+// Prints one JSON line: batch, repeats, threads, median and best seconds per batch, images/s.
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "model/classifier_model.h"
+#include "model/model_file.h"
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << "usage: mumoe-bench-backbone MODEL [--batch N] [--repeats N] [--threads N] [--preset NAME]\n";
+    return 1;
+  }
+  std::string path = argv[1], preset;
+  int64_t batch = 32, repeats = 5, threads = 2;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--batch") batch = std::stoll(argv[i + 1]);
+    else if (flag == "--repeats") repeats = std::stoll(argv[i + 1]);
+    else if (flag == "--threads") threads = std::stoll(argv[i + 1]);
+    else if (flag == "--preset") preset = argv[i + 1];
+    else { std::cerr << "unknown option " << flag << "\n"; return 1; }
+  }
+  try {
+    torch::set_num_threads(static_cast<int>(threads));
+    mumoe::model::LayoutOverrides overrides;
+    overrides.backbone_preset = preset;
+    const auto file = mumoe::model::ModelFile::load(path, overrides);
+    auto model = mumoe::model::ClassifierModel::load(file);
+    if (!model.has_backbone()) throw std::runtime_error(path + " has no image backbone");
+    auto classifier = model.image_classifier();
+    const auto& b = classifier->backbone_config();
+    torch::manual_seed(0);
+    const auto images = torch::randn({batch, b.in_channels, b.image_size, b.image_size});
+    torch::NoGradGuard no_grad;
+    // The backbone module itself: the timed input is already preprocessed.
+    const auto backbone = std::dynamic_pointer_cast<mumoe::nn::BackboneImpl>(classifier->named_children()["backbone"]);
+    auto run = [&] {
+      auto features = backbone->forward(images);
+      auto out = classifier->head()->forward(features);
+      return out.coefficients.at(0).sum().item<double>() + out.output.sum().item<double>();
+    };
+    run();  // warm-up
+    std::vector<double> seconds;
+    for (int64_t r = 0; r < repeats; ++r) {
+      const auto start = std::chrono::steady_clock::now();
+      run();
+      seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(seconds.begin(), seconds.end());
+    const double median = seconds[seconds.size() / 2];
+    std::cout << "{\"impl\": \"mumoe\", \"backbone\": \"" << b.describe() << "\", \"batch\": " << batch
+              << ", \"repeats\": " << repeats << ", \"threads\": " << threads << ", \"median_s\": " << median
+              << ", \"best_s\": " << seconds.front() << ", \"images_per_s\": " << batch / median << "}\n";
+  } catch (const std::exception& e) {
+    std::cerr << "mumoe-bench-backbone: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,54 @@
+#!/usr/bin/python3
+"""PyTorch's side of mumoe-bench-backbone: the same model (tests/support/reference_models.py),
+the same random images, batch, repeats and threads; prints one JSON line.
+
+   bench_backbone.py MODEL.pth --arch vit-b32-clip [--batch 32] [--repeats 5] [--threads 2]
+   bench_backbone.py --write MODEL.pth --arch vit-b32-clip   (random weights, for both sides)
+"""
+import argparse, json, os, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+import torch
+import torch.nn as nn
+from reference_models import ViT, MuMoE
+
+def build(arch):
+    if arch == "vit-b32-clip":   # vit_base_patch32_clip_224.openai + the paper's CP μMoE head
+        return nn.Sequential(ViT(224, 32, 768, 12, 12, clip=True), MuMoE(768, 1000, 512, 512)).eval()
+    raise SystemExit(f"unknown --arch {arch}")
+
+ap = argparse.ArgumentParser()
+ap.add_argument("model")
+ap.add_argument("--arch", default="vit-b32-clip")
+ap.add_argument("--write", action="store_true")
+ap.add_argument("--batch", type=int, default=32)
+ap.add_argument("--repeats", type=int, default=5)
+ap.add_argument("--threads", type=int, default=2)
+a = ap.parse_args()
+torch.manual_seed(0)
+model = build(a.arch)
+if a.write:
+    torch.save(model.state_dict(), a.model)
+    sys.exit(0)
+torch.set_num_threads(a.threads)
+model.load_state_dict(torch.load(a.model), strict=True)
+images = torch.randn(a.batch, 3, 224, 224)
+def run():
+    with torch.no_grad():
+        f = model[0](images)
+        head = model[1]
+        coefficients = head.coefficients(f)   # once: the head's output reuses them
+        u1, u2, u3 = head.MuMoE.factors
+        z1 = torch.cat([f, torch.ones(f.shape[0], 1)], 1)
+        logits = ((coefficients @ u1) * (z1 @ u2)) @ u3.T
+        return coefficients.sum().item() + logits.sum().item()
+run()
+times = []
+for _ in range(a.repeats):
+    start = time.perf_counter()
+    run()
+    times.append(time.perf_counter() - start)
+times.sort()
+median = times[len(times) // 2]
+print(json.dumps({"impl": "pytorch " + torch.__version__, "batch": a.batch, "repeats": a.repeats,
+                  "threads": a.threads, "median_s": median, "best_s": times[0],
+                  "images_per_s": a.batch / median}))

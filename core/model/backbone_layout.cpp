@@ -1,0 +1,241 @@
+#include "model/backbone_layout.h"
+
+#include <cmath>
+
+#include <filesystem>
+
+#include "io/errors.h"
+#include "io/file_checks.h"
+#include "model/classifier_file.h"
+
+namespace mumoe::model {
+namespace {
+
+using ShapeMap = std::map<std::string, std::vector<int64_t>>;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// The prefix of the first key ending in `suffix` ("0." for "0.patch_embed.proj.weight").
+std::optional<std::string> prefix_of(const ShapeMap& shapes, const std::string& suffix) {
+  for (const auto& [key, shape] : shapes)
+    if (ends_with(key, suffix)) {
+      const auto prefix = key.substr(0, key.size() - suffix.size());
+      if (prefix.empty() || prefix.back() == '.') return prefix;
+    }
+  return std::nullopt;
+}
+
+int64_t count_numbered(const ShapeMap& shapes, const std::string& before, const std::string& after) {
+  int64_t n = 0;
+  while (shapes.count(before + std::to_string(n) + after)) ++n;
+  return n;
+}
+
+class Reader {
+ public:
+  Reader(const ShapeMap& shapes, std::string prefix, std::string path, std::string what)
+      : shapes_(shapes), prefix_(std::move(prefix)), path_(std::move(path)), what_(std::move(what)) {}
+  bool has(const std::string& key) const { return shapes_.count(prefix_ + key) > 0; }
+  const std::vector<int64_t>& shape(const std::string& key, size_t dims) const {
+    auto it = shapes_.find(prefix_ + key);
+    if (it == shapes_.end()) fail("tensor '" + prefix_ + key + "' is missing");
+    if (it->second.size() != dims)
+      fail("tensor '" + prefix_ + key + "' has " + std::to_string(it->second.size()) + " dimensions, expected " +
+           std::to_string(dims));
+    return it->second;
+  }
+  [[noreturn]] void fail(const std::string& message) const {
+    throw FileError(path_, what_ + (prefix_.empty() ? "" : " under '" + prefix_ + "'") + ": " + message);
+  }
+  int64_t count(const std::string& before, const std::string& after) const {
+    return count_numbered(shapes_, prefix_ + before, after);
+  }
+
+ private:
+  const ShapeMap& shapes_;
+  std::string prefix_, path_, what_;
+};
+
+int64_t exact_sqrt(int64_t n) {
+  const auto r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  return r * r == n ? r : -1;
+}
+
+InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, const LayoutOverrides& overrides,
+                           const std::string& path) {
+  const Reader r(shapes, prefix, path, "timm ViT");
+  nn::BackboneConfig b;
+  b.kind = nn::BackboneKind::VisionTransformer;
+  auto& v = b.vit;
+  const auto& proj = r.shape("patch_embed.proj.weight", 4);
+  if (proj[2] != proj[3]) r.fail("non-square patches are not supported");
+  v.width = proj[0];
+  b.feature_dim = v.width;
+  b.in_channels = proj[1];
+  v.patch_size = proj[2];
+  v.patch_bias = r.has("patch_embed.proj.bias");
+  v.depth = r.count("blocks.", ".norm1.weight");
+  if (v.depth == 0) r.fail("no transformer blocks (blocks.0.norm1.weight)");
+  const auto& qkv = r.shape("blocks.0.attn.qkv.weight", 2);
+  if (qkv[0] != 3 * v.width || qkv[1] != v.width)
+    r.fail("blocks.0.attn.qkv.weight has shape [" + std::to_string(qkv[0]) + ", " + std::to_string(qkv[1]) +
+           "], expected [3·width, width] with width " + std::to_string(v.width));
+  v.mlp_dim = r.shape("blocks.0.mlp.fc1.weight", 2)[0];
+  // Heads cannot be seen in the weights: a head dimension of 64, except for the widths whose
+  // standard models use 16 heads of another size (ViT-H 1280, ViT-g 1408, ViT-G 1664).
+  const std::map<int64_t, int64_t> sixteen_heads = {{1280, 16}, {1408, 16}, {1664, 16}};
+  if (overrides.vit_heads > 0) {
+    v.heads = overrides.vit_heads;
+  } else if (sixteen_heads.count(v.width)) {
+    v.heads = sixteen_heads.at(v.width);
+  } else if (v.width % 64 == 0) {
+    v.heads = v.width / 64;
+  } else {
+    throw UsageError(path + ": the ViT's width " + std::to_string(v.width) +
+                     " is not a multiple of 64; give its number of attention heads with --heads");
+  }
+  if (v.width % v.heads != 0)
+    throw UsageError(path + ": the ViT's width " + std::to_string(v.width) + " is not divisible by " +
+                     std::to_string(v.heads) + " heads");
+  v.class_token = r.has("cls_token");
+  v.norm_pre = r.has("norm_pre.weight");
+  v.layer_scale = r.has("blocks.0.ls1.gamma");
+  v.fc_norm = r.has("fc_norm.weight");
+  // timm: fc_norm is used with global average pooling (use_fc_norm defaults to global_pool == 'avg').
+  v.pool = v.fc_norm || !v.class_token ? "avg" : "token";
+  if (r.has("reg_token")) r.fail("register tokens (reg_token) are not supported");
+  const auto& pos = r.shape("pos_embed", 3);
+  if (pos[2] != v.width) r.fail("pos_embed's width " + std::to_string(pos[2]) + " differs from the patch embedding's");
+  int64_t grid = -1;
+  if (v.class_token && exact_sqrt(pos[1] - 1) > 0) {
+    grid = exact_sqrt(pos[1] - 1);
+  } else if (exact_sqrt(pos[1]) > 0) {
+    grid = exact_sqrt(pos[1]);
+    v.pos_embed_class = false;
+  }
+  if (grid <= 0) r.fail("pos_embed has " + std::to_string(pos[1]) + " positions, not a square grid of patches");
+  b.image_size = grid * v.patch_size;
+  if (overrides.image_size > 0 && overrides.image_size != b.image_size)
+    throw UsageError(path + ": the ViT's position embedding fixes its input at " + std::to_string(b.image_size) +
+                     " px, not " + std::to_string(overrides.image_size));
+
+  InferredBackbone out;
+  out.prefix = prefix;
+  out.preset_given = !overrides.backbone_preset.empty();
+  out.preset = out.preset_given ? overrides.backbone_preset
+                                : (v.norm_pre && !v.patch_bias ? "vit_base_patch32_clip_224.openai" : "vit");
+  if (b.in_channels != 3) r.fail("the patch embedding takes " + std::to_string(b.in_channels) + " channels, not RGB");
+  nn::apply_backbone_preset(b, out.preset);
+  out.config = b;
+  return out;
+}
+
+InferredBackbone infer_resnet(const ShapeMap& shapes, const std::string& prefix, const LayoutOverrides& overrides,
+                              const std::string& path) {
+  const Reader r(shapes, prefix, path, "torchvision ResNet");
+  nn::BackboneConfig b;
+  b.kind = nn::BackboneKind::ResNet;
+  const auto& conv1 = r.shape("conv1.weight", 4);
+  if (conv1[0] != 64 || conv1[2] != 7) r.fail("conv1 is not torchvision's 7×7 stem with 64 channels");
+  b.in_channels = conv1[1];
+  if (b.in_channels != 3) r.fail("conv1 takes " + std::to_string(b.in_channels) + " channels, not RGB");
+  r.shape("bn1.running_mean", 1);
+  auto& c = b.resnet;
+  c.bottleneck = r.has("layer1.0.conv3.weight");
+  for (int stage = 0; stage < 4; ++stage) {
+    c.blocks[stage] = r.count("layer" + std::to_string(stage + 1) + ".", ".conv1.weight");
+    if (c.blocks[stage] == 0) r.fail("stage layer" + std::to_string(stage + 1) + " has no blocks");
+  }
+  if (c.bottleneck) c.width_per_group = r.shape("layer1.0.conv1.weight", 4)[0];
+  b.feature_dim = c.bottleneck ? 2048 : 512;
+  b.image_size = overrides.image_size > 0 ? overrides.image_size : 224;
+  InferredBackbone out;
+  out.prefix = prefix;
+  out.preset_given = !overrides.backbone_preset.empty();
+  out.preset = out.preset_given ? overrides.backbone_preset : "resnet";
+  nn::apply_backbone_preset(b, out.preset);
+  out.config = b;
+  return out;
+}
+
+}  // namespace
+
+std::optional<InferredBackbone> infer_backbone(const ShapeMap& shapes, const LayoutOverrides& overrides,
+                                               const std::string& path) {
+  // Without a flag asking for a backbone, a layout that is only partly recognised (a CIFAR-style
+  // 3×3 stem, register tokens, …) is no backbone: the file opens as its bare μMoE layers.
+  const bool asked = !overrides.backbone_preset.empty() || overrides.vit_heads > 0;
+  std::optional<InferredBackbone> found;
+  try {
+    if (auto prefix = prefix_of(shapes, "patch_embed.proj.weight")) {
+      // μMoE MLP blocks inside the ViT are not run as a classifier yet: bare layers, as before.
+      for (const auto& [key, shape] : shapes)
+        if (starts_with(key, *prefix + "blocks.") && ends_with(key, "projs.0")) return std::nullopt;
+      found = infer_vit(shapes, *prefix, overrides, path);
+    } else if (auto resnet = prefix_of(shapes, "layer1.0.conv1.weight");
+               resnet && shapes.count(*resnet + "conv1.weight")) {
+      found = infer_resnet(shapes, *resnet, overrides, path);
+    }
+  } catch (const FileError&) {
+    if (asked) throw;
+    return std::nullopt;
+  }
+  if (!found && !overrides.backbone_preset.empty() && overrides.torchscript_backbone.empty())
+    throw UsageError(path + " has no ViT or ResNet backbone for the preset '" + overrides.backbone_preset + "'");
+  if (!found && overrides.vit_heads > 0) throw UsageError(path + " has no ViT backbone for --heads");
+  if (found && !overrides.torchscript_backbone.empty())
+    throw UsageError(path + " has its own " + found->config.describe() + " backbone; --backbone is for a bare head");
+  return found;
+}
+
+Manifest torchscript_classifier_manifest(const Manifest& head_file, const LayoutOverrides& overrides,
+                                         const std::string& path) {
+  if (head_file.architecture != "mumoe-layers" || head_file.layers.size() != 1)
+    throw UsageError("--backbone needs a head file holding one μMoE layer; " + path + " is a '" +
+                     head_file.architecture + "' model with " + std::to_string(head_file.layers.size()) + " layer(s)");
+  const auto& file = overrides.torchscript_backbone;
+  io::require_regular_file(file);
+  nn::BackboneConfig b;
+  b.kind = nn::BackboneKind::TorchScript;
+  b.torchscript_file = std::filesystem::absolute(file).lexically_normal().string();
+  b.in_channels = 3;
+  b.image_size = overrides.image_size > 0 ? overrides.image_size : 224;
+  b.feature_dim = head_file.layers.front().config.input_dim;
+  const auto preset = overrides.backbone_preset.empty() ? std::string("imagenet") : overrides.backbone_preset;
+  nn::apply_backbone_preset(b, preset);
+  Manifest m = head_file;
+  m.architecture = kImageClassifierArchitecture;
+  m.architecture_config = {{"backbone", nn::to_json(b)}, {"backbone_prefix", ""}, {"backbone_preset", preset}};
+  m.layers.front().name = "head";
+  return m;
+}
+
+std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& backbone,
+                                                     const std::vector<ModelLayer>& layers) {
+  std::vector<const ModelLayer*> heads;
+  for (const auto& layer : layers) {
+    // A ResNet at the top level owns "fc." only if a μMoE layer is there; a ViT's blocks never
+    // hold the head.
+    const bool inside = !backbone.prefix.empty() && starts_with(layer.prefix, backbone.prefix);
+    if (!inside && layer.config.input_dim == backbone.config.feature_dim) heads.push_back(&layer);
+  }
+  if (heads.size() != 1) return std::nullopt;
+  Manifest m;
+  m.architecture = kImageClassifierArchitecture;
+  m.architecture_config = {{"backbone", nn::to_json(backbone.config)},
+                           {"backbone_prefix", backbone.prefix},
+                           {"backbone_preset", backbone.preset}};
+  ModelLayer head = *heads.front();
+  head.name = "head";
+  m.layers = {head};
+  m.provenance = {{"source", "PyTorch state_dict; backbone and head inferred from key names and shapes"},
+                  {"backbone_preset", backbone.preset},
+                  {"backbone_preset_given", backbone.preset_given}};
+  return m;
+}
+
+}  // namespace mumoe::model

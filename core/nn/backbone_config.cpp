@@ -1,0 +1,291 @@
+#include "nn/backbone_config.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "io/errors.h"
+
+namespace mumoe::nn {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+void require_positive(int64_t value, const char* name) {
+  if (value <= 0) throw UsageError(std::string("backbone: ") + name + " must be positive, got " + std::to_string(value));
+}
+
+constexpr std::array<double, 3> kImageNetMean = {0.485, 0.456, 0.406};
+constexpr std::array<double, 3> kImageNetStd = {0.229, 0.224, 0.225};
+constexpr std::array<double, 3> kClipMean = {0.48145466, 0.4578275, 0.40821073};
+constexpr std::array<double, 3> kClipStd = {0.26862954, 0.26130258, 0.27577711};
+constexpr std::array<double, 3> kInceptionMean = {0.5, 0.5, 0.5};
+constexpr std::array<double, 3> kInceptionStd = {0.5, 0.5, 0.5};
+
+std::array<double, 3> triple(const nlohmann::json& j, const char* name) {
+  const auto values = j.at(name).get<std::vector<double>>();
+  if (values.size() != 3) throw UsageError(std::string("backbone: preprocess.") + name + " needs 3 values");
+  return {values[0], values[1], values[2]};
+}
+
+}  // namespace
+
+int64_t ImagePreprocess::resize_size(int64_t image_size) const {
+  // timm: scale_size = math.floor(img_size / crop_pct).
+  return static_cast<int64_t>(std::floor(static_cast<double>(image_size) / crop_pct + 1e-9));
+}
+
+void BackboneConfig::validate() const {
+  require_positive(in_channels, "in_channels");
+  require_positive(image_size, "image_size");
+  require_positive(feature_dim, "feature_dim");
+  switch (kind) {
+    case BackboneKind::SmallCnn:
+      require_positive(channels1, "channels1");
+      require_positive(channels2, "channels2");
+      if (image_size % 4 != 0)
+        throw UsageError("backbone: image_size must be a positive multiple of 4, got " + std::to_string(image_size));
+      break;
+    case BackboneKind::VisionTransformer:
+      require_positive(vit.patch_size, "patch_size");
+      require_positive(vit.depth, "depth");
+      require_positive(vit.heads, "heads");
+      require_positive(vit.mlp_dim, "mlp_dim");
+      if (vit.width != feature_dim)
+        throw UsageError("backbone: a ViT's features are its width (" + std::to_string(vit.width) + "), not " +
+                         std::to_string(feature_dim));
+      if (vit.width % vit.heads != 0)
+        throw UsageError("backbone: width " + std::to_string(vit.width) + " is not divisible by " +
+                         std::to_string(vit.heads) + " heads");
+      if (image_size % vit.patch_size != 0)
+        throw UsageError("backbone: image_size " + std::to_string(image_size) + " is not a multiple of patch_size " +
+                         std::to_string(vit.patch_size));
+      if (vit.pool != "token" && vit.pool != "avg")
+        throw UsageError("backbone: pool must be 'token' or 'avg', got '" + vit.pool + "'");
+      if (vit.pool == "token" && !vit.class_token) throw UsageError("backbone: token pooling needs a class token");
+      if (!(vit.norm_eps > 0)) throw UsageError("backbone: norm_eps must be positive");
+      break;
+    case BackboneKind::ResNet:
+      for (auto b : resnet.blocks) require_positive(b, "blocks per stage");
+      require_positive(resnet.width_per_group, "width_per_group");
+      if (feature_dim != (resnet.bottleneck ? 2048 : 512))
+        throw UsageError("backbone: a ResNet's features are its last stage's width, not " + std::to_string(feature_dim));
+      break;
+    case BackboneKind::TorchScript:
+      if (torchscript_file.empty()) throw UsageError("backbone: a TorchScript backbone needs its file");
+      break;
+  }
+  if (preprocess.enabled) {
+    if (in_channels != 3)
+      throw UsageError("backbone: preprocessing normalises RGB images; the backbone takes " +
+                       std::to_string(in_channels) + " channels");
+    if (!(preprocess.crop_pct > 0 && preprocess.crop_pct <= 1))
+      throw UsageError("backbone: preprocess.crop_pct must be in (0, 1]");
+    if (preprocess.interpolation != "bicubic" && preprocess.interpolation != "bilinear")
+      throw UsageError("backbone: preprocess.interpolation must be bicubic or bilinear, got '" +
+                       preprocess.interpolation + "'");
+    for (double s : preprocess.std)
+      if (!(s > 0)) throw UsageError("backbone: preprocess.std must be positive");
+  }
+}
+
+std::string BackboneConfig::type_name() const {
+  switch (kind) {
+    case BackboneKind::SmallCnn: return "cnn2";
+    case BackboneKind::VisionTransformer: return "vit";
+    case BackboneKind::ResNet: return "resnet";
+    case BackboneKind::TorchScript: return "torchscript";
+  }
+  return "?";
+}
+
+std::string BackboneConfig::describe() const {
+  switch (kind) {
+    case BackboneKind::SmallCnn:
+      return "CNN " + std::to_string(image_size) + " px";
+    case BackboneKind::VisionTransformer:
+      return "ViT/" + std::to_string(vit.patch_size) + " " + std::to_string(image_size) + " px (" +
+             std::to_string(vit.depth) + " blocks, width " + std::to_string(vit.width) + ", " +
+             std::to_string(vit.heads) + " heads, " + (vit.activation == MlpActivation::QuickGelu ? "QuickGELU" : "GELU") +
+             ")";
+    case BackboneKind::ResNet: {
+      int64_t layers = 2;
+      for (auto b : resnet.blocks) layers += b * (resnet.bottleneck ? 3 : 2);
+      return "ResNet-" + std::to_string(layers) + " " + std::to_string(image_size) + " px";
+    }
+    case BackboneKind::TorchScript:
+      return "TorchScript " + torchscript_file + " " + std::to_string(image_size) + " px";
+  }
+  return "?";
+}
+
+nlohmann::json to_json(const BackboneConfig& c) {
+  nlohmann::json j = {{"type", c.type_name()},
+                      {"in_channels", c.in_channels},
+                      {"image_size", c.image_size},
+                      {"feature_dim", c.feature_dim}};
+  switch (c.kind) {
+    case BackboneKind::SmallCnn:
+      j["channels1"] = c.channels1;
+      j["channels2"] = c.channels2;
+      break;
+    case BackboneKind::VisionTransformer:
+      j["patch_size"] = c.vit.patch_size;
+      j["depth"] = c.vit.depth;
+      j["heads"] = c.vit.heads;
+      j["mlp_dim"] = c.vit.mlp_dim;
+      j["patch_bias"] = c.vit.patch_bias;
+      j["class_token"] = c.vit.class_token;
+      j["pos_embed_class"] = c.vit.pos_embed_class;
+      j["norm_pre"] = c.vit.norm_pre;
+      j["layer_scale"] = c.vit.layer_scale;
+      j["pool"] = c.vit.pool;
+      j["fc_norm"] = c.vit.fc_norm;
+      j["activation"] = to_string(c.vit.activation);
+      j["norm_eps"] = c.vit.norm_eps;
+      break;
+    case BackboneKind::ResNet:
+      j["blocks"] = c.resnet.blocks;
+      j["bottleneck"] = c.resnet.bottleneck;
+      j["width_per_group"] = c.resnet.width_per_group;
+      break;
+    case BackboneKind::TorchScript:
+      j["file"] = c.torchscript_file;
+      break;
+  }
+  if (c.preprocess.enabled)
+    j["preprocess"] = {{"crop_pct", c.preprocess.crop_pct},
+                       {"interpolation", c.preprocess.interpolation},
+                       {"mean", c.preprocess.mean},
+                       {"std", c.preprocess.std}};
+  return j;
+}
+
+BackboneConfig backbone_config_from_json(const nlohmann::json& j) {
+  BackboneConfig c;
+  try {
+    const auto type = j.value("type", std::string("cnn2"));
+    c.in_channels = j.at("in_channels").get<int64_t>();
+    c.image_size = j.at("image_size").get<int64_t>();
+    c.feature_dim = j.at("feature_dim").get<int64_t>();
+    if (type == "cnn2") {
+      c.kind = BackboneKind::SmallCnn;
+      c.channels1 = j.at("channels1").get<int64_t>();
+      c.channels2 = j.at("channels2").get<int64_t>();
+    } else if (type == "vit") {
+      c.kind = BackboneKind::VisionTransformer;
+      auto& v = c.vit;
+      v.width = c.feature_dim;
+      v.patch_size = j.at("patch_size").get<int64_t>();
+      v.depth = j.at("depth").get<int64_t>();
+      v.heads = j.at("heads").get<int64_t>();
+      v.mlp_dim = j.at("mlp_dim").get<int64_t>();
+      v.patch_bias = j.at("patch_bias").get<bool>();
+      v.class_token = j.at("class_token").get<bool>();
+      v.pos_embed_class = j.at("pos_embed_class").get<bool>();
+      v.norm_pre = j.at("norm_pre").get<bool>();
+      v.layer_scale = j.at("layer_scale").get<bool>();
+      v.pool = j.at("pool").get<std::string>();
+      v.fc_norm = j.at("fc_norm").get<bool>();
+      v.activation = parse_mlp_activation(j.at("activation").get<std::string>());
+      v.norm_eps = j.at("norm_eps").get<double>();
+    } else if (type == "resnet") {
+      c.kind = BackboneKind::ResNet;
+      c.resnet.blocks = j.at("blocks").get<std::array<int64_t, 4>>();
+      c.resnet.bottleneck = j.at("bottleneck").get<bool>();
+      c.resnet.width_per_group = j.at("width_per_group").get<int64_t>();
+    } else if (type == "torchscript") {
+      c.kind = BackboneKind::TorchScript;
+      c.torchscript_file = j.at("file").get<std::string>();
+    } else {
+      throw UsageError("backbone type '" + type + "' is not supported (cnn2, vit, resnet, torchscript)");
+    }
+    if (j.contains("preprocess")) {
+      const auto& p = j.at("preprocess");
+      c.preprocess.enabled = true;
+      c.preprocess.crop_pct = p.at("crop_pct").get<double>();
+      c.preprocess.interpolation = p.at("interpolation").get<std::string>();
+      c.preprocess.mean = triple(p, "mean");
+      c.preprocess.std = triple(p, "std");
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw UsageError(std::string("backbone configuration: ") + e.what());
+  }
+  c.validate();
+  return c;
+}
+
+std::vector<std::string> backbone_preset_names() {
+  return {"vit_base_patch32_clip_224.openai", "vit_base_patch32_clip_quickgelu_224.openai",
+          "vit_base_patch16_224.dino", "vit", "resnet", "imagenet"};
+}
+
+void apply_backbone_preset(BackboneConfig& c, const std::string& preset) {
+  auto& p = c.preprocess;
+  p.enabled = true;
+  const bool is_vit = c.kind == BackboneKind::VisionTransformer;
+  // A TorchScript backbone takes any preset's preprocessing; its own code fixes the rest.
+  const bool torchscript = c.kind == BackboneKind::TorchScript;
+  auto require = [&](bool ok) {
+    if (!ok && !torchscript)
+      throw UsageError("preset '" + preset + "' is for a " + (is_vit ? std::string("ResNet") : std::string("ViT")) +
+                       ", but the model's backbone is a " + (is_vit ? "ViT" : c.type_name()));
+  };
+  if (preset == "vit_base_patch32_clip_224.openai" || preset == "vit_base_patch32_clip_quickgelu_224.openai") {
+    // timm.create_model("vit_base_patch32_clip_224.openai") builds GELU blocks (its notes say the
+    // weights are natively QuickGELU); the _quickgelu_ variant, like open_clip, builds QuickGELU.
+    require(is_vit);
+    c.vit.activation = preset.find("quickgelu") != std::string::npos ? MlpActivation::QuickGelu : MlpActivation::Gelu;
+    c.vit.norm_eps = 1e-5;
+    p.crop_pct = 0.9;
+    p.interpolation = "bicubic";
+    p.mean = kClipMean;
+    p.std = kClipStd;
+  } else if (preset == "vit_base_patch16_224.dino") {
+    require(is_vit);
+    c.vit.activation = MlpActivation::Gelu;
+    c.vit.norm_eps = 1e-6;
+    p.crop_pct = 0.9;  // timm's ViT default (the dino config sets none)
+    p.interpolation = "bicubic";
+    p.mean = kImageNetMean;
+    p.std = kImageNetStd;
+  } else if (preset == "vit") {
+    // timm's vision_transformer _cfg: the augreg ViTs' Inception mean/std 0.5.
+    require(is_vit);
+    c.vit.activation = MlpActivation::Gelu;
+    c.vit.norm_eps = 1e-6;
+    p.crop_pct = 0.9;
+    p.interpolation = "bicubic";
+    p.mean = kInceptionMean;
+    p.std = kInceptionStd;
+  } else if (preset == "resnet") {
+    require(c.kind == BackboneKind::ResNet);
+    p.crop_pct = 0.875;
+    p.interpolation = "bilinear";
+    p.mean = kImageNetMean;
+    p.std = kImageNetStd;
+  } else if (preset == "imagenet") {
+    p.crop_pct = 0.875;
+    p.interpolation = "bicubic";
+    p.mean = kImageNetMean;
+    p.std = kImageNetStd;
+  } else {
+    std::string names;
+    for (const auto& n : backbone_preset_names()) names += (names.empty() ? "" : ", ") + n;
+    throw UsageError("unknown preset '" + preset + "' (presets: " + names + ")");
+  }
+}
+
+std::string to_string(MlpActivation a) { return a == MlpActivation::QuickGelu ? "quick_gelu" : "gelu"; }
+
+MlpActivation parse_mlp_activation(const std::string& text) {
+  const auto t = lower(text);
+  if (t == "gelu") return MlpActivation::Gelu;
+  if (t == "quick_gelu" || t == "quickgelu") return MlpActivation::QuickGelu;
+  throw UsageError("unknown MLP activation '" + text + "' (expected gelu or quick_gelu)");
+}
+
+}  // namespace mumoe::nn

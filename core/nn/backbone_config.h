@@ -1,0 +1,111 @@
+// Configuration of the image backbones an image classifier can have, and of the preprocessing
+// that turns a data set's images into the backbone's inputs.
+//
+//   * SmallCnn ("cnn2"): the demos' two-convolution CNN; takes the data's images as they are.
+//   * VisionTransformer ("vit"): timm's VisionTransformer layout (patch_embed.proj, cls_token,
+//     pos_embed, norm_pre, blocks.{i}.{norm1,attn.qkv,attn.proj,norm2,mlp.fc1,mlp.fc2}, norm,
+//     fc_norm), e.g. CLIP ViT-B/32 or DINO ViT-B/16 created with num_classes=0.
+//   * ResNet ("resnet"): torchvision's ResNet layout (conv1, bn1, layer1…layer4 of BasicBlock or
+//     Bottleneck, downsample.{0,1}), without its fc.
+//   * TorchScript ("torchscript"): any backbone traced or scripted to a file (torch.jit.save) that
+//     maps a normalised image batch [B, 3, S, S] to features [B, D]; its weights stay in that file.
+//
+// This header is plain C++ (no LibTorch) so that the UI can show a configuration.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mumoe::nn {
+
+enum class BackboneKind { SmallCnn, VisionTransformer, ResNet, TorchScript };
+
+/// The transformer MLP's activation: GELU (erf) or CLIP's QuickGELU x·σ(1.702x).
+enum class MlpActivation { Gelu, QuickGelu };
+
+struct VitConfig {
+  int64_t patch_size = 16;
+  int64_t width = 768;   ///< embedding dimension D
+  int64_t depth = 12;    ///< transformer blocks
+  int64_t heads = 12;    ///< attention heads (D / heads is the head dimension)
+  int64_t mlp_dim = 3072;
+  bool patch_bias = true;    ///< patch_embed.proj has a bias (CLIP's does not)
+  bool class_token = true;
+  /// The position embedding covers the class token too (timm's default); false = timm's
+  /// no_embed_class (positions only for patches, the class token added after).
+  bool pos_embed_class = true;
+  bool norm_pre = false;     ///< LayerNorm after the embeddings (CLIP)
+  bool layer_scale = false;  ///< blocks.{i}.ls1/ls2.gamma (DINOv2, DeiT III)
+  std::string pool = "token";  ///< "token" (the class token) or "avg" (mean of patch tokens)
+  bool fc_norm = false;      ///< LayerNorm after pooling instead of `norm` before it
+  MlpActivation activation = MlpActivation::Gelu;
+  double norm_eps = 1e-6;    ///< timm's default; CLIP uses 1e-5
+};
+
+struct ResNetConfig {
+  std::array<int64_t, 4> blocks = {2, 2, 2, 2};  ///< resnet18; resnet34/50: 3 4 6 3
+  bool bottleneck = false;                       ///< resnet50 and deeper
+  int64_t width_per_group = 64;                  ///< 128 for wide_resnet50_2
+};
+
+/// timm's / torchvision's eval transform: resize the shorter side (bicubic or bilinear,
+/// antialiased) to floor(image_size / crop_pct), centre-crop image_size × image_size, scale to
+/// [0, 1], normalise by mean and std. Grey images are repeated to three channels.
+struct ImagePreprocess {
+  bool enabled = false;  ///< false: the data's images must already have the backbone's shape
+  double crop_pct = 0.875;
+  std::string interpolation = "bicubic";  ///< "bicubic" | "bilinear"
+  std::array<double, 3> mean = {0.485, 0.456, 0.406};
+  std::array<double, 3> std = {0.229, 0.224, 0.225};
+  /// The shorter side the image is resized to before the centre crop.
+  int64_t resize_size(int64_t image_size) const;
+};
+
+struct BackboneConfig {
+  BackboneKind kind = BackboneKind::SmallCnn;
+  int64_t in_channels = 1;  ///< channels the backbone takes (3 for vit/resnet)
+  int64_t image_size = 28;  ///< side of the square images the backbone takes
+  int64_t channels1 = 32;   ///< SmallCnn only
+  int64_t channels2 = 64;   ///< SmallCnn only
+  /// Width of the features (the μMoE head's input I): SmallCnn's last Linear; a ViT's width; a
+  /// ResNet's last stage (512 or 2048).
+  int64_t feature_dim = 128;
+  VitConfig vit;
+  ResNetConfig resnet;
+  std::string torchscript_file;  ///< TorchScript only: the archive torch.jit.save wrote
+  ImagePreprocess preprocess;
+
+  /// Throws UsageError naming the first inconsistent field.
+  void validate() const;
+  /// "cnn2", "vit" or "resnet".
+  std::string type_name() const;
+  /// "ViT-B/32 224 px (12 blocks, width 768, QuickGELU)", "ResNet-18", "CNN 28 px".
+  std::string describe() const;
+};
+
+nlohmann::json to_json(const BackboneConfig& config);
+/// Throws UsageError naming the bad field.
+BackboneConfig backbone_config_from_json(const nlohmann::json& json);
+
+/// Named presets for what a state dict cannot say: the MLP activation, LayerNorm eps and the
+/// preprocessing, as timm.create_model(name) builds them: "vit_base_patch32_clip_224.openai"
+/// (GELU — timm's choice for these weights —, eps 1e-5, CLIP mean/std, crop_pct 0.9),
+/// "vit_base_patch32_clip_quickgelu_224.openai" (the same with CLIP's native QuickGELU),
+/// "vit_base_patch16_224.dino" (GELU, eps 1e-6, ImageNet mean/std, crop 0.9), "vit" (timm's
+/// default: GELU, eps 1e-6, mean/std 0.5, crop 0.9), "resnet" (torchvision: bilinear, 256 →
+/// 224, ImageNet mean/std), "imagenet" (timm's default: bicubic, crop 0.875, ImageNet mean/std;
+/// for TorchScript backbones, which take every preset's preprocessing and nothing else).
+/// Applying a preset keeps what the weights determine.
+std::vector<std::string> backbone_preset_names();
+/// Throws UsageError listing the presets for an unknown name, or when the preset is for another
+/// kind of backbone than `config`.
+void apply_backbone_preset(BackboneConfig& config, const std::string& preset);
+
+std::string to_string(MlpActivation activation);
+MlpActivation parse_mlp_activation(const std::string& text);  ///< "gelu" | "quick_gelu"
+
+}  // namespace mumoe::nn

@@ -1,0 +1,340 @@
+// Users' vision models against real PyTorch: each test has /usr/bin/python3 build a model in the
+// layout researchers save — a timm-layout ViT (written here in a few lines of Python, CLIP and
+// plain flavours) or torchvision's own resnet18, with a μMoE head from the spec's layout —
+// randomise it, save its state dict with torch.save, write PNG images, and run the model on those
+// images through PIL and torchvision's eval transforms. The app then opens the .pth with nothing
+// but the file (architecture inferred from names and shapes), decodes the PNGs itself, and its
+// features, coefficients and logits must match Python's (float32, relative error ≤ 1e-5).
+// Exported edits must load back into the Python model with strict=True and give the edited
+// logits Python computes itself from the unedited ones.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "data/dataset.h"
+#include "editing/logit_edit.h"
+#include "editing/model_export.h"
+#include "io/errors.h"
+#include "io/pytorch_checkpoint.h"
+#include "model/classifier_model.h"
+#include "model/model_file.h"
+#include "model/model_summary.h"
+#include "nn/vision_backbones.h"
+#include "python_fixture.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using testkit::run_python;
+using testkit::TempDir;
+
+namespace {
+
+// The PyTorch models, images and transforms (tests/support/reference_models.py), prepended to
+// each fixture's script.
+std::string models() { return testkit::read_bytes(MUMOE_REFERENCE_MODELS_PY) + "\n"; }
+
+// Tensors Python saved with torch.save({name: tensor}).
+std::map<std::string, torch::Tensor> read_expected(const std::string& path) {
+  const auto archive = io::PytorchCheckpoint::open(path);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& e : archive->entries()) out[e.name] = archive->read(e.name);
+  return out;
+}
+
+void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  const auto scale = expected.abs().max().item<double>();
+  const auto diff = (actual.to(torch::kFloat64) - expected.to(torch::kFloat64)).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-5 * std::max(scale, 1.0)) << what << ": max |difference| " << diff << " (scale " << scale << ")";
+}
+
+struct Outputs {
+  torch::Tensor features, coefficients, logits;
+};
+
+Outputs run_app(const std::string& model_path, const std::string& images, const model::LayoutOverrides& o = {}) {
+  const auto file = model::ModelFile::load(model_path, o);
+  auto classifier = model::ClassifierModel::load(file);
+  const auto data = data::load_dataset("folder:" + images);
+  classifier.check_compatible(data);
+  torch::NoGradGuard no_grad;
+  const auto out = classifier.forward(data, torch::arange(data.size()), torch::kCPU);
+  return {classifier.layer_inputs(data, 0, data.size()), out.coefficients.at(0), out.output};
+}
+
+model::LayoutOverrides quickgelu() {
+  model::LayoutOverrides o;
+  o.backbone_preset = "vit_base_patch32_clip_quickgelu_224.openai";
+  return o;
+}
+
+void expect_matches_python(const Outputs& app, const std::map<std::string, torch::Tensor>& expected) {
+  expect_close(app.features, expected.at("features"), "features");
+  expect_close(app.coefficients, expected.at("coefficients"), "coefficients");
+  expect_close(app.logits, expected.at("logits"), "logits");
+}
+
+TEST(VisionBackbones, ClipVitWithMumoeHeadFromPthMatchesPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  // 35 px images: the CLIP transform (crop_pct 0.9, 32 px) keeps the size and crops the centre,
+  // so resizing cannot blur the comparison (the resize itself is measured below).
+  run_python(dir, models() + R"py(
+model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+torch.save(model.state_dict(), "vit_clip.pth")
+write_images("img", (35, 35), 3, 1)
+save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "expected.pth")
+)py");
+  // A CLIP-style ViT (norm_pre, no patch bias) defaults to the CLIP preset as timm builds it (GELU).
+  const auto summary = model::summarize_model_file(dir.file("vit_clip.pth"));
+  EXPECT_EQ(summary.architecture, "image-classifier");
+  EXPECT_EQ(summary.backbone, "ViT/8 32 px (2 blocks, width 128, 2 heads, GELU)");
+  EXPECT_EQ(summary.backbone_prefix, "0.");
+  EXPECT_EQ(summary.backbone_preset, "vit_base_patch32_clip_224.openai");
+  ASSERT_EQ(summary.layers.size(), 1u);
+  EXPECT_EQ(summary.layers[0].name, "head");
+  EXPECT_EQ(summary.layers[0].prefix, "1.");
+  // This model is CLIP's own QuickGELU flavour: its preset matches Python ...
+  expect_matches_python(run_app(dir.file("vit_clip.pth"), dir.file("img"), quickgelu()),
+                        read_expected(dir.file("expected.pth")));
+  // ... and the default's GELU gives other features: the preset matters.
+  const auto wrong = run_app(dir.file("vit_clip.pth"), dir.file("img"));
+  EXPECT_GT((wrong.features - read_expected(dir.file("expected.pth")).at("features")).abs().max().item<double>(), 1e-3);
+}
+
+TEST(VisionBackbones, PlainVitWithAveragePoolingAndFcNormMatchesPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=False), MuMoE(128, 4, 5, 8)).eval()
+torch.save({"model": model.state_dict(), "epoch": 7}, "vit_plain.pth")
+write_images("img", (35, 35), 2, 2)
+save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5))), "expected.pth")
+)py");
+  const auto summary = model::summarize_model_file(dir.file("vit_plain.pth"));
+  EXPECT_EQ(summary.backbone, "ViT/8 32 px (2 blocks, width 128, 2 heads, GELU)");
+  EXPECT_EQ(summary.backbone_preset, "vit");
+  expect_matches_python(run_app(dir.file("vit_plain.pth"), dir.file("img")), read_expected(dir.file("expected.pth")));
+}
+
+TEST(VisionBackbones, TorchvisionResNet18WithMumoeFcMatchesPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  // torchvision's eval transform: 256 → centre 224 (256 px images keep their size).
+  run_python(dir, models() + R"py(
+model = torchvision.models.resnet18()
+for m in model.modules():
+    if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.normal_(0, 0.1); m.running_var.uniform_(0.5, 1.5)
+        m.weight.data.normal_(1, 0.1); m.bias.data.normal_(0, 0.1)
+model.fc = MuMoE(512, 6, 8, 16)
+model.eval()
+torch.save(model.state_dict(), "resnet18.pth")
+write_images("img", (256, 256), 1, 3)
+x = load_images("img", eval_transform(224, 0.875, BILINEAR, IMAGENET_MEAN, IMAGENET_STD))
+with torch.no_grad():
+    model.fc = nn.Identity()
+    f = model(x)
+    head = torch.load("resnet18.pth")
+    fc = MuMoE(512, 6, 8, 16)
+    fc.load_state_dict({k[3:]: v for k, v in head.items() if k.startswith("fc.")})
+    fc.eval()
+    torch.save({"features": f, "coefficients": fc.coefficients(f), "logits": fc(f)}, "expected.pth")
+)py");
+  const auto summary = model::summarize_model_file(dir.file("resnet18.pth"));
+  EXPECT_EQ(summary.backbone, "ResNet-18 224 px");
+  EXPECT_EQ(summary.backbone_prefix, "");
+  EXPECT_EQ(summary.layers.at(0).prefix, "fc.");
+  expect_matches_python(run_app(dir.file("resnet18.pth"), dir.file("img")), read_expected(dir.file("expected.pth")));
+}
+
+// How close the app's resize (LibTorch's antialiased bicubic on float pixels, clamped) is to PIL's
+// (bicubic on 8-bit pixels, as timm's transform runs it), on images that really are resized, and
+// what that does to a model's predictions.
+TEST(VisionBackbones, EvalTransformIsCloseToPilsAndKeepsPredictions) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+torch.save(model.state_dict(), "vit_clip.pth")
+write_images("img", (61, 47), 8, 4)
+x = load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD))
+torch.save({"pixels": x}, "pil_pixels.pth")
+save_expected(model, x, "expected.pth")
+)py");
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  auto file = model::ModelFile::load(dir.file("vit_clip.pth"), quickgelu());
+  auto classifier = model::ClassifierModel::load(file);
+  const auto config = classifier.image_classifier()->backbone_config();
+  const auto ours = nn::preprocess_images(data::to_float_images(data.images), config);
+  const auto pil = read_expected(dir.file("pil_pixels.pth")).at("pixels");
+  ASSERT_EQ(ours.sizes(), pil.sizes());
+  // In 8-bit steps of the [0, 1] image: normalised differences times std.
+  const auto std = torch::tensor({0.26862954, 0.26130258, 0.27577711}).view({1, 3, 1, 1});
+  const auto steps = ((ours - pil).abs() * std * 255).to(torch::kFloat64);
+  const double mean_steps = steps.mean().item<double>(), max_steps = steps.max().item<double>();
+  std::cout << "[ measured ] resize vs PIL: mean " << mean_steps << ", max " << max_steps << " 8-bit steps\n";
+  EXPECT_LT(mean_steps, 0.6);
+  EXPECT_LT(max_steps, 2.5);
+  torch::NoGradGuard no_grad;
+  const auto logits = classifier.forward(data, torch::arange(data.size()), torch::kCPU).output;
+  const auto expected = read_expected(dir.file("expected.pth")).at("logits");
+  const double agree = logits.argmax(1).eq(expected.argmax(1)).to(torch::kFloat64).mean().item<double>();
+  const double logit_diff = (logits - expected).abs().max().item<double>();
+  std::cout << "[ measured ] predictions agreeing with PIL's: " << agree * 100 << " %, max |logit difference| "
+            << logit_diff << "\n";
+  EXPECT_EQ(agree, 1.0);
+}
+
+TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+torch.save({"model": model.state_dict(), "epoch": 3}, "vit_clip.pth")   # a training script's checkpoint
+write_images("img", (35, 35), 3, 5)
+save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "expected.pth")
+)py");
+  editing::LogitEdit edit;
+  edit.target = "2";
+  edit.output = 2;
+  edit.mean_coefficients = {0.5, 0.1, 0.0, 0.2, 0.1, 0.1};
+  edit.lambda = 3.5;
+  const auto source = model::ModelFile::load(dir.file("vit_clip.pth"), quickgelu());
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  editing::ExportRequest request;
+  request.output = dir.file("edited.pth");
+  const auto report = editing::export_edited_model(source, {edit}, data, request);
+  EXPECT_EQ(report.layout, editing::ExportLayout::Source);
+  EXPECT_LE(report.max_abs_difference, 1e-5);
+  ASSERT_TRUE(std::filesystem::exists(model::manifest_sidecar_path(dir.file("edited.pth"))));
+
+  // The user's own script: the same model class, the rank the export reports, strict=True.
+  run_python(dir, models() + R"py(
+state = torch.load("edited.pth")["model"]   # nested as the source was
+rank = state["1.MuMoE.factors.0"].shape[1]
+model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, rank)).eval()
+model.load_state_dict(state, strict=True)
+save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "edited_expected.pth")
+)py");
+  // Python's edited logits are Python's unedited ones plus λ·āᵀa on output 2 (spec §5)...
+  const auto before = read_expected(dir.file("expected.pth"));
+  const auto after = read_expected(dir.file("edited_expected.pth"));
+  auto wanted = before.at("logits").clone();
+  const auto abar = torch::tensor(edit.mean_coefficients, torch::kFloat32);
+  wanted.select(1, 2).add_(edit.lambda * before.at("coefficients").matmul(abar));
+  expect_close(after.at("logits"), wanted, "Python's logits of the exported model");
+  // ... and the app reopens its export (preset from the sidecar) with the same outputs.
+  expect_matches_python(run_app(dir.file("edited.pth"), dir.file("img")), after);
+
+  // Edited again, it stays in the user's layout (auto → source), and a checkpoint re-saved since
+  // is no longer described by the old sidecar: it is inferred afresh (default preset).
+  request.output = dir.file("edited_twice.pth");
+  const auto again = model::ModelFile::load(dir.file("edited.pth"));
+  EXPECT_EQ(editing::export_edited_model(again, {edit}, data, request).layout, editing::ExportLayout::Source);
+  const auto sidecar_bytes = nlohmann::json::parse(testkit::read_bytes(model::manifest_sidecar_path(dir.file("edited.pth"))))
+                                 .at("model_file_bytes")
+                                 .get<uint64_t>();
+  run_python(dir, "d = torch.load('edited.pth'); d['note'] = 'fine-tuned further'; torch.save(d, 'edited.pth')\n");
+  ASSERT_NE(std::filesystem::file_size(dir.file("edited.pth")), sidecar_bytes);
+  EXPECT_TRUE(model::ModelFile::load(dir.file("edited.pth")).inferred());
+}
+
+TEST(VisionBackbones, PartlyRecognisedBackbonesOpenAsTheirBareLayers) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  // A CIFAR-style ResNet (3×3 stem) is not torchvision's: its head opens as a bare μMoE layer.
+  run_python(dir, models() + R"py(
+model = torchvision.models.resnet18()
+model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+model.fc = MuMoE(512, 6, 8, 16)
+torch.save(model.state_dict(), "cifar_resnet.pth")
+)py");
+  const auto summary = model::summarize_model_file(dir.file("cifar_resnet.pth"));
+  EXPECT_EQ(summary.architecture, "pytorch-state-dict");
+  ASSERT_EQ(summary.layers.size(), 1u);
+  EXPECT_EQ(summary.layers[0].prefix, "fc.");
+  // Asking for a backbone makes the mismatch an error that says what is wrong.
+  model::LayoutOverrides resnet;
+  resnet.backbone_preset = "resnet";
+  try {
+    model::ModelFile::load(dir.file("cifar_resnet.pth"), resnet);
+    ADD_FAILURE() << "a 3×3 stem passed as torchvision's";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("7×7 stem"), std::string::npos) << e.what();
+  }
+}
+
+// Any backbone through TorchScript: the three lines of Python in the README (trace, save, save the
+// head), then --backbone FILE.pt with the head file.
+TEST(VisionBackbones, TorchScriptBackboneWithAMumoeHeadMatchesPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  // The "imagenet" preset at 64 px resizes to floor(64 / 0.875) = 73: 73 px images keep their size.
+  run_python(dir, models() + R"py(
+backbone = torchvision.models.resnet18()
+for m in backbone.modules():
+    if isinstance(m, nn.BatchNorm2d):
+        m.running_mean.normal_(0, 0.1); m.running_var.uniform_(0.5, 1.5)
+backbone.fc = nn.Identity()
+backbone.eval()
+torch.jit.trace(backbone, torch.randn(1, 3, 64, 64)).save("backbone.pt")
+head = MuMoE(512, 4, 6, 8).eval()
+torch.save(head.state_dict(), "head.pth")
+write_images("img", (73, 73), 2, 6)
+save_expected(nn.Sequential(backbone, head), load_images("img", eval_transform(64, 0.875, BICUBIC, IMAGENET_MEAN, IMAGENET_STD)), "expected.pth")
+data = open("backbone.pt", "rb").read()
+open("truncated.pt", "wb").write(data[: len(data) // 2])
+torch.save(MuMoE(256, 4, 6, 8).state_dict(), "narrow_head.pth")
+)py");
+  model::LayoutOverrides o;
+  o.torchscript_backbone = dir.file("backbone.pt");
+  o.image_size = 64;
+  const auto summary = model::summarize_model_file(dir.file("head.pth"), o);
+  EXPECT_EQ(summary.architecture, "image-classifier");
+  EXPECT_EQ(summary.backbone_preset, "imagenet");
+  expect_matches_python(run_app(dir.file("head.pth"), dir.file("img"), o), read_expected(dir.file("expected.pth")));
+
+  auto expect_backbone_error = [&](const std::string& head, const std::string& backbone, const std::string& phrase) {
+    model::LayoutOverrides bad = o;
+    bad.torchscript_backbone = dir.file(backbone);
+    try {
+      model::ClassifierModel::load(model::ModelFile::load(dir.file(head), bad));
+      ADD_FAILURE() << "no error for " << backbone;
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(backbone), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(phrase), std::string::npos) << e.what();
+    }
+  };
+  expect_backbone_error("head.pth", "truncated.pt", "not a readable TorchScript archive");
+  expect_backbone_error("head.pth", "missing.pt", "missing.pt");
+  expect_backbone_error("narrow_head.pth", "backbone.pt", "expected [1, 256]");
+}
+
+TEST(VisionBackbones, ATimmModelWithItsOwnClassifierIsRefusedNamingTheTensor) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+vit = ViT(32, 8, 128, 1, 2, clip=False)
+vit.head = nn.Linear(128, 10)   # timm num_classes=10: not a feature extractor
+torch.save(nn.Sequential(vit, MuMoE(128, 4, 5, 8)).state_dict(), "with_head.pth")
+)py");
+  const auto file = model::ModelFile::load(dir.file("with_head.pth"));
+  try {
+    model::ClassifierModel::load(file);
+    ADD_FAILURE() << "a ViT with its own head loaded";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("0.head.weight"), std::string::npos) << e.what();
+  }
+  model::LayoutOverrides unknown;
+  unknown.backbone_preset = "vit_huge";
+  EXPECT_THROW(model::ModelFile::load(dir.file("with_head.pth"), unknown), UsageError);
+  model::LayoutOverrides resnet;
+  resnet.backbone_preset = "resnet";
+  EXPECT_THROW(model::ModelFile::load(dir.file("with_head.pth"), resnet), UsageError);
+}
+
+}  // namespace

@@ -1,0 +1,134 @@
+# Reference models in PyTorch for the tests and benchmarks of users' vision models.
+#
+# ViT follows timm's VisionTransformer names (patch_embed.proj, cls_token, pos_embed, norm_pre,
+# blocks.i.{norm1, attn.qkv, attn.proj, norm2, mlp.fc1, mlp.fc2}, norm, fc_norm) in a few lines of
+# our own (timm is not in Debian); MuMoE the reference implementation's key layout (projs.e, bn.e,
+# MuMoE.factors.k) with entmax15 by sorting (spec §1). Images, timm's eval transform (PIL +
+# torchvision) and a helper that saves features, coefficients and logits.
+import os
+import torch
+import math, glob
+import torch.nn as nn
+import torchvision, torchvision.transforms as T
+from PIL import Image
+
+def entmax15(x):
+    x = (x - x.max(-1, keepdim=True).values) / 2
+    s, _ = torch.sort(x, -1, descending=True)
+    k = torch.arange(1, x.size(-1) + 1, dtype=x.dtype)
+    mean = s.cumsum(-1) / k
+    ms = (s * s).cumsum(-1) / k
+    tau = mean - torch.sqrt(torch.clamp((1 - k * (ms - mean ** 2)) / k, min=0))
+    support = (tau <= s).sum(-1, keepdim=True)
+    return torch.clamp(x - tau.gather(-1, support - 1), min=0) ** 2
+
+class CP(nn.Module):
+    def __init__(s, n, i, o, r):
+        super().__init__()
+        s.factors = nn.ParameterList([nn.Parameter(torch.randn(n, r) * 0.5 + 1),
+                                      nn.Parameter(torch.randn(i + 1, r) / math.sqrt(i)),
+                                      nn.Parameter(torch.randn(o, r) / math.sqrt(r))])
+
+class MuMoE(nn.Module):
+    def __init__(s, i, o, n, r):
+        super().__init__()
+        s.projs = nn.ParameterList([nn.Parameter(torch.randn(i, n) / math.sqrt(i))])
+        s.bn = nn.ModuleList([nn.BatchNorm1d(n, affine=False)])
+        s.bn[0].running_mean.normal_(0, 0.3)
+        s.bn[0].running_var.uniform_(0.5, 2)
+        s.MuMoE = CP(n, i, o, r)
+    def coefficients(s, z):
+        return entmax15(s.bn[0](z @ s.projs[0]))
+    def forward(s, z):
+        a = s.coefficients(z)
+        z1 = torch.cat([z, torch.ones(z.shape[0], 1)], 1)
+        u1, u2, u3 = s.MuMoE.factors
+        return ((a @ u1) * (z1 @ u2)) @ u3.T
+
+class QuickGELU(nn.Module):
+    def forward(s, x): return x * torch.sigmoid(1.702 * x)
+
+class Attention(nn.Module):
+    def __init__(s, d, heads):
+        super().__init__()
+        s.heads = heads
+        s.qkv = nn.Linear(d, 3 * d)
+        s.proj = nn.Linear(d, d)
+    def forward(s, x):
+        b, n, d = x.shape
+        q, k, v = s.qkv(x).reshape(b, n, 3, s.heads, d // s.heads).permute(2, 0, 3, 1, 4).unbind(0)
+        a = ((q * (d // s.heads) ** -0.5) @ k.transpose(-2, -1)).softmax(-1)
+        return s.proj((a @ v).transpose(1, 2).reshape(b, n, d))
+
+class Mlp(nn.Module):
+    def __init__(s, d, hidden, act):
+        super().__init__()
+        s.fc1, s.act, s.fc2 = nn.Linear(d, hidden), act(), nn.Linear(hidden, d)
+    def forward(s, x): return s.fc2(s.act(s.fc1(x)))
+
+class Block(nn.Module):
+    def __init__(s, d, heads, hidden, act, eps):
+        super().__init__()
+        s.norm1, s.attn = nn.LayerNorm(d, eps=eps), Attention(d, heads)
+        s.norm2, s.mlp = nn.LayerNorm(d, eps=eps), Mlp(d, hidden, act)
+    def forward(s, x):
+        x = x + s.attn(s.norm1(x))
+        return x + s.mlp(s.norm2(x))
+
+class PatchEmbed(nn.Module):
+    def __init__(s, d, patch, bias):
+        super().__init__()
+        s.proj = nn.Conv2d(3, d, patch, patch, bias=bias)
+
+class ViT(nn.Module):
+    """clip: QuickGELU, eps 1e-5, norm_pre, no patch bias, class-token pooling (CLIP openai);
+    else GELU, eps 1e-6, global average pooling with fc_norm (timm global_pool='avg')."""
+    def __init__(s, img, patch, d, depth, heads, clip):
+        super().__init__()
+        eps, act = (1e-5, QuickGELU) if clip else (1e-6, nn.GELU)
+        s.clip = clip
+        s.patch_embed = PatchEmbed(d, patch, bias=not clip)
+        s.cls_token = nn.Parameter(torch.randn(1, 1, d) * 0.02)
+        s.pos_embed = nn.Parameter(torch.randn(1, (img // patch) ** 2 + 1, d) * 0.02)
+        s.norm_pre = nn.LayerNorm(d, eps=eps) if clip else nn.Identity()
+        s.blocks = nn.Sequential(*[Block(d, heads, 4 * d, act, eps) for _ in range(depth)])
+        s.norm = nn.LayerNorm(d, eps=eps) if clip else nn.Identity()
+        s.fc_norm = nn.Identity() if clip else nn.LayerNorm(d, eps=eps)
+        s.head = nn.Identity()
+        for name, p in s.named_parameters():   # LayerNorm affine and biases matter too
+            if 'norm' in name: p.data.normal_(1 if name.endswith('weight') else 0, 0.2)
+    def forward(s, x):
+        x = s.patch_embed.proj(x).flatten(2).transpose(1, 2)
+        x = torch.cat([s.cls_token.expand(x.shape[0], -1, -1), x], 1) + s.pos_embed
+        x = s.norm(s.blocks(s.norm_pre(x)))
+        return s.fc_norm(x[:, 0] if s.clip else x[:, 1:].mean(1))
+
+def write_images(folder, size, count, seed):
+    g = torch.Generator().manual_seed(seed)
+    for c in ("a", "b"):
+        os.makedirs(f"{folder}/{c}", exist_ok=True)
+        for k in range(count):
+            # Smooth colour gradients plus noise: something to resize, not only noise.
+            h, w = size
+            yy = torch.linspace(0, 1, h)[:, None, None]
+            xx = torch.linspace(0, 1, w)[None, :, None]
+            base = torch.rand(3, generator=g) * yy + torch.rand(3, generator=g) * xx
+            img = (base / base.max() * 200 + torch.rand(h, w, 3, generator=g) * 55).clamp(0, 255).to(torch.uint8)
+            Image.fromarray(img.numpy(), "RGB").save(f"{folder}/{c}/{k:02d}.png")
+
+def load_images(folder, transform):
+    files = sorted(glob.glob(f"{folder}/*/*.png"))
+    return torch.stack([transform(Image.open(f).convert("RGB")) for f in files])
+
+def eval_transform(size, crop_pct, interpolation, mean, std):
+    return T.Compose([T.Resize(math.floor(size / crop_pct), interpolation=interpolation), T.CenterCrop(size),
+                      T.ToTensor(), T.Normalize(mean, std)])
+
+CLIP_MEAN, CLIP_STD = (0.48145466, 0.4578275, 0.40821073), (0.26862954, 0.26130258, 0.27577711)
+IMAGENET_MEAN, IMAGENET_STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+BICUBIC, BILINEAR = T.InterpolationMode.BICUBIC, T.InterpolationMode.BILINEAR
+
+def save_expected(model, x, path):
+    with torch.no_grad():
+        f = model[0](x)
+        torch.save({"features": f, "coefficients": model[1].coefficients(f), "logits": model[1](f)}, path)
