@@ -30,6 +30,10 @@ for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortu
     grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
   [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
+# Demo 4: the ViT's gallery.
+"$studio" --screenshot "$out/vit-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
+  "$demo/vit-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+[[ -s $out/vit-gallery.png ]] || { echo "screenshots.sh: no $out/vit-gallery.png" >&2; exit 1; }
 sweep=build/sweep
 if [[ -f $sweep/test.safetensors ]] && compgen -G "$sweep/head-*.safetensors" >/dev/null; then
   MUMOE_CACHE=$sweep/analysis.sqlite "$studio" --screenshot "$out/compare.png" --view compare --size 1400x860 \
