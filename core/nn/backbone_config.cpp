@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <optional>
 
 #include "io/errors.h"
 
@@ -218,65 +219,73 @@ BackboneConfig backbone_config_from_json(const nlohmann::json& j) {
   return c;
 }
 
-std::vector<std::string> backbone_preset_names() {
-  return {"vit_base_patch32_clip_224.openai", "vit_base_patch32_clip_quickgelu_224.openai",
-          "vit_base_patch16_224.dino", "vit", "resnet", "imagenet"};
+namespace {
+
+// One row per preset: what timm.create_model(name) (or torchvision) builds and how its eval
+// transform prepares images. `kind` is the backbone it describes (TorchScript backbones take any
+// preset's preprocessing); `activation`/`norm_eps` apply to ViTs only.
+struct Preset {
+  const char* name;
+  std::optional<BackboneKind> kind;  ///< none: preprocessing only, for any backbone
+  MlpActivation activation;
+  double norm_eps;
+  double crop_pct;
+  const char* interpolation;
+  std::array<double, 3> mean, std;
+};
+
+const std::vector<Preset>& presets() {
+  using K = BackboneKind;
+  using A = MlpActivation;
+  // timm builds vit_base_patch32_clip_224.openai with GELU (its notes say the weights are natively
+  // QuickGELU); the _quickgelu_ variant, like open_clip, builds QuickGELU. The dino config sets no
+  // crop_pct: timm's ViT default 0.9. timm's ViT default mean/std is the augreg ViTs' 0.5.
+  static const std::vector<Preset> table = {
+      {"vit_base_patch32_clip_224.openai", K::VisionTransformer, A::Gelu, 1e-5, 0.9, "bicubic", kClipMean, kClipStd},
+      {"vit_base_patch32_clip_quickgelu_224.openai", K::VisionTransformer, A::QuickGelu, 1e-5, 0.9, "bicubic",
+       kClipMean, kClipStd},
+      {"vit_base_patch16_224.dino", K::VisionTransformer, A::Gelu, 1e-6, 0.9, "bicubic", kImageNetMean, kImageNetStd},
+      {"vit", K::VisionTransformer, A::Gelu, 1e-6, 0.9, "bicubic", kInceptionMean, kInceptionStd},
+      {"resnet", K::ResNet, A::Gelu, 0, 0.875, "bilinear", kImageNetMean, kImageNetStd},
+      {"imagenet", std::nullopt, A::Gelu, 0, 0.875, "bicubic", kImageNetMean, kImageNetStd},
+  };
+  return table;
 }
 
-void apply_backbone_preset(BackboneConfig& c, const std::string& preset) {
-  auto& p = c.preprocess;
-  p.enabled = true;
-  const bool is_vit = c.kind == BackboneKind::VisionTransformer;
-  // A TorchScript backbone takes any preset's preprocessing; its own code fixes the rest.
-  const bool torchscript = c.kind == BackboneKind::TorchScript;
-  auto require = [&](bool ok) {
-    if (!ok && !torchscript)
-      throw UsageError("preset '" + preset + "' is for a " + (is_vit ? std::string("ResNet") : std::string("ViT")) +
-                       ", but the model's backbone is a " + (is_vit ? "ViT" : c.type_name()));
-  };
-  if (preset == "vit_base_patch32_clip_224.openai" || preset == "vit_base_patch32_clip_quickgelu_224.openai") {
-    // timm.create_model("vit_base_patch32_clip_224.openai") builds GELU blocks (its notes say the
-    // weights are natively QuickGELU); the _quickgelu_ variant, like open_clip, builds QuickGELU.
-    require(is_vit);
-    c.vit.activation = preset.find("quickgelu") != std::string::npos ? MlpActivation::QuickGelu : MlpActivation::Gelu;
-    c.vit.norm_eps = 1e-5;
-    p.crop_pct = 0.9;
-    p.interpolation = "bicubic";
-    p.mean = kClipMean;
-    p.std = kClipStd;
-  } else if (preset == "vit_base_patch16_224.dino") {
-    require(is_vit);
-    c.vit.activation = MlpActivation::Gelu;
-    c.vit.norm_eps = 1e-6;
-    p.crop_pct = 0.9;  // timm's ViT default (the dino config sets none)
-    p.interpolation = "bicubic";
-    p.mean = kImageNetMean;
-    p.std = kImageNetStd;
-  } else if (preset == "vit") {
-    // timm's vision_transformer _cfg: the augreg ViTs' Inception mean/std 0.5.
-    require(is_vit);
-    c.vit.activation = MlpActivation::Gelu;
-    c.vit.norm_eps = 1e-6;
-    p.crop_pct = 0.9;
-    p.interpolation = "bicubic";
-    p.mean = kInceptionMean;
-    p.std = kInceptionStd;
-  } else if (preset == "resnet") {
-    require(c.kind == BackboneKind::ResNet);
-    p.crop_pct = 0.875;
-    p.interpolation = "bilinear";
-    p.mean = kImageNetMean;
-    p.std = kImageNetStd;
-  } else if (preset == "imagenet") {
-    p.crop_pct = 0.875;
-    p.interpolation = "bicubic";
-    p.mean = kImageNetMean;
-    p.std = kImageNetStd;
-  } else {
+}  // namespace
+
+std::vector<std::string> backbone_preset_names() {
+  std::vector<std::string> names;
+  for (const auto& p : presets()) names.push_back(p.name);
+  return names;
+}
+
+void apply_backbone_preset(BackboneConfig& c, const std::string& name) {
+  const auto& table = presets();
+  const auto it = std::find_if(table.begin(), table.end(), [&](const Preset& p) { return name == p.name; });
+  if (it == table.end()) {
     std::string names;
     for (const auto& n : backbone_preset_names()) names += (names.empty() ? "" : ", ") + n;
-    throw UsageError("unknown preset '" + preset + "' (presets: " + names + ")");
+    throw UsageError("unknown preset '" + name + "' (presets: " + names + ")");
   }
+  const auto& preset = *it;
+  // A TorchScript backbone takes any preset's preprocessing; its own code fixes the rest.
+  if (preset.kind && *preset.kind != c.kind && c.kind != BackboneKind::TorchScript) {
+    BackboneConfig wanted;
+    wanted.kind = *preset.kind;
+    throw UsageError("preset '" + name + "' is for a " + wanted.type_name() + " backbone, but the model's is a " +
+                     c.type_name());
+  }
+  if (c.kind == BackboneKind::VisionTransformer && preset.kind == BackboneKind::VisionTransformer) {
+    c.vit.activation = preset.activation;
+    c.vit.norm_eps = preset.norm_eps;
+  }
+  auto& p = c.preprocess;
+  p.enabled = true;
+  p.crop_pct = preset.crop_pct;
+  p.interpolation = preset.interpolation;
+  p.mean = preset.mean;
+  p.std = preset.std;
 }
 
 std::string to_string(MlpActivation a) { return a == MlpActivation::QuickGelu ? "quick_gelu" : "gelu"; }
