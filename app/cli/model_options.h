@@ -14,6 +14,7 @@ struct ModelOptions {
   std::string activation;  ///< entmax15 | softmax
   std::string gate_norm;   ///< for checkpoints without BatchNorm buffers: layernorm | none
   std::string labels;      ///< comma-separated output names
+  std::string class_names; ///< a file of output names (one per line, or JSON)
   std::string key;         ///< the state dict inside a PyTorch checkpoint holding several
   std::string preset;      ///< backbone preset (model/backbone_layout.h)
   int64_t heads = 0;       ///< a ViT's attention heads (0 = width / 64)
@@ -23,5 +24,9 @@ struct ModelOptions {
   void add_to(CLI::App* app);
   model::LayoutOverrides overrides() const;
 };
+
+/// Class names from a file: one per line, a JSON list, or a JSON object index → name or
+/// index → [id, name] (imagenet_class_index.json). Throws FileError naming the file.
+std::vector<std::string> read_class_names(const std::string& path);
 
 }  // namespace mumoe::cli

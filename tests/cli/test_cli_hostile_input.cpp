@@ -308,3 +308,29 @@ TEST_F(HostileInput, InputFaultsAreBadInputWithMessagesThatFit) {
 }
 
 }  // namespace
+
+// --class-names FILE: one name per line, a JSON list, or imagenet_class_index.json's object.
+TEST_F(HostileInput, ClassNamesComeFromAFileInEveryCommonFormat) {
+  auto names_of = [&](const std::string& file) {
+    return run_json("info " + fixture_.model_path + " --class-names " + file + " --json").at("label_names");
+  };
+  const auto lines = dir_.file("classes.txt");
+  testkit::write_bytes(lines, "tench\r\ngoldfish\nwhite shark\n\n");
+  EXPECT_EQ(names_of(lines), nlohmann::json({"tench", "goldfish", "white shark"}));
+  const auto list = dir_.file("classes.json");
+  testkit::write_bytes(list, R"(["a", "b"])");
+  EXPECT_EQ(names_of(list), nlohmann::json({"a", "b"}));
+  const auto index = dir_.file("imagenet_class_index.json");
+  testkit::write_bytes(index, R"({"1": ["n01443537", "goldfish"], "0": ["n01440764", "tench"]})");
+  EXPECT_EQ(names_of(index), nlohmann::json({"tench", "goldfish"}));
+
+  const auto gap = dir_.file("gap.json");
+  testkit::write_bytes(gap, R"({"0": "tench", "2": "shark"})");
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + gap), 2,
+              "key '2' is not an index from 0 to 1");
+  const auto empty = dir_.file("empty.txt");
+  testkit::write_bytes(empty, "\n\n");
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + empty), 2, "holds no class names");
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + dir_.file("missing.txt")), 2,
+              "does not exist");
+}
