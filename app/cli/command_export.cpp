@@ -9,7 +9,9 @@
 #include "editing/logit_rewrite.h"
 #include "editing/model_export.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 #include "model/classifier_model.h"
+#include "model/model_file.h"
 #ifdef MUMOE_WITH_ANALYSIS
 #include "analysis/content_hash.h"
 #include "editing/edit_session_store.h"
@@ -42,6 +44,13 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
 }
 
 int run_export(const ExportOptions& o) {
+  // The source model may be replaced only with --overwrite (export_edited_model checks it); no
+  // other input of this command may be the output, nor the output's manifest sidecar.
+  std::vector<io::NamedInput> inputs = {{o.edits, "--edits"}, {o.session, "--session"},
+                                        {o.model.backbone, "the TorchScript backbone"},
+                                        {o.model.class_names, "--class-names"}};
+  io::refuse_output_over_inputs(o.output, "--output", inputs);
+  io::refuse_output_over_inputs(model::manifest_sidecar_path(o.output), "--output's manifest", inputs);
   const auto edits = load_edits(o);
   if (edits.empty()) throw UsageError("there are no applied edits to export");
   const auto source = model::ModelFile::load(o.model.model, o.model.overrides());

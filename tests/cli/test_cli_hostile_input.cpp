@@ -178,8 +178,15 @@ TEST_F(HostileInput, NoOutputOverwritesAnInputOfTheSameCommand) {
   fs::create_hard_link(features, hard);
   const auto demo = dir_.file("demo.safetensors");
   fs::copy_file(std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors", demo);
+  const auto edits = dir_.file("edits.json");
+  testkit::write_bytes(edits, "[]");
+  const auto backbone = dir_.file("backbone.pt");
+  testkit::write_bytes(backbone, "not really TorchScript");
   run_json("analyze " + common() + "--json");
   const auto before = snapshot(dir_.path());
+  const auto export_to = [&](const std::string& output) {
+    return "export " + model + " --backbone " + backbone + " --edits " + edits + " --output " + output;
+  };
 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"features " + demo + " --output " + demo + " --limit 5", "is the model"},
@@ -190,6 +197,8 @@ TEST_F(HostileInput, NoOutputOverwritesAnInputOfTheSameCommand) {
       {"gallery " + common() + "--expert 0 --output " + model, "is the model"},
       {"gallery " + common() + "--expert 0 --output " + cache(), "is the analysis cache"},
       {"gallery " + common() + "--expert 0 --output " + features, "is a data file"},
+      {export_to(edits) + " --overwrite", "is --edits"},
+      {export_to(backbone) + " --overwrite", "is the TorchScript backbone"},
   };
   for (const auto& [args, phrase] : cases) expect_exit(testkit::run_cli(args), 1, phrase);
   EXPECT_EQ(snapshot(dir_.path()), before);
