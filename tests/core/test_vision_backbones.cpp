@@ -83,10 +83,10 @@ TEST(VisionBackbones, ClipVitWithMumoeHeadFromPthMatchesPyTorch) {
   // 35 px images: the CLIP transform (crop_pct 0.9, 32 px) keeps the size and crops the centre,
   // so resizing cannot blur the comparison (the resize itself is measured below).
   run_python(dir, models() + R"py(
-model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
 write_images("img", (35, 35), 3, 1)
-save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "expected.pth")
+save_expected(model, load_images("img", clip_transform()), "expected.pth")
 )py");
   // A CLIP-style ViT (norm_pre, no patch bias) defaults to the CLIP preset as timm builds it (GELU).
   const auto summary = model::summarize_model_file(dir.file("vit_clip.pth"));
@@ -158,10 +158,10 @@ TEST(VisionBackbones, EvalTransformIsCloseToPilsAndKeepsPredictions) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   run_python(dir, models() + R"py(
-model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
 write_images("img", (61, 47), 8, 4)
-x = load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD))
+x = load_images("img", clip_transform())
 torch.save({"pixels": x}, "pil_pixels.pth")
 save_expected(model, x, "expected.pth")
 )py");
@@ -193,10 +193,10 @@ TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   run_python(dir, models() + R"py(
-model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, 16)).eval()
+model = clip_vit_with_head()
 torch.save({"model": model.state_dict(), "epoch": 3}, "vit_clip.pth")   # a training script's checkpoint
 write_images("img", (35, 35), 3, 5)
-save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "expected.pth")
+save_expected(model, load_images("img", clip_transform()), "expected.pth")
 )py");
   editing::LogitEdit edit;
   edit.target = "2";
@@ -216,9 +216,9 @@ save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_ME
   run_python(dir, models() + R"py(
 state = torch.load("edited.pth")["model"]   # nested as the source was
 rank = state["1.MuMoE.factors.0"].shape[1]
-model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, rank)).eval()
+model = clip_vit_with_head(rank)
 model.load_state_dict(state, strict=True)
-save_expected(model, load_images("img", eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)), "edited_expected.pth")
+save_expected(model, load_images("img", clip_transform()), "edited_expected.pth")
 )py");
   // Python's edited logits are Python's unedited ones plus λ·āᵀa on output 2 (spec §5)...
   const auto before = read_expected(dir.file("expected.pth"));

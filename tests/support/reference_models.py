@@ -132,3 +132,12 @@ def save_expected(model, x, path):
     with torch.no_grad():
         f = model[0](x)
         torch.save({"features": f, "coefficients": model[1].coefficients(f), "logits": model[1](f)}, path)
+
+def clip_vit_with_head(rank=16):
+    """The tests' CLIP-flavour model: ViT/8 at 32 px, width 128, 2 blocks of 2 heads, and a μMoE
+    head 128 → 5 with 6 experts (`rank`: an export grows it)."""
+    return nn.Sequential(ViT(32, 8, 128, 2, 2, clip=True), MuMoE(128, 5, 6, rank)).eval()
+
+def clip_transform():
+    """timm's eval transform for clip_vit_with_head (CLIP mean/std, crop_pct 0.9, bicubic)."""
+    return eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)
