@@ -9,10 +9,12 @@
 #include <map>
 
 #include "cli_support.h"
-#include "data/image_data.h"
+#include "data/dataset.h"
+#include "io/errors.h"
 #include "io/file_checks.h"
 #include "io/safetensors.h"
-#include "model/classifier_file.h"
+#include "model/classifier_model.h"
+#include "model/model_file.h"
 
 #include "model_options.h"
 
@@ -29,18 +31,18 @@ struct FeaturesOptions {
 int run_features(const FeaturesOptions& o) {
   io::refuse_output_over_inputs(o.output, "--output", {{o.model.model, "the model"}});
   const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
-  auto classifier = model::load_image_classifier(file);
-  auto data = data::load_image_data(o.data);
+  auto classifier = model::ClassifierModel::load(file);
+  if (!classifier.has_backbone())
+    throw UsageError(o.model.model + " has no backbone: `features` needs an image classifier");
+  const auto data = data::load_dataset(o.data);  // folder: and celeba: stream, batch by batch
   // The model's own label names when it has them (the data may only number its classes); a
   // multi-label model's labels name its outputs (attributes), not the data's classes.
   const bool model_names_classes = !file.manifest().label_names.empty() && file.manifest().task != model::kMultiLabel;
   const auto& class_names = model_names_classes ? file.manifest().label_names : data.class_names;
   const int64_t n = o.limit > 0 ? std::min(o.limit, data.size()) : data.size();
-  torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> chunks;
   for (int64_t start = 0; start < n; start += o.batch_size)
-    chunks.push_back(classifier->features(
-        data::to_float_images(data.images.slice(0, start, std::min(n, start + o.batch_size)))));
+    chunks.push_back(classifier.layer_inputs(data, start, std::min(n, start + o.batch_size)));
   const auto features = torch::cat(chunks);
   const auto labels = data.labels.slice(0, 0, n);
   std::vector<io::NamedTensor> tensors = {{"features", features}, {"labels", labels}};

@@ -124,7 +124,8 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   const auto targets = parse_name_list(o.targets);
   const bool multilabel = !targets.empty();
   auto prepare = [&](data::Dataset d) { return multilabel ? data::with_targets(std::move(d), targets) : d; };
-  const auto train_data = prepare(data::load_dataset(o.data));
+  // Training visits every image each epoch, so a streamed folder is decoded into memory once.
+  const auto train_data = prepare(data::with_images_in_memory(data::load_dataset(o.data)));
   const auto test_data = o.test_data.empty() ? data::Dataset{} : prepare(data::load_dataset(o.test_data));
   const auto labels = multilabel ? targets : train_data.class_names;
   head.output_dim = static_cast<int64_t>(labels.size());

@@ -40,8 +40,9 @@ struct AnalysisSession::Impl {
   std::vector<std::string> class_names;
   mutable std::optional<data::Dataset> gallery_images;  ///< loaded on first use
 
-  const torch::Tensor& images() const {
-    if (data.has_images()) return data.images;
+  // The data set that holds the gallery's images: the analysed data itself, or its image twin.
+  const data::Dataset& image_data() const {
+    if (data.has_images()) return data;
     if (!gallery_images) {
       auto images = data::load_dataset(options.gallery_images);
       if (!images.has_images()) throw UsageError(options.gallery_images + " holds no images");
@@ -51,7 +52,7 @@ struct AnalysisSession::Impl {
                          " samples, or different labels)");
       gallery_images = std::move(images);
     }
-    return gallery_images->images;
+    return *gallery_images;
   }
 
   std::optional<int64_t> run_id() const { return cache->find_run(key); }
@@ -209,7 +210,23 @@ SampleImage AnalysisSession::sample_image(int64_t sample) const {
   const auto& d = impl_->data;
   if (sample < 0 || sample >= d.size())
     throw UsageError("sample " + std::to_string(sample) + " does not exist (0–" + std::to_string(d.size() - 1) + ")");
-  const auto hwc = impl_->images()[sample].permute({1, 2, 0}).contiguous();
+  auto chw = impl_->image_data().image(sample);
+  constexpr int64_t kLargestTile = 224;
+  if (chw.size(1) != chw.size(2) || chw.size(1) > kLargestTile) {
+    // A photo of any size (a streamed folder): its centre square, area-averaged down to at most
+    // 224 px, like the model's centre crop — contact sheets and the GUI show square tiles.
+    const auto side = std::min(chw.size(1), chw.size(2));
+    const auto square = chw.narrow(1, (chw.size(1) - side) / 2, side).narrow(2, (chw.size(2) - side) / 2, side);
+    const auto target = std::min(side, kLargestTile);
+    chw = torch::nn::functional::interpolate(
+              square.unsqueeze(0).to(torch::kFloat32),
+              torch::nn::functional::InterpolateFuncOptions().size(std::vector<int64_t>{target, target}).mode(torch::kArea))
+              .squeeze(0)
+              .round()
+              .clamp(0, 255)
+              .to(torch::kUInt8);
+  }
+  const auto hwc = chw.permute({1, 2, 0}).contiguous();
   image.height = hwc.size(0);
   image.width = hwc.size(1);
   image.channels = hwc.size(2);

@@ -19,7 +19,14 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   key.model_hash = hash_file(model_path);
   key.model_path = model_path;
   key.data_identity = data.identity;
-  key.data_hash = hash_tensors({data.images, data.features, data.labels, data.attributes});
+  std::vector<torch::Tensor> content = {data.images, data.features, data.labels, data.attributes};
+  if (data.streams_images()) {
+    // Streamed images are keyed by their files' names, sizes and times (image_stream.h).
+    const auto& listing = data.image_stream->fingerprint();
+    content.push_back(torch::from_blob(const_cast<char*>(listing.data()), {static_cast<int64_t>(listing.size())},
+                                       torch::kUInt8));
+  }
+  key.data_hash = hash_tensors(content);
   key.layer = model.layer_name();
   key.parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
                                    {"chunk_size", options.chunk_size},

@@ -27,6 +27,7 @@ Dataset common_fields(Labelled& in) {
 Dataset Dataset::from(LabelledImages in) {
   auto d = common_fields(in);
   d.images = std::move(in.images);
+  d.image_stream = std::move(in.stream);
   return d;
 }
 
@@ -47,12 +48,41 @@ Dataset load_dataset(const std::string& spec) {
     d = Dataset::from(load_feature_file(file));
     d.identity = spec;
   } else {
-    d = Dataset::from(load_image_data(spec));
+    d = Dataset::from(open_image_data(spec));
   }
   // Every reader refuses empty data itself; this is the guarantee for the callers (statistics,
   // galleries and accuracies all divide by the sample count).
   if (d.size() == 0) throw FileError(spec, "the data set holds no samples");
   return d;
+}
+
+int64_t Dataset::image_channels() const {
+  if (image_stream) return image_stream->channels();
+  return images.defined() ? images.size(1) : 0;
+}
+
+torch::Tensor Dataset::image(int64_t i) const {
+  if (!has_images()) throw UsageError(identity + " holds no images");
+  if (i < 0 || i >= size())
+    throw UsageError("sample " + std::to_string(i) + " does not exist in " + identity + " (0–" +
+                     std::to_string(size() - 1) + ")");
+  return image_stream ? image_stream->image(i) : images[i];
+}
+
+Dataset with_images_in_memory(Dataset data) {
+  if (!data.image_stream) return data;
+  const auto& stream = *data.image_stream;
+  const auto first = stream.image(0);
+  data.images = decode_images(stream, torch::arange(stream.size()), [&](const torch::Tensor& image, int64_t sample) {
+    if (image.sizes() != first.sizes())
+      throw FileError(stream.source(sample), "is " + std::to_string(image.size(2)) + "×" +
+                                                 std::to_string(image.size(1)) + " but the first image is " +
+                                                 std::to_string(first.size(2)) + "×" + std::to_string(first.size(1)) +
+                                                 " (this needs all images at one size)");
+    return image;
+  });
+  data.image_stream.reset();
+  return data;
 }
 
 int64_t Dataset::attribute_index(const std::string& name) const {

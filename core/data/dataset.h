@@ -5,6 +5,7 @@
 
 #include <torch/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,9 @@
 namespace mumoe::data {
 
 struct Dataset {
-  torch::Tensor images;      ///< [S, C, H, W] uint8 for image data, else undefined
+  torch::Tensor images;      ///< [S, C, H, W] uint8 for image data held in memory, else undefined
+  /// The images of a set that streams them (folder:, celeba:; data/image_stream.h), else null.
+  std::shared_ptr<const ImageStream> image_stream;
   torch::Tensor features;    ///< [S, I] float32 for feature files, else undefined
   torch::Tensor labels;      ///< [S] int64
   torch::Tensor attributes;  ///< [S, K] int64 0/1, or undefined
@@ -26,7 +29,13 @@ struct Dataset {
   std::vector<std::string> attribute_names;
   std::string identity;  ///< the SPEC it was loaded from
 
-  bool has_images() const { return images.defined(); }
+  bool has_images() const { return images.defined() || image_stream != nullptr; }
+  bool streams_images() const { return image_stream != nullptr; }
+  /// Channels of every image (1 or 3); 0 without images.
+  int64_t image_channels() const;
+  /// Sample i's image, uint8 [C, H, W] (decoded from its file when the set streams). Throws
+  /// UsageError without images, FileError for a file that cannot be decoded.
+  torch::Tensor image(int64_t i) const;
   int64_t size() const { return labels.defined() ? labels.size(0) : 0; }
   int64_t attribute_count() const { return attributes.defined() ? attributes.size(1) : 0; }
   bool multilabel() const { return targets.defined(); }
@@ -37,9 +46,14 @@ struct Dataset {
   static Dataset from(LabelledFeatures features);
 };
 
-/// "features:FILE" (a feature file) or any image SPEC of load_image_data. Throws UsageError for
-/// an unknown SPEC and FileError for unreadable data.
+/// "features:FILE" (a feature file) or any image SPEC of open_image_data (folder: and celeba:
+/// stream their images). Throws UsageError for an unknown SPEC and FileError for unreadable data.
 Dataset load_dataset(const std::string& spec);
+
+/// `data` with its images decoded into `images` (for work that needs them all at once, e.g.
+/// training); unchanged when they are there already. Throws FileError naming the first image
+/// whose size differs from the first one's.
+Dataset with_images_in_memory(Dataset data);
 
 /// FILE of a "features:FILE" SPEC, "" for every other SPEC (the data file a command reads).
 std::string feature_file_of(const std::string& spec);

@@ -103,6 +103,18 @@ LabelledImages load_image_data(const std::string& spec) {
                    "folder:DIR or celeba:DIR:train|valid|test)");
 }
 
+LabelledImages open_image_data(const std::string& spec) {
+  const auto parts = split_spec(spec);
+  if ((parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3)) {
+#ifdef MUMOE_WITH_OPENCV
+    auto out = parts[0] == "folder" ? open_image_folder(parts[1]) : open_celeba(parts[1], parts[2]);
+    out.identity = spec;
+    return out;
+#endif
+  }
+  return load_image_data(spec);
+}
+
 torch::Tensor to_float_images(const torch::Tensor& images) { return images.to(torch::kFloat32) / 255.0; }
 
 }  // namespace mumoe::data

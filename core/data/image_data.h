@@ -4,13 +4,17 @@
 
 #include <torch/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "data/image_stream.h"
 
 namespace mumoe::data {
 
 struct LabelledImages {
-  torch::Tensor images;  ///< [S, C, H, W] uint8
+  torch::Tensor images;  ///< [S, C, H, W] uint8, or undefined when the images stream
+  std::shared_ptr<const ImageStream> stream;  ///< the images, read on demand; null when in `images`
   torch::Tensor labels;  ///< [S] int64, in [0, class_names.size())
   std::vector<std::string> class_names;
   /// Optional named binary attributes per sample ([S, K] int64 of 0/1; undefined when none):
@@ -42,6 +46,11 @@ LabelledImages load_idx_directory(const std::string& dir, const std::string& spl
 /// "folder:DIR" (ImageFolder), "celeba:DIR:train|valid|test" (the last two need OpenCV).
 /// Throws UsageError for an unknown SPEC, FileError for unreadable data.
 LabelledImages load_image_data(const std::string& spec);
+
+/// Opens an image data SPEC like load_image_data, except that "folder:DIR" and
+/// "celeba:DIR:SPLIT" only list and check their files (and decode the first image) and stream
+/// the images on demand (data/image_stream.h); the other SPECs are loaded into memory.
+LabelledImages open_image_data(const std::string& spec);
 
 /// images uint8 [S,C,H,W] → float [S,C,H,W] in [0,1].
 torch::Tensor to_float_images(const torch::Tensor& images);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <cstring>
 #include <sstream>
 
 #include "io/errors.h"
@@ -23,45 +24,83 @@ bool is_image(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp";
 }
 
+// Decodes one image file as uint8 [channels, H, W] at its stored size (channels 1 = grey,
+// 3 = RGB; 0 = grey if the file is grey, else RGB).
+torch::Tensor decode_file(const std::string& path, int64_t channels) {
+  io::require_regular_file(path);
+  cv::Mat image;
+  try {
+    image = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    // OpenCV refuses headers it cannot decode safely (e.g. more than 2^30 pixels) by assertion.
+    throw FileError(path, "cannot decode the image (OpenCV: " + e.err + "; a hostile or corrupt header?)");
+  }
+  if (image.empty()) throw FileError(path, "cannot decode the image (corrupt or not an image)");
+  if (image.depth() != CV_8U) image.convertTo(image, CV_8U, 1.0 / 256);
+  if (channels == 0) channels = image.channels() == 1 ? 1 : 3;
+  if (channels == 1 && image.channels() != 1)
+    cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
+  else if (channels == 3 && image.channels() == 1)
+    cv::cvtColor(image, image, cv::COLOR_GRAY2RGB);
+  else if (channels == 3)
+    cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2RGB : cv::COLOR_BGR2RGB);
+  const auto t = torch::from_blob(image.data, {image.rows, image.cols, channels}, torch::kUInt8);
+  return t.permute({2, 0, 1}).contiguous();
+}
+
 // Decodes every path into one uint8 tensor [S, C, H, W] with a fixed size and channel count.
 torch::Tensor decode_all(const std::vector<std::string>& paths, ImageDecodeOptions options) {
   std::vector<torch::Tensor> images;
   int64_t height = options.size, width = options.size;
   for (const auto& path : paths) {
-    io::require_regular_file(path);
-    cv::Mat image;
-    try {
-      image = cv::imread(path, cv::IMREAD_UNCHANGED);
-    } catch (const cv::Exception& e) {
-      // OpenCV refuses headers it cannot decode safely (e.g. more than 2^30 pixels) by assertion.
-      throw FileError(path, "cannot decode the image (OpenCV: " + e.err + "; a hostile or corrupt header?)");
-    }
-    if (image.empty()) throw FileError(path, "cannot decode the image (corrupt or not an image)");
-    if (image.depth() != CV_8U) image.convertTo(image, CV_8U, 1.0 / 256);
-    if (options.channels == 0) options.channels = image.channels() == 1 ? 1 : 3;
-    if (options.channels == 1 && image.channels() != 1)
-      cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2GRAY : cv::COLOR_BGR2GRAY);
-    else if (options.channels == 3 && image.channels() == 1)
-      cv::cvtColor(image, image, cv::COLOR_GRAY2RGB);
-    else if (options.channels == 3)
-      cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2RGB : cv::COLOR_BGR2RGB);
+    auto image = decode_file(path, options.channels);
+    options.channels = image.size(0);
     if (height == 0) {
-      height = image.rows;
-      width = image.cols;
+      height = image.size(1);
+      width = image.size(2);
     }
-    if (image.rows != height || image.cols != width) {
+    if (image.size(1) != height || image.size(2) != width) {
       if (options.size == 0)
-        throw FileError(path, "is " + std::to_string(image.cols) + "×" + std::to_string(image.rows) +
+        throw FileError(path, "is " + std::to_string(image.size(2)) + "×" + std::to_string(image.size(1)) +
                                   " but the first image is " + std::to_string(width) + "×" +
                                   std::to_string(height) + " (choose a common size to resize to)");
-      cv::resize(image, image, cv::Size(static_cast<int>(width), static_cast<int>(height)), 0, 0, cv::INTER_AREA);
+      cv::Mat hwc(static_cast<int>(image.size(1)), static_cast<int>(image.size(2)),
+                  CV_8UC(static_cast<int>(options.channels)));
+      std::memcpy(hwc.data, image.permute({1, 2, 0}).contiguous().data_ptr<uint8_t>(), hwc.total() * hwc.elemSize());
+      cv::resize(hwc, hwc, cv::Size(static_cast<int>(width), static_cast<int>(height)), 0, 0, cv::INTER_AREA);
+      image = torch::from_blob(hwc.data, {height, width, options.channels}, torch::kUInt8).permute({2, 0, 1}).clone();
     }
-    auto t = torch::from_blob(image.data, {height, width, options.channels}, torch::kUInt8).clone();
-    images.push_back(t.permute({2, 0, 1}).contiguous());
+    images.push_back(std::move(image));
   }
   if (images.empty()) return torch::empty({0, std::max<int64_t>(options.channels, 1), 0, 0}, torch::kUInt8);
   return torch::stack(images);
 }
+
+// Image files decoded on demand, one per sample.
+class ImageFileStream final : public ImageStream {
+ public:
+  explicit ImageFileStream(std::vector<std::string> paths) : paths_(std::move(paths)) {
+    // The first image decides the channel count and proves the set readable before any job starts.
+    channels_ = decode_file(paths_.at(0), 0).size(0);
+    for (const auto& path : paths_) {
+      std::error_code ec;
+      const auto bytes = fs::file_size(path, ec);
+      if (ec) throw FileError(path, "cannot be read (" + ec.message() + ")");
+      const auto modified = fs::last_write_time(path, ec).time_since_epoch().count();
+      fingerprint_ += path + '\0' + std::to_string(bytes) + '\0' + std::to_string(modified) + '\n';
+    }
+  }
+  int64_t size() const override { return static_cast<int64_t>(paths_.size()); }
+  int64_t channels() const override { return channels_; }
+  torch::Tensor image(int64_t i) const override { return decode_file(paths_.at(static_cast<size_t>(i)), channels_); }
+  std::string source(int64_t i) const override { return paths_.at(static_cast<size_t>(i)); }
+  const std::string& fingerprint() const override { return fingerprint_; }
+
+ private:
+  std::vector<std::string> paths_;
+  int64_t channels_ = 0;
+  std::string fingerprint_;
+};
 
 std::vector<std::string> split_ws(const std::string& line) {
   std::istringstream in(line);
@@ -70,9 +109,13 @@ std::vector<std::string> split_ws(const std::string& line) {
   return out;
 }
 
-}  // namespace
+// The labelled files of an image set, before decoding.
+struct ImageListing {
+  std::vector<std::string> paths;
+  LabelledImages labelled;  ///< everything but the images
+};
 
-LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOptions& options) {
+ImageListing list_image_folder(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw FileError(dir, "is not a directory");
   std::vector<std::string> classes;
@@ -80,7 +123,7 @@ LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOption
     if (entry.is_directory()) classes.push_back(entry.path().filename().string());
   std::sort(classes.begin(), classes.end());
   if (classes.empty()) throw FileError(dir, "has no class sub-folders (expected DIR/<class>/<image>)");
-  std::vector<std::string> paths;
+  ImageListing out;
   std::vector<int64_t> labels;
   for (size_t c = 0; c < classes.size(); ++c) {
     std::vector<std::string> files;
@@ -88,20 +131,18 @@ LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOption
       if (entry.is_regular_file() && is_image(entry.path())) files.push_back(entry.path().string());
     std::sort(files.begin(), files.end());
     for (auto& f : files) {
-      paths.push_back(std::move(f));
+      out.paths.push_back(std::move(f));
       labels.push_back(static_cast<int64_t>(c));
     }
   }
-  if (paths.empty()) throw FileError(dir, "contains no images (.jpg, .jpeg, .png, .bmp)");
-  LabelledImages out;
-  out.images = decode_all(paths, options);
-  out.labels = torch::tensor(labels, torch::kLong);
-  out.class_names = classes;
-  out.identity = "folder:" + dir;
+  if (out.paths.empty()) throw FileError(dir, "contains no images (.jpg, .jpeg, .png, .bmp)");
+  out.labelled.labels = torch::tensor(labels, torch::kLong);
+  out.labelled.class_names = classes;
+  out.labelled.identity = "folder:" + dir;
   return out;
 }
 
-LabelledImages load_celeba(const std::string& dir, const std::string& split, const ImageDecodeOptions& options) {
+ImageListing list_celeba(const std::string& dir, const std::string& split) {
   const std::map<std::string, int> splits = {{"train", 0}, {"valid", 1}, {"test", 2}};
   if (!splits.count(split)) throw UsageError("unknown CelebA split '" + split + "' (expected train, valid or test)");
   const auto attr_path = (fs::path(dir) / "list_attr_celeba.txt").string();
@@ -161,15 +202,44 @@ LabelledImages load_celeba(const std::string& dir, const std::string& split, con
     attributes.insert(attributes.end(), it->second.begin(), it->second.end());
   }
   if (paths.empty()) throw FileError(part_path, "lists no image of the '" + split + "' split");
-  LabelledImages out;
-  out.images = decode_all(paths, options);
-  out.labels = torch::zeros({static_cast<int64_t>(paths.size())}, torch::kLong);
-  out.class_names = {"face"};
-  out.attributes = torch::tensor(attributes, torch::kLong).view({static_cast<int64_t>(paths.size()),
-                                                                 static_cast<int64_t>(names.size())});
-  out.attribute_names = names;
-  out.identity = "celeba:" + dir + ":" + split;
+  ImageListing out;
+  auto& l = out.labelled;
+  l.labels = torch::zeros({static_cast<int64_t>(paths.size())}, torch::kLong);
+  l.class_names = {"face"};
+  l.attributes = torch::tensor(attributes, torch::kLong).view({static_cast<int64_t>(paths.size()),
+                                                               static_cast<int64_t>(names.size())});
+  l.attribute_names = names;
+  l.identity = "celeba:" + dir + ":" + split;
+  out.paths = std::move(paths);
   return out;
+}
+
+LabelledImages decoded(ImageListing listing, const ImageDecodeOptions& options) {
+  auto out = std::move(listing.labelled);
+  out.images = decode_all(listing.paths, options);
+  return out;
+}
+
+LabelledImages streamed(ImageListing listing) {
+  auto out = std::move(listing.labelled);
+  out.stream = std::make_shared<ImageFileStream>(std::move(listing.paths));
+  return out;
+}
+
+}  // namespace
+
+LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOptions& options) {
+  return decoded(list_image_folder(dir), options);
+}
+
+LabelledImages load_celeba(const std::string& dir, const std::string& split, const ImageDecodeOptions& options) {
+  return decoded(list_celeba(dir, split), options);
+}
+
+LabelledImages open_image_folder(const std::string& dir) { return streamed(list_image_folder(dir)); }
+
+LabelledImages open_celeba(const std::string& dir, const std::string& split) {
+  return streamed(list_celeba(dir, split));
 }
 
 }  // namespace mumoe::data

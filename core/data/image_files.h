@@ -26,4 +26,11 @@ LabelledImages load_image_folder(const std::string& dir, const ImageDecodeOption
 /// unreadable image.
 LabelledImages load_celeba(const std::string& dir, const std::string& split, const ImageDecodeOptions& options = {});
 
+/// The images of load_image_folder and load_celeba, listed and checked but not decoded: the
+/// result streams them (`stream` set, `images` undefined). The first image is decoded to decide
+/// the channel count (grey stays grey, anything else becomes RGB) and to catch an unreadable
+/// folder early; the others are decoded when a batch needs them.
+LabelledImages open_image_folder(const std::string& dir);
+LabelledImages open_celeba(const std::string& dir, const std::string& split);
+
 }  // namespace mumoe::data

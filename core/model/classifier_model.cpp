@@ -7,6 +7,30 @@
 #include "model/gpt_file.h"
 
 namespace mumoe::model {
+namespace {
+
+// The backbone's inputs for samples `indices` on `device`: images held in memory are prepared as
+// one batch there; streamed images are decoded and prepared one by one on the CPU's threads (they
+// differ in size until prepared), so only this batch is ever in memory.
+torch::Tensor prepared_images(const nn::ImageClassifier& classifier, const data::Dataset& data,
+                              const torch::Tensor& indices, const torch::Device& device) {
+  if (!data.streams_images())
+    return classifier->prepare_images(data::to_float_images(data.images.index_select(0, indices.cpu())).to(device));
+  const auto& stream = *data.image_stream;
+  const auto& b = classifier->backbone_config();
+  return data::decode_images(stream, indices.cpu(), [&](const torch::Tensor& image, int64_t sample) {
+           if (!b.preprocess.enabled && (image.size(1) != b.image_size || image.size(2) != b.image_size))
+             throw FileError(stream.source(sample),
+                             "is " + std::to_string(image.size(2)) + "×" + std::to_string(image.size(1)) +
+                                 " but the model's " + b.describe() + " takes exactly " +
+                                 std::to_string(b.image_size) + "×" + std::to_string(b.image_size) +
+                                 " images (it has no resizing preprocessing)");
+           return classifier->prepare_images(data::to_float_images(image).unsqueeze(0)).squeeze(0);
+         })
+      .to(device);
+}
+
+}  // namespace
 
 ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& layer) {
   ClassifierModel m;
@@ -58,7 +82,7 @@ torch::nn::Module& ClassifierModel::module() {
 nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch::Tensor& indices,
                                          const torch::Device& device, const nn::ExpertAblation& ablation) {
   if (has_backbone())
-    return classifier_->forward(data::to_float_images(data.images.index_select(0, indices)).to(device), ablation);
+    return layer_->forward(classifier_->backbone_features(prepared_images(classifier_, data, indices, device)), ablation);
   return layer_->forward(data.features.index_select(0, indices).to(device), ablation);
 }
 
@@ -92,16 +116,20 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
     if (!data.has_images())
       throw UsageError(data.identity + " holds features, but this model is an image classifier: use an image SPEC");
     const auto b = classifier_->backbone_config();
+    const auto channels = data.image_channels();
     if (b.preprocess.enabled) {
       // Any size: the eval transform resizes and crops; grey images become RGB.
-      if (data.images.size(1) != b.in_channels && data.images.size(1) != 1)
-        throw UsageError(data.identity + " has images with " + std::to_string(data.images.size(1)) +
+      if (channels != b.in_channels && channels != 1)
+        throw UsageError(data.identity + " has images with " + std::to_string(channels) +
                          " channels but the model's " + b.describe() + " takes " + std::to_string(b.in_channels));
-    } else if (data.images.size(1) != b.in_channels || data.images.size(2) != b.image_size ||
-               data.images.size(3) != b.image_size)
-      throw UsageError(data.identity + " has images of shape " + c10::str(data.images.sizes().slice(1)) +
-                       " but the model expects [" + std::to_string(b.in_channels) + ", " +
-                       std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "]");
+    } else {
+      // A streamed set is checked on its first image here; every other image when it is decoded.
+      const auto shape = data.image(0).sizes();
+      if (shape[0] != b.in_channels || shape[1] != b.image_size || shape[2] != b.image_size)
+        throw UsageError(data.identity + " has images of shape " + c10::str(shape) + " but the model expects [" +
+                         std::to_string(b.in_channels) + ", " + std::to_string(b.image_size) + ", " +
+                         std::to_string(b.image_size) + "]");
+    }
   } else {
     if (data.has_images())
       throw UsageError(data.identity + " holds images, but layer '" + layer_name_ +
@@ -140,8 +168,8 @@ data::Dataset ClassifierModel::prepare(data::Dataset data) const {
 torch::Tensor ClassifierModel::layer_inputs(const data::Dataset& data, int64_t begin, int64_t end) {
   torch::NoGradGuard no_grad;
   if (!has_backbone()) return data.features.slice(0, begin, end).to(torch::kFloat32);
-  const auto images = data::to_float_images(data.images.slice(0, begin, end)).to(device_);
-  return classifier_->features(images).to(torch::kCPU, torch::kFloat32);
+  const auto prepared = prepared_images(classifier_, data, torch::arange(begin, end), device_);
+  return classifier_->backbone_features(prepared).to(torch::kCPU, torch::kFloat32);
 }
 
 void ClassifierModel::backbone_to(const torch::Device& device) {

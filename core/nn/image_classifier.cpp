@@ -17,20 +17,28 @@ ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, LayerConfig he
   head_ = register_module("head", MuMoEBlock(std::move(head)));
 }
 
-torch::Tensor ImageClassifierImpl::features(const torch::Tensor& images) {
+torch::Tensor ImageClassifierImpl::prepare_images(const torch::Tensor& images) const {
   const auto& b = backbone_config_;
   if (b.preprocess.enabled) {
     if (images.dim() != 4 || (images.size(1) != b.in_channels && images.size(1) != 1))
       throw UsageError("image classifier expects images [B, 1 or " + std::to_string(b.in_channels) +
                        ", H, W], got " + c10::str(images.sizes()));
-    return backbone_->forward(preprocess_images(images, b));
+    return preprocess_images(images, b);
   }
   if (images.dim() != 4 || images.size(1) != b.in_channels || images.size(2) != b.image_size ||
       images.size(3) != b.image_size)
     throw UsageError("image classifier expects images [B, " + std::to_string(b.in_channels) + ", " +
                      std::to_string(b.image_size) + ", " + std::to_string(b.image_size) + "], got " +
                      c10::str(images.sizes()));
-  return backbone_->forward(images);
+  return images;
+}
+
+torch::Tensor ImageClassifierImpl::backbone_features(const torch::Tensor& prepared) {
+  return backbone_->forward(prepared);
+}
+
+torch::Tensor ImageClassifierImpl::features(const torch::Tensor& images) {
+  return backbone_features(prepare_images(images));
 }
 
 BlockOutput ImageClassifierImpl::forward(const torch::Tensor& images, const ExpertAblation& ablation) {

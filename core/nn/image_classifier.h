@@ -26,6 +26,12 @@ class ImageClassifierImpl : public torch::nn::Module {
   /// images: float [B, C, H, W] in [0, 1] → the head's inputs [B, feature_dim]. With
   /// preprocessing (ViT, ResNet) any size and 1 or 3 channels; else exactly the backbone's shape.
   torch::Tensor features(const torch::Tensor& images);
+  /// The first step of features(): checks `images` (as above) and applies the eval preprocessing
+  /// (a no-op without one) → the backbone's input [B, in_channels, image_size, image_size].
+  /// Images of different sizes are prepared one by one and stacked for backbone_features().
+  torch::Tensor prepare_images(const torch::Tensor& images) const;
+  /// The second step: prepared images → the head's inputs [B, feature_dim].
+  torch::Tensor backbone_features(const torch::Tensor& prepared);
   /// Logits [B, classes] and the head's coefficients.
   BlockOutput forward(const torch::Tensor& images, const ExpertAblation& ablation = {});
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 
+#include "data/dataset.h"
 #include "data/image_data.h"
 #include "data/image_files.h"
 #include "io/errors.h"
@@ -61,6 +62,69 @@ TEST(ImageFolder, BadDataIsNamed) {
   fs::remove(dir.file("a/2.png"));
   write_image(dir.file("a/3.png"), 5, 4, 0);
   expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "a/3.png", "5×4 but the first image is 4×4");
+}
+
+
+// folder: and celeba: stream: opening lists and checks the files and decodes only the first
+// image; every other image is decoded when asked for, at its own size, and a bad one is named
+// then — not at open, which would read the whole set.
+TEST(StreamedImageFolder, OpensWithoutDecodingAndReadsEachImageOnDemand) {
+  TempDir dir;
+  for (const char* c : {"b", "a"}) fs::create_directory(dir.path() / c);
+  write_image(dir.file("a/1.png"), 4, 3, 10);
+  write_image(dir.file("a/2.png"), 7, 5, 20);
+  write_image(dir.file("b/1.png"), 6, 6, 30);
+  const auto d = data::load_dataset("folder:" + dir.path().string());
+  ASSERT_TRUE(d.streams_images());
+  EXPECT_FALSE(d.images.defined());
+  EXPECT_EQ(d.size(), 3);
+  EXPECT_EQ(d.image_channels(), 3);
+  EXPECT_EQ(d.class_names, (std::vector<std::string>{"a", "b"}));
+  EXPECT_TRUE(torch::equal(d.labels, torch::tensor({0, 0, 1}, torch::kLong)));
+  // Each at its stored size, RGB: BGR (x, y, value) → (value, y, x).
+  ASSERT_EQ(d.image(1).sizes(), (std::vector<int64_t>{3, 5, 7}));
+  EXPECT_EQ(d.image(1)[0][4][6].item<int>(), 20);
+  EXPECT_EQ(d.image(1)[1][4][6].item<int>(), 4);
+  EXPECT_EQ(d.image(1)[2][4][6].item<int>(), 6);
+  ASSERT_EQ(d.image(0).sizes(), (std::vector<int64_t>{3, 3, 4}));
+  EXPECT_EQ(d.image(0)[0][2][3].item<int>(), 10);
+  // Decoding a batch in parallel keeps the order of the indices asked for.
+  const auto sizes = data::decode_images(*d.image_stream, torch::tensor({2, 0, 1}, torch::kLong),
+                                         [](const torch::Tensor& image, int64_t) {
+                                           return torch::tensor({image.size(1), image.size(2)}, torch::kLong);
+                                         });
+  EXPECT_TRUE(torch::equal(sizes, torch::tensor({6, 6, 3, 4, 5, 7}, torch::kLong).view({3, 2})));
+  // All in memory needs one size; the first image of another size is named.
+  expect_file_error([&] { data::with_images_in_memory(d); }, "a/2.png", "7×5 but the first image is 4×3");
+  // A corrupt file is found when it is read, and named.
+  testkit::write_bytes(dir.file("b/1.png"), "\x89PNG garbage");
+  const auto reopened = data::load_dataset("folder:" + dir.path().string());
+  expect_file_error([&] { reopened.image(2); }, "b/1.png", "cannot decode");
+  expect_file_error([&] { data::decode_images(*reopened.image_stream, torch::arange(3),
+                                              [](const torch::Tensor& i, int64_t) { return i.sum(); }); },
+                    "b/1.png", "cannot decode");
+}
+
+TEST(StreamedImageFolder, TheFingerprintFollowsTheFiles) {
+  TempDir dir;
+  fs::create_directory(dir.path() / "a");
+  write_image(dir.file("a/1.png"), 4, 4, 10);
+  write_image(dir.file("a/2.png"), 4, 4, 20);
+  const auto spec = "folder:" + dir.path().string();
+  const auto before = data::load_dataset(spec).image_stream->fingerprint();
+  EXPECT_EQ(data::load_dataset(spec).image_stream->fingerprint(), before);
+  write_image(dir.file("a/2.png"), 5, 4, 20);  // another size: another file length
+  EXPECT_NE(data::load_dataset(spec).image_stream->fingerprint(), before);
+  const auto two = data::load_dataset(spec).image_stream->fingerprint();
+  write_image(dir.file("a/3.png"), 4, 4, 30);
+  EXPECT_NE(data::load_dataset(spec).image_stream->fingerprint(), two);
+}
+
+TEST(StreamedImageFolder, AnUnreadableFirstImageIsNamedAtOpen) {
+  TempDir dir;
+  fs::create_directory(dir.path() / "a");
+  testkit::write_bytes(dir.file("a/1.png"), "not a png");
+  expect_file_error([&] { data::load_dataset("folder:" + dir.path().string()); }, "a/1.png", "cannot decode");
 }
 
 class CelebA : public ::testing::Test {
@@ -125,6 +189,16 @@ TEST(ImageFolder, AHugePngHeaderIsNamed) {
   png += be32(64) + idat + be32(crc32(0, reinterpret_cast<const Bytef*>(idat.data()), static_cast<uInt>(idat.size())));
   testkit::write_bytes(dir.file("a/huge.png"), png);
   expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "huge.png", "cannot decode the image");
+}
+
+TEST_F(CelebA, StreamsTheSplitWithItsAttributes) {
+  const auto d = data::load_dataset("celeba:" + dir_.path().string() + ":train");
+  ASSERT_TRUE(d.streams_images());
+  EXPECT_EQ(d.size(), 2);
+  EXPECT_EQ(d.attribute_names, (std::vector<std::string>{"Young", "Male", "Blond_Hair"}));
+  EXPECT_TRUE(torch::equal(d.attributes, torch::tensor({1, 0, 0, 1, 1, 0}, torch::kLong).view({2, 3})));
+  EXPECT_TRUE(torch::equal(data::with_images_in_memory(d).images,
+                           data::load_celeba(dir_.path().string(), "train").images));
 }
 
 TEST_F(CelebA, UnreadableImage) {

@@ -14,6 +14,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "analysis/analysis_session.h"
+#include "analysis/run_data.h"
 #include "data/dataset.h"
 #include "editing/logit_edit.h"
 #include "editing/model_export.h"
@@ -165,7 +167,7 @@ x = load_images("img", clip_transform())
 torch.save({"pixels": x}, "pil_pixels.pth")
 save_expected(model, x, "expected.pth")
 )py");
-  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  const auto data = data::with_images_in_memory(data::load_dataset("folder:" + dir.file("img")));
   auto file = model::ModelFile::load(dir.file("vit_clip.pth"), quickgelu());
   auto classifier = model::ClassifierModel::load(file);
   const auto config = classifier.image_classifier()->backbone_config();
@@ -187,6 +189,69 @@ save_expected(model, x, "expected.pth")
   std::cout << "[ measured ] predictions agreeing with PIL's: " << agree * 100 << " %, max |logit difference| "
             << logit_diff << "\n";
   EXPECT_EQ(agree, 1.0);
+}
+
+// A folder of photos of many sizes (the ImageNet case) streams: each image is decoded and
+// prepared on its own, at its own size. Against PyTorch running the same transform on tensors
+// (torchvision's antialiased bicubic resize of the float image, clamped, centre crop, normalise:
+// what the app computes, so the comparison can be exact; PIL's 8-bit resize is measured above),
+// with a grey image among RGB ones. Then the analysis session: galleries show square tiles, and
+// a cancelled extraction resumes where it stopped, since the folder's fingerprint is stable.
+TEST(VisionBackbones, StreamedFolderOfMixedSizesMatchesPyTorchAndResumes) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+import torchvision.transforms.functional as TF
+model = clip_vit_with_head()
+torch.save(model.state_dict(), "vit_clip.pth")
+g = torch.Generator().manual_seed(7)
+for k, (h, w) in enumerate([(40, 50), (37, 64), (90, 33), (32, 32), (51, 77), (64, 48), (35, 120)]):
+    os.makedirs(f"img/{'ab'[k % 2]}", exist_ok=True)
+    yy, xx = torch.linspace(0, 1, h)[:, None, None], torch.linspace(0, 1, w)[None, :, None]
+    base = torch.rand(3, generator=g) * yy + torch.rand(3, generator=g) * xx
+    img = Image.fromarray((base / base.max() * 200 + torch.rand(h, w, 3, generator=g) * 55).clamp(0, 255).to(torch.uint8).numpy(), "RGB")
+    (img.convert("L") if k == 3 else img).save(f"img/{'ab'[k % 2]}/{k:02d}.png")
+def tensor_transform(img):
+    x = TF.pil_to_tensor(img).float() / 255
+    x = TF.resize(x, math.floor(32 / 0.9), interpolation=BICUBIC, antialias=True).clamp(0, 1)
+    return TF.normalize(TF.center_crop(x, 32), CLIP_MEAN, CLIP_STD)
+save_expected(model, load_images("img", tensor_transform), "expected.pth")
+)py");
+  const auto streamed = run_app(dir.file("vit_clip.pth"), dir.file("img"), quickgelu());
+  expect_matches_python(streamed, read_expected(dir.file("expected.pth")));
+
+  analysis::SessionOptions options;
+  options.model_path = dir.file("vit_clip.pth");
+  options.data_spec = "folder:" + dir.file("img");
+  options.cache_path = dir.file("cache.sqlite");
+  options.chunk_size = 3;
+  options.overrides = quickgelu();
+  {
+    auto session = analysis::AnalysisSession::open(options);
+    EXPECT_THROW(session->extract([](const analysis::ExtractionProgress& p) { return p.chunks_done < 1; }), Cancelled);
+  }
+  auto session = analysis::AnalysisSession::open(options);
+  const auto summary = session->extract();
+  EXPECT_EQ(summary.chunks_reused, 1);
+  EXPECT_EQ(summary.chunks_computed, 2);
+  // Stored predictions are the model's.
+  const auto predicted = streamed.logits.argmax(1).contiguous();
+  EXPECT_EQ(session->run().predictions,
+            std::vector<int64_t>(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + predicted.numel()));
+  const auto tile = session->sample_image(4);  // b/01.png is 64×37: its centre square
+  EXPECT_EQ(tile.height, 37);
+  EXPECT_EQ(tile.width, 37);
+  EXPECT_EQ(tile.channels, 3);
+
+  // A file that cannot be decoded is named when extraction reaches it.
+  testkit::write_bytes(dir.file("img/b/05.png"), "\x89PNG broken");
+  auto broken = analysis::AnalysisSession::open(options);
+  try {
+    broken->extract();
+    ADD_FAILURE() << "a corrupt image was not reported";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("05.png"), std::string::npos) << e.what();
+  }
 }
 
 TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
