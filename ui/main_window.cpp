@@ -47,6 +47,8 @@
 #include "experts_page.h"
 #include "format.h"
 #include "gallery_view.h"
+#include "model/open_options.h"
+#include "model_options_dialog.h"
 #include "model_overview_model.h"
 #include "sample_detail.h"
 #include "session_controller.h"
@@ -177,6 +179,11 @@ void MainWindow::buildActions() {
   }
   recentMenu_ = file->addMenu(tr("Open &Recent"));
   rebuildRecentMenu();
+  modelOptionsAction_ = file->addAction(tr("Model &Options…"), this, &MainWindow::editModelOptions);
+  modelOptionsAction_->setToolTip(
+      tr("How to open this model: backbone preset, attention heads, TorchScript backbone, class names, gate "
+         "activation — saved beside it for every page and the command line"));
+  modelOptionsAction_->setEnabled(false);
   file->addSeparator();
   exportAction_ = file->addAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export View…"), this,
                                   &MainWindow::chooseExport);
@@ -388,9 +395,39 @@ bool MainWindow::openModel(const QString& path) {
   table_->selectRow(0);
   showLayerDetails();
   rememberRecent(currentPath_);
+  modelOptionsAction_->setEnabled(true);
   Q_EMIT modelOpened(currentPath_);
   startAnalysis();
   return true;
+}
+
+void MainWindow::editModelOptions() {
+  if (currentPath_.isEmpty()) return;
+  ModelOptionsDialog dialog(currentPath_, QString::fromStdString(overview_->summary().backbone_preset), this);
+  if (dialog.exec() != QDialog::Accepted) return;
+  model::LayoutOverrides options;
+  try {
+    if (!dialog.forgetRequested()) options = dialog.overrides();
+  } catch (const std::exception& e) {
+    lastError_ = QString::fromUtf8(e.what());
+    showError(tr("Cannot read the model options"), lastError_);
+    return;
+  }
+  applyModelOptions(options, dialog.forgetRequested());
+}
+
+bool MainWindow::applyModelOptions(const model::LayoutOverrides& options, bool forget) {
+  if (currentPath_.isEmpty()) return false;
+  try {
+    // The header read (and a TorchScript backbone's probe) is as quick as opening the model.
+    if (forget) model::forget_open_options(currentPath_.toStdString());
+    else model::remember_open_options(currentPath_.toStdString(), options);
+  } catch (const std::exception& e) {
+    lastError_ = QString::fromUtf8(e.what());
+    showError(tr("Cannot save the model options"), lastError_);
+    return false;
+  }
+  return openModel(currentPath_);
 }
 
 void MainWindow::setDataSpec(const QString& spec) {

@@ -20,6 +20,7 @@
 #include <QVector>
 
 #include "analysis/ablation_results.h"
+#include "model/state_dict_layout.h"
 
 class QAction;
 class QComboBox;
@@ -64,6 +65,9 @@ class MainWindow : public QMainWindow {
   /// dialog shows it. Never throws. Returns once the file's header is read; the analysis
   /// follows (sessionReady / analysisFailed).
   bool openModel(const QString& path);
+  /// Saves how the open model is to be opened (model/open_options.h: preset, heads, TorchScript
+  /// backbone, class names, …) beside it, or forgets them, then reopens it. Errors as openModel.
+  bool applyModelOptions(const model::LayoutOverrides& options, bool forget = false);
   /// Analyses the open model on another data set (a data SPEC, e.g. "folder:/data/pets").
   void setDataSpec(const QString& spec);
   QString dataSpec() const;
@@ -122,6 +126,7 @@ class MainWindow : public QMainWindow {
   void connectController();
   void startAnalysis();
   void chooseAndOpenModel();
+  void editModelOptions();
   void chooseDataFolder();
   void chooseFeatureFile();
   void chooseExport();
@@ -163,6 +168,7 @@ class MainWindow : public QMainWindow {
   QAction* sweepAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
   QAction* exportAction_ = nullptr;
+  QAction* modelOptionsAction_ = nullptr;
   BiasPage* bias_ = nullptr;
   TokenPage* tokens_ = nullptr;
   SteeringPage* steering_ = nullptr;

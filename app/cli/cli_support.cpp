@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "io/errors.h"
+#include "model/open_options.h"
 #include "nn/backbone_config.h"
 
 namespace mumoe::cli {
@@ -57,54 +58,7 @@ nn::ExpertAblation parse_ablation(const std::string& text) {
 
 #include "model_options.h"
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-
-#include "io/file_checks.h"
-
 namespace mumoe::cli {
-
-std::vector<std::string> read_class_names(const std::string& path) {
-  io::require_regular_file(path);
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw FileError(path, "cannot be read");
-  std::vector<std::string> names;
-  const auto first = text.find_first_not_of(" \t\r\n");
-  if (first != std::string::npos && (text[first] == '[' || text[first] == '{')) {
-    try {
-      const auto json = nlohmann::json::parse(text);
-      if (json.is_array()) {
-        for (const auto& n : json) names.push_back(n.get<std::string>());
-      } else {
-        // {"0": "tench", …} or {"0": ["n01440764", "tench"], …}: ordered by the integer index.
-        names.resize(json.size());
-        for (const auto& [key, value] : json.items()) {
-          size_t used = 0;
-          const auto index = std::stoll(key, &used);
-          if (used != key.size() || index < 0 || static_cast<size_t>(index) >= names.size())
-            throw FileError(path, "key '" + key + "' is not an index from 0 to " + std::to_string(names.size() - 1));
-          names[static_cast<size_t>(index)] = value.is_array() ? value.back().get<std::string>() : value.get<std::string>();
-        }
-      }
-    } catch (const nlohmann::json::exception& e) {
-      throw FileError(path, std::string("is not a list of class names: ") + e.what());
-    } catch (const std::logic_error&) {  // std::stoll
-      throw FileError(path, "has a key that is not a class index");
-    }
-  } else {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);) {
-      if (!line.empty() && line.back() == '\r') line.pop_back();
-      names.push_back(line);
-    }
-    while (!names.empty() && names.back().empty()) names.pop_back();
-  }
-  if (names.empty()) throw FileError(path, "holds no class names");
-  for (size_t i = 0; i < names.size(); ++i)
-    if (names[i].empty()) throw FileError(path, "class " + std::to_string(i) + " has an empty name");
-  return names;
-}
 
 void ModelOptions::add_to(CLI::App* app) {
   app->add_option("MODEL", model,
@@ -141,7 +95,7 @@ model::LayoutOverrides ModelOptions::overrides() const {
   if (!gate_norm.empty()) o.gate_norm_without_bn = nn::parse_gate_norm(gate_norm);
   if (!labels.empty() && !class_names.empty()) throw UsageError("give --labels or --class-names, not both");
   if (!labels.empty()) o.label_names = parse_name_list(labels);
-  if (!class_names.empty()) o.label_names = read_class_names(class_names);
+  if (!class_names.empty()) o.label_names = model::read_class_names(class_names);
   o.checkpoint_key = key;
   if (!preset.empty()) {
     const auto names = nn::backbone_preset_names();

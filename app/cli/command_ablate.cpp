@@ -162,7 +162,7 @@ Command add_ablate_command(CLI::App& parent) {
   app->add_option("--experts", o->experts, "Experts to remove together, e.g. 3,17");
   app->add_flag("--all", o->all, "Remove each expert of the mode in turn (the full sweep)");
   app->add_option("--mode", o->mode, "Expert mode (default 0)");
-  app->add_option("--method", o->method, "sparse (default: re-evaluate only affected samples) or naive (oracle)");
+  app->add_option("--method", o->method, "sparse (default: the fastest exact method — a rank-one correction of the stored outputs for single CP/TR layers, else re-evaluating only the affected samples) or naive (the oracle: one full pass per expert)");
   o->text.add_to(app);
   return {app, [o]() { return run_ablate(*o); }};
 }

@@ -1,11 +1,15 @@
-// mumoe info MODEL [--json] [model options]: layers, variant, experts, ranks, parameter counts.
+// mumoe info MODEL [--json] [model options] [--remember | --forget]: layers, variant, experts,
+// ranks, parameter counts. --remember writes the model options into MODEL's sidecar
+// (model/open_options.h) so that every command and the GUI open it so; --forget removes it.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "cli_support.h"
 #include "io/file_checks.h"
+#include "io/errors.h"
 #include "model/model_summary.h"
+#include "model/open_options.h"
 #include "model_options.h"
 
 namespace mumoe::cli {
@@ -13,7 +17,7 @@ namespace {
 
 struct InfoOptions {
   ModelOptions model;
-  bool json = false;
+  bool json = false, remember = false, forget = false;
 };
 
 std::string join(const std::vector<int64_t>& v, const char* sep) {
@@ -83,8 +87,23 @@ Command add_info_command(CLI::App& parent) {
   auto* app = parent.add_subcommand("info", "Show a model's layers, experts, ranks and parameter counts");
   opts->model.add_to(app);
   app->add_flag("--json", opts->json, "Print JSON");
+  app->add_flag("--remember", opts->remember,
+                "Remember these model options beside MODEL (MODEL.mumoe.json) for every command and the GUI");
+  app->add_flag("--forget", opts->forget, "Remove the remembered options of MODEL (its .mumoe.json)");
   return {app, [opts]() {
-            const auto summary = model::summarize_model_file(opts->model.model, opts->model.overrides());
+            if (opts->remember && opts->forget) throw UsageError("give --remember or --forget, not both");
+            std::string note;
+            if (opts->remember)
+              note = "remembered in " + model::remember_open_options(opts->model.model, opts->model.overrides());
+            if (opts->forget) {
+              const auto removed = model::forget_open_options(opts->model.model);
+              note = removed.empty() ? "no options were remembered for " + opts->model.model
+                                     : "forgot the options remembered in " + removed;
+            }
+            // After --forget the file opens as it is; after --remember as remembered.
+            const auto summary = model::summarize_model_file(
+                opts->model.model, opts->forget || opts->remember ? model::LayoutOverrides{} : opts->model.overrides());
+            if (!note.empty()) std::cerr << io::printable(note) << "\n";
             if (opts->json)
               std::cout << model::summary_to_json(summary) << "\n";
             else

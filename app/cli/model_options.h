@@ -25,8 +25,4 @@ struct ModelOptions {
   model::LayoutOverrides overrides() const;
 };
 
-/// Class names from a file: one per line, a JSON list, or a JSON object index → name or
-/// index → [id, name] (imagenet_class_index.json). Throws FileError naming the file.
-std::vector<std::string> read_class_names(const std::string& path);
-
 }  // namespace mumoe::cli

@@ -18,6 +18,21 @@ namespace {
 // the dense coefficient rows of a 1024-expert mode stay around 100 MB.
 constexpr int64_t kRowsPerBatch = 12288;
 
+// Pairs or samples per batch on the rank-one path: a few MB of float64 per tensor.
+constexpr int64_t kPairsPerBatch = 1 << 16;
+constexpr int64_t kSamplesPerContext = 4096;
+
+// The largest and second-largest score of each row: (values [B, 2], argmax [B]).
+std::pair<torch::Tensor, torch::Tensor> top_two(const torch::Tensor& scores) {
+  if (scores.size(1) == 1) {
+    auto inf = torch::full({scores.size(0), 1}, std::numeric_limits<double>::infinity(), scores.options());
+    return {torch::cat({scores, -inf}, 1), torch::zeros({scores.size(0)}, scores.options().dtype(torch::kLong))};
+  }
+  auto [values, indices] = scores.topk(2, 1);
+  // topk does not promise the first index among equal maxima; argmax (what predictions use) does.
+  return {values, scores.argmax(1)};
+}
+
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
@@ -79,6 +94,138 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
   return layer_->output_from_coefficients(x, coefficients).argmax(1).cpu();
 }
 
+const torch::Tensor& CounterfactualAblation::stored_scores() {
+  if (!scores_.defined()) {
+    scores_ = to_tensor(run_.scores, {run_.samples(), run_.info.output_dim}).to(torch::kFloat64);
+    const auto [top, argmax] = top_two(scores_);
+    margins_ = top.select(1, 0) - top.select(1, 1);
+    // Scores closer than this count as tied: the rank-one results and the oracle's full
+    // re-evaluation differ by rounding (~1e-16 of the scores), far below it.
+    tie_tolerance_ = 1e-9 * (1 + scores_.abs().amax(1));
+  }
+  return scores_;
+}
+
+RankOneAblation* CounterfactualAblation::rank_one(int64_t mode) {
+  if (!RankOneAblation::supports(layer_)) return nullptr;
+  auto& engine = rank_one_[mode];
+  if (!engine) engine = std::make_unique<RankOneAblation>(layer_, mode);
+  return engine.get();
+}
+
+std::vector<torch::Tensor> CounterfactualAblation::dense_coefficients(const torch::Tensor& samples,
+                                                                     int64_t skip_mode) const {
+  std::vector<torch::Tensor> out;
+  for (int64_t e = 0; e < run_.modes(); ++e)
+    out.push_back(e == skip_mode ? torch::Tensor()
+                                 : dense_rows(run_.coefficients[e], samples, run_.info.expert_dims[e])
+                                       .to(device_, torch::kFloat64));
+  return out;
+}
+
+std::vector<int64_t> CounterfactualAblation::predictions_rank_one(int64_t mode, const std::vector<int64_t>& samples,
+                                                                  const std::vector<int64_t>& experts) {
+  torch::NoGradGuard no_grad;
+  auto* engine = rank_one(mode);
+  const auto& scores = stored_scores();
+  auto removed = torch::zeros({run_.info.expert_dims[mode]}, torch::kFloat64);
+  for (auto n : experts) removed[n] = 1.0;
+  removed = removed.to(device_);
+  std::vector<int64_t> out;
+  out.reserve(samples.size());
+  for (size_t begin = 0; begin < samples.size(); begin += kSamplesPerContext) {
+    const auto part = to_tensor(std::vector<int64_t>(
+        samples.begin() + begin, samples.begin() + std::min(samples.size(), begin + kSamplesPerContext)));
+    const auto coefficients = dense_coefficients(part);
+    engine->set_contexts(inputs_.index_select(0, part).to(device_), coefficients);
+    const auto after = scores.index_select(0, part).to(device_) - engine->set_deltas(coefficients[mode] * removed);
+    const auto [top, argmax] = top_two(after);
+    auto predictions = argmax.cpu();
+    const auto tied = ((top.select(1, 0) - top.select(1, 1)).cpu() <= tie_tolerance_.index_select(0, part))
+                          .nonzero()
+                          .flatten();
+    if (tied.numel() > 0) {
+      // Near-ties: the exact re-evaluation, with every removed expert zeroed in each row.
+      std::vector<int64_t> zero_rows, zero_experts;
+      for (int64_t b = 0; b < tied.numel(); ++b)
+        for (auto n : experts) {
+          zero_rows.push_back(b);
+          zero_experts.push_back(n);
+        }
+      predictions.index_put_({tied}, predict_rows(part.index_select(0, tied), mode, to_tensor(zero_rows),
+                                                  to_tensor(zero_experts)));
+    }
+    const auto p = to_vector(predictions);
+    out.insert(out.end(), p.begin(), p.end());
+  }
+  return out;
+}
+
+void CounterfactualAblation::sweep_rank_one(int64_t mode, const SweepCallback& progress,
+                                            std::vector<std::vector<int64_t>>* correct_delta,
+                                            std::vector<int64_t>* changed) {
+  torch::NoGradGuard no_grad;
+  auto* engine = rank_one(mode);
+  const auto& scores = stored_scores();
+  const int64_t experts = run_.info.expert_dims[mode], samples = run_.samples();
+  const auto labels = to_tensor(run_.labels), predictions = to_tensor(run_.predictions);
+  // Accumulated as flat tensors: [N · C] class-wise correct changes and [N] changed counts.
+  auto delta = torch::zeros({experts * class_count_}, torch::kLong);
+  auto changes = torch::zeros({experts}, torch::kLong);
+  const auto& rows = run_.coefficients[mode];  // CSR: a sample's (expert, a) pairs are contiguous
+  for (int64_t first = 0; first < samples; first += kSamplesPerContext) {
+    const int64_t last = std::min(samples, first + kSamplesPerContext);
+    const auto block = torch::arange(first, last, torch::kLong);
+    // The removed mode's own coefficients are not part of the context.
+    engine->set_contexts(inputs_.slice(0, first, last).to(device_), dense_coefficients(block, mode));
+    // Every (sample, expert) pair of the block with a_n > 0.
+    const auto pair_begin = rows.offsets[first], pair_end = rows.offsets[last];
+    const auto counts = torch::from_blob(const_cast<int64_t*>(rows.offsets.data()) + first, {last - first + 1},
+                                         torch::kLong)
+                            .diff();
+    const auto pair_row = torch::repeat_interleave(torch::arange(last - first, torch::kLong), counts);
+    const auto pair_expert =
+        torch::from_blob(const_cast<int32_t*>(rows.indices.data()) + pair_begin, {pair_end - pair_begin}, torch::kInt)
+            .to(torch::kLong);
+    const auto pair_a =
+        torch::from_blob(const_cast<double*>(rows.values.data()) + pair_begin, {pair_end - pair_begin}, torch::kFloat64)
+            .clone();
+    // Only pairs whose bound reaches the sample's margin can change its prediction.
+    const auto bound = engine->pair_bounds(pair_row.to(device_), pair_expert.to(device_), pair_a.to(device_)).cpu();
+    const auto sample_of_pair = pair_row + first;
+    const auto candidates =
+        (bound >= margins_.index_select(0, sample_of_pair) - tie_tolerance_.index_select(0, sample_of_pair))
+            .nonzero()
+            .flatten();
+    for (int64_t begin = 0; begin < candidates.numel(); begin += kPairsPerBatch) {
+      const auto pick = candidates.slice(0, begin, std::min(candidates.numel(), begin + kPairsPerBatch));
+      const auto row = pair_row.index_select(0, pick), expert = pair_expert.index_select(0, pick);
+      const auto sample = row + first;
+      const auto after = scores.index_select(0, sample).to(device_) -
+                         engine->pair_deltas(row.to(device_), expert.to(device_), pair_a.index_select(0, pick).to(device_));
+      const auto [top, argmax] = top_two(after);
+      auto predicted = argmax.cpu();
+      const auto tied =
+          ((top.select(1, 0) - top.select(1, 1)).cpu() <= tie_tolerance_.index_select(0, sample)).nonzero().flatten();
+      if (tied.numel() > 0)
+        predicted.index_put_({tied}, predict_rows(sample.index_select(0, tied), mode,
+                                                  torch::arange(tied.numel(), torch::kLong), expert.index_select(0, tied)));
+      const auto old = predictions.index_select(0, sample), label = labels.index_select(0, sample);
+      const auto flipped = predicted.ne(old);
+      changes.index_add_(0, expert, flipped.to(torch::kLong));
+      delta.index_add_(0, expert * class_count_ + label,
+                       predicted.eq(label).to(torch::kLong) - old.eq(label).to(torch::kLong));
+    }
+    if (progress && !progress(experts * last / samples, experts)) throw Cancelled();
+  }
+  const auto* changes_of = changes.data_ptr<int64_t>();
+  const auto* delta_of = delta.data_ptr<int64_t>();
+  for (int64_t n = 0; n < experts; ++n) {
+    (*changed)[n] = changes_of[n];
+    for (int64_t c = 0; c < class_count_; ++c) (*correct_delta)[n][c] = delta_of[n * class_count_ + c];
+  }
+}
+
 std::vector<int64_t> CounterfactualAblation::predict_all() {
   torch::NoGradGuard no_grad;
   std::vector<int64_t> out;
@@ -137,6 +284,11 @@ std::vector<int64_t> CounterfactualAblation::predictions_after(int64_t mode, con
   const std::set<int64_t> removed(experts.begin(), experts.end());
   auto predictions = run_.predictions;
   const auto samples = affected_samples(mode, experts);
+  if (rank_one(mode)) {
+    const auto p = predictions_rank_one(mode, samples, {removed.begin(), removed.end()});
+    for (size_t b = 0; b < samples.size(); ++b) predictions[samples[b]] = p[b];
+    return predictions;
+  }
   for (size_t begin = 0; begin < samples.size(); begin += kRowsPerBatch) {
     const std::vector<int64_t> part(samples.begin() + begin,
                                     samples.begin() + std::min(samples.size(), begin + kRowsPerBatch));
@@ -184,7 +336,8 @@ SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallb
   std::vector<std::vector<int64_t>> correct_delta(experts, std::vector<int64_t>(class_count_, 0));
   std::vector<int64_t> changed(experts, 0);
 
-  int64_t next_expert = 0;
+  int64_t next_expert = rank_one(mode) ? experts : 0;
+  if (rank_one(mode)) sweep_rank_one(mode, progress, &correct_delta, &changed);
   while (next_expert < experts) {
     // Batch whole experts' supports until the batch is full (an expert larger than a batch
     // gets a batch of its own).

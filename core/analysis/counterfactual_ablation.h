@@ -3,8 +3,12 @@
 //
 // Two methods with identical results:
 //   * Sparse: removing expert n can change only the samples with a_n > 0, and (no
-//     renormalisation) it leaves the gates untouched. So only those samples' layer outputs are
-//     re-evaluated, from the stored inputs and coefficients with a_n := 0, many experts' samples
+//     renormalisation) it leaves the gates untouched. For a single CP or TR layer the output is
+//     linear in a mode's coefficients, so the change is a low-rank correction of the stored
+//     output (rank_one_ablation.h): a bound on it skips every pair whose prediction cannot
+//     change, the rest cost R·O each, and near-ties (top-two gap ≤ 1e-9 of the scores) are
+//     re-evaluated as below. For a two-layer block (nonlinear) the affected samples' outputs are
+//     re-evaluated from the stored inputs and coefficients with a_n := 0, many experts' samples
 //     batched together. Cost ∝ Σ_n support(n) instead of N · S.
 //   * Naive (the oracle): for each expert, zero the expert's factor slice — literally W_n := 0
 //     (CP: row n of the mode's factor; TR: slice [:, n, :] of its core; both layers of a block)
@@ -14,10 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/ablation_results.h"
+#include "analysis/rank_one_ablation.h"
 #include "analysis/run_data.h"
 #include "nn/mumoe_block.h"
 
@@ -53,12 +60,28 @@ class CounterfactualAblation {
   void zero_expert_slices(int64_t mode, const std::vector<int64_t>& experts, std::vector<torch::Tensor>* saved);
   void restore_expert_slices(int64_t mode, const std::vector<int64_t>& experts, const std::vector<torch::Tensor>& saved);
   SweepOutcome sweep_sparse(int64_t mode, const SweepCallback& progress);
+  /// The rank-one engine of `mode` (built on first use), or null for a two-layer block.
+  RankOneAblation* rank_one(int64_t mode);
+  /// Dense float64 coefficients of `samples` for every mode (undefined for `skip_mode`).
+  std::vector<torch::Tensor> dense_coefficients(const torch::Tensor& samples, int64_t skip_mode = -1) const;
+  /// Predictions after removing the weighted sets `weights` [B, N] of `mode` from `samples` [B]
+  /// (rank-one path; near-ties re-evaluated with `experts` zeroed).
+  std::vector<int64_t> predictions_rank_one(int64_t mode, const std::vector<int64_t>& samples,
+                                            const std::vector<int64_t>& experts);
+  /// Per-expert class-wise changes of correct predictions and changed counts (rank-one path).
+  void sweep_rank_one(int64_t mode, const SweepCallback& progress, std::vector<std::vector<int64_t>>* correct_delta,
+                      std::vector<int64_t>* changed);
+  /// Class scores as extraction stored them, float64 [S, O], with each row's top-two margin and
+  /// the tolerance under which two scores count as tied.
+  const torch::Tensor& stored_scores();
 
   nn::MuMoEBlock layer_{nullptr};
   const RunData& run_;
   int64_t class_count_;
   torch::Device device_;
   torch::Tensor inputs_;  ///< float64 [S, I] on the CPU
+  torch::Tensor scores_, margins_, tie_tolerance_;  ///< stored_scores(): [S, O], [S], [S]
+  std::map<int64_t, std::unique_ptr<RankOneAblation>> rank_one_;
   ClassAccuracy before_;
 };
 

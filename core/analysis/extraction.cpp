@@ -9,6 +9,8 @@
 #include "analysis/content_hash.h"
 #include "analysis/tensor_records.h"
 #include "io/errors.h"
+#include "model/manifest.h"
+#include "nn/backbone_config.h"
 #include "nn/device.h"
 
 namespace mumoe::analysis {
@@ -28,10 +30,14 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   }
   key.data_hash = hash_tensors(content);
   key.layer = model.layer_name();
-  key.parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
-                                   {"chunk_size", options.chunk_size},
-                                   {"layer_dtype", "float64"}})
-                       .dump();
+  auto parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
+                                    {"chunk_size", options.chunk_size},
+                                    {"layer_dtype", "float64"}});
+  // The same bytes open differently under other choices (a backbone preset, a plain state dict's
+  // gate activation, remembered options): the configuration they resolve to is part of the key.
+  parameters["layer_config"] = model::to_json(model.layer()->config());
+  if (model.has_backbone()) parameters["backbone"] = nn::to_json(model.image_classifier()->backbone_config());
+  key.parameters = parameters.dump();
   return key;
 }
 

@@ -1,4 +1,5 @@
 #include "model/model_file.h"
+#include "model/open_options.h"
 
 #include <torch/torch.h>
 
@@ -63,8 +64,9 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
       throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
     }
     model.manifest_ = manifest_from_json(json, path);
-  } else if (auto json = read_sidecar(sidecar, path)) {
-    // A PyTorch checkpoint this program wrote (it has no metadata of its own).
+  } else if (auto json = chooses_layout(overrides) ? std::nullopt : read_sidecar(sidecar, path)) {
+    // A PyTorch checkpoint this program wrote (it has no metadata of its own), or one whose
+    // opening choices were remembered (open_options.h); choices given now infer afresh.
     model.manifest_ = manifest_from_json(*json, sidecar);
   } else {
     model.inferred_ = true;

@@ -32,6 +32,7 @@ struct Case {
   std::vector<int64_t> experts;
   int64_t second_dim;
   nn::GateActivationKind activation;
+  bool input_layer_norm = false;
 };
 
 class SparseEqualsNaive : public ::testing::TestWithParam<Case> {};
@@ -41,6 +42,7 @@ TEST_P(SparseEqualsNaive, PredictionForPrediction) {
   testkit::TempDir dir;
   auto config = testkit::head_config(c.factorization, c.experts, 5, c.second_dim);
   config.gate_activation = c.activation;
+  config.input_layer_norm = c.input_layer_norm;
   const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 400, 3);
   SessionOptions o;
   o.model_path = fixture.model_path;
@@ -94,13 +96,59 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"CP hierarchy 2", nn::Factorization::CP, {8, 4}, 0, nn::GateActivationKind::Entmax15},
                       Case{"CP two-layer block", nn::Factorization::CP, {16}, 5, nn::GateActivationKind::Entmax15},
                       Case{"TR two-layer block", nn::Factorization::TR, {12}, 5, nn::GateActivationKind::Entmax15},
-                      Case{"CP softmax", nn::Factorization::CP, {12}, 0, nn::GateActivationKind::Softmax}),
+                      Case{"CP softmax", nn::Factorization::CP, {12}, 0, nn::GateActivationKind::Softmax},
+                      // The rank-one path (single layers) in every shape it takes: a context on
+                      // both sides of the removed mode (TR), every expert active, an input norm.
+                      Case{"TR hierarchy 3", nn::Factorization::TR, {4, 5, 3}, 0, nn::GateActivationKind::Entmax15},
+                      Case{"TR softmax", nn::Factorization::TR, {10}, 0, nn::GateActivationKind::Softmax},
+                      Case{"CP hierarchy 3 softmax", nn::Factorization::CP, {4, 3, 5}, 0,
+                           nn::GateActivationKind::Softmax},
+                      Case{"CP input LayerNorm", nn::Factorization::CP, {16}, 0, nn::GateActivationKind::Entmax15, true}),
     [](const auto& info) {
       std::string name = info.param.name;
       for (auto& ch : name)
         if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
       return name;
     });
+
+// Two classes with the same output row tie exactly in every sample, so every prediction between
+// them rests on argmax's first-index rule: the rank-one path must notice each near-tie and give
+// the oracle's answer, expert for expert.
+TEST(SparseAblation, ExactlyTiedClassScoresGiveTheOraclesPredictions) {
+  testkit::TempDir dir;
+  const auto fixture =
+      testkit::write_analysis_fixture(dir.path().string(), testkit::head_config(nn::Factorization::CP, {16}, 4), 300, 5);
+  {
+    const auto file = model::ModelFile::load(fixture.model_path);
+    auto model = model::ClassifierModel::load(file);
+    torch::NoGradGuard no_grad;
+    auto out = model.layer()->first_layer()->factors().back();  // U_O [classes, R]
+    out[1].copy_(out[0]);
+    model.save(fixture.model_path, {{"created_by", "tie test"}});
+  }
+  SessionOptions o;
+  o.model_path = fixture.model_path;
+  o.data_spec = "features:" + fixture.features_path;
+  o.cache_path = dir.file("cache.sqlite");
+  auto session = AnalysisSession::open(o);
+  session->extract();
+  const auto& run = session->run();
+  int64_t tied = 0;
+  for (int64_t s = 0; s < run.samples(); ++s) tied += run.scores[s * 4] == run.scores[s * 4 + 1];
+  ASSERT_EQ(tied, run.samples());
+  const auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
+  CounterfactualAblation engine(model.layer(), run, 4);
+  const auto sparse = engine.sweep(0, AblationMethod::Sparse), naive = engine.sweep(0, AblationMethod::Naive);
+  int64_t changed = 0;
+  for (int64_t n = 0; n < 16; ++n) {
+    EXPECT_EQ(engine.predictions_after(0, {n}, AblationMethod::Sparse),
+              engine.predictions_after(0, {n}, AblationMethod::Naive)) << "expert " << n;
+    EXPECT_EQ(sparse.experts[n].after.correct, naive.experts[n].after.correct) << "expert " << n;
+    EXPECT_EQ(sparse.experts[n].changed_predictions, naive.experts[n].changed_predictions) << "expert " << n;
+    changed += naive.experts[n].changed_predictions;
+  }
+  EXPECT_GT(changed, 0);
+}
 
 TEST(SparseAblation, TouchesOnlySamplesThatUseTheExpert) {
   testkit::TempDir dir;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/analysis_session.h"
+#include "analysis/extraction.h"
 #include "analysis/run_data.h"
 #include "data/dataset.h"
 #include "editing/logit_edit.h"
@@ -24,6 +25,7 @@
 #include "model/classifier_model.h"
 #include "model/model_file.h"
 #include "model/model_summary.h"
+#include "model/open_options.h"
 #include "nn/vision_backbones.h"
 #include "python_fixture.h"
 #include "temp_dir.h"
@@ -252,6 +254,43 @@ save_expected(model, load_images("img", tensor_transform), "expected.pth")
   } catch (const FileError& e) {
     EXPECT_NE(std::string(e.what()).find("05.png"), std::string::npos) << e.what();
   }
+}
+
+// Options remembered beside a user's .pth (the GUI's Model Options, `mumoe info --remember`):
+// opened with no choices, the model is what they chose — features as PyTorch's QuickGELU model
+// — and its analysis runs are keyed apart from the same bytes under another preset; a choice
+// given explicitly still wins; forgetting restores the default.
+TEST(VisionBackbones, RememberedOptionsOpenTheModelTheSameWayEverywhere) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+model = clip_vit_with_head()
+torch.save(model.state_dict(), "vit_clip.pth")
+write_images("img", (35, 35), 2, 3)
+save_expected(model, load_images("img", clip_transform()), "expected.pth")
+)py");
+  const auto pth = dir.file("vit_clip.pth");
+  EXPECT_EQ(model::summarize_model_file(pth).backbone_preset, "vit_base_patch32_clip_224.openai");
+  const auto sidecar = model::remember_open_options(pth, quickgelu());
+  EXPECT_EQ(sidecar, pth + ".mumoe.json");
+  EXPECT_EQ(model::summarize_model_file(pth).backbone_preset, "vit_base_patch32_clip_quickgelu_224.openai");
+  expect_matches_python(run_app(pth, dir.file("img")), read_expected(dir.file("expected.pth")));
+
+  // Explicit choices infer afresh, and the cache tells the two configurations apart.
+  model::LayoutOverrides gelu;
+  gelu.backbone_preset = "vit_base_patch32_clip_224.openai";
+  EXPECT_EQ(model::summarize_model_file(pth, gelu).backbone_preset, "vit_base_patch32_clip_224.openai");
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  const auto remembered = model::ClassifierModel::load(model::ModelFile::load(pth));
+  const auto chosen = model::ClassifierModel::load(model::ModelFile::load(pth, gelu));
+  const auto key = [&](const model::ClassifierModel& m) { return analysis::make_run_key(pth, m, data, {}); };
+  EXPECT_EQ(key(remembered).model_hash, key(chosen).model_hash);
+  EXPECT_NE(key(remembered).parameters, key(chosen).parameters);
+
+  EXPECT_EQ(model::forget_open_options(pth), sidecar);
+  EXPECT_FALSE(std::filesystem::exists(sidecar));
+  EXPECT_EQ(model::forget_open_options(pth), "");
+  EXPECT_EQ(model::summarize_model_file(pth).backbone_preset, "vit_base_patch32_clip_224.openai");
 }
 
 TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {

@@ -3,6 +3,9 @@
 // a bad file is opened.
 #include <QAbstractItemModelTester>
 #include <QComboBox>
+#include <QFile>
+#include <QLineEdit>
+#include <QPushButton>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTextBrowser>
@@ -12,7 +15,9 @@
 
 #include "experts_page.h"
 #include "io/safetensors.h"
+#include "io/errors.h"
 #include "main_window.h"
+#include "model_options_dialog.h"
 #include "session_controller.h"
 #include "model/model_file.h"
 #include "model_overview_model.h"
@@ -159,6 +164,68 @@ class MainWindowTest : public QObject {
     QCOMPARE(window.overviewModel()->rowCount(), 1);
     QVERIFY(!window.openModel(QString::fromStdString(dir.file("missing.safetensors"))));
     QCOMPARE(window.overviewModel()->rowCount(), 1);
+  }
+
+  // File ▸ Model Options: a plain state dict's choices (here its gate activation and class
+  // names) are saved beside it, reopen it so, and are forgotten again; a mumoe model file has
+  // nothing to remember and says so. The dialog turns its fields into the same choices.
+  void modelOptionsAreSavedBesideTheModelAndForgotten() {
+    testkit::TempDir dir;
+    const auto c = config(8, 4);
+    const auto plain = dir.file("plain.safetensors");
+    {
+      nn::MuMoEBlock block(c);
+      io::write_safetensors(plain, model::layer_tensors({"head", "head.", c, false}, block), {});
+    }
+    const auto names = dir.file("names.txt");
+    testkit::write_bytes(names, "zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\n");
+    const auto sidecar = QString::fromStdString(plain) + QStringLiteral(".mumoe.json");
+
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    QVERIFY(window.openModel(QString::fromStdString(plain)));
+    QCOMPARE(window.overviewModel()->summary().layers.at(0).config.gate_activation, nn::GateActivationKind::Entmax15);
+
+    ui::ModelOptionsDialog dialog(QString::fromStdString(plain), QString());
+    QVERIFY(!dialog.findChild<QPushButton*>(QStringLiteral("forgetButton"))->isEnabled());
+    dialog.activationBox()->setCurrentIndex(dialog.activationBox()->findData(QStringLiteral("softmax")));
+    dialog.classNamesEdit()->setText(QString::fromStdString(names));
+    const auto chosen = dialog.overrides();
+    QCOMPARE(chosen.gate_activation, std::optional<nn::GateActivationKind>(nn::GateActivationKind::Softmax));
+    QCOMPARE(chosen.label_names.size(), size_t{10});
+    QCOMPARE(chosen.backbone_preset, std::string());
+
+    QVERIFY2(window.applyModelOptions(chosen), qPrintable(window.lastError()));
+    QVERIFY(QFile::exists(sidecar));
+    const auto& reopened = window.overviewModel()->summary();
+    QCOMPARE(reopened.layers.at(0).config.gate_activation, nn::GateActivationKind::Softmax);
+    QCOMPARE(reopened.label_names.at(9), std::string("nine"));
+    // Any other front end opening the file without choices gets the same configuration.
+    QCOMPARE(model::ModelFile::load(plain).manifest().layers.at(0).config.gate_activation,
+             nn::GateActivationKind::Softmax);
+    ui::ModelOptionsDialog again(QString::fromStdString(plain), QString());
+    QVERIFY(again.findChild<QPushButton*>(QStringLiteral("forgetButton"))->isEnabled());
+
+    QVERIFY(window.applyModelOptions({}, /*forget=*/true));
+    QVERIFY(!QFile::exists(sidecar));
+    QCOMPARE(window.overviewModel()->summary().layers.at(0).config.gate_activation, nn::GateActivationKind::Entmax15);
+
+    // A mumoe model file opens the same way everywhere already.
+    const auto own = writeModel(dir, "own.safetensors", {{"head", c}});
+    QVERIFY(window.openModel(QString::fromStdString(own)));
+    QVERIFY(!window.applyModelOptions(chosen));
+    QVERIFY2(window.lastError().contains(QStringLiteral("own manifest")), qPrintable(window.lastError()));
+    QVERIFY(!QFile::exists(QString::fromStdString(own) + QStringLiteral(".mumoe.json")));
+    // A class-name file that cannot be read is named.
+    dialog.classNamesEdit()->setText(QString::fromStdString(dir.file("missing-names.txt")));
+    try {
+      dialog.overrides();
+      QFAIL("a missing class-name file was not reported");
+    } catch (const FileError& e) {
+      QVERIFY(QString::fromUtf8(e.what()).contains(QStringLiteral("missing-names.txt")));
+    }
+    window.controller()->cancel();
+    window.controller()->waitForIdle();
   }
 };
 

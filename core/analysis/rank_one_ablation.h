@@ -1,0 +1,68 @@
+// Expert removal as a low-rank correction of cached outputs (issue 15), for a μMoE layer whose
+// output is linear in each mode's coefficients: one CP or TR layer, any number of expert modes
+// (not a two-layer block: the GELU between its layers makes it nonlinear).
+//
+// With everything but mode m's coefficients held fixed (the sample's "context"), the layer is a
+// linear map of a = a^(m), so zeroing the coefficients of a set of experts changes the output by
+//   CP:  Δ = ((w U_m) ⊙ v) U_Oᵀ            v = (z̃ U_z) ⊙ Π_{e≠m} (a^(e) U_e)        [R]
+//   TR:  Δ = vec(L · F_m(w) · R) · Out     L = Π_{e<m} F_e(a^(e)),  R = Π_{e>m} F_e(a^(e)) · F_z(z̃)
+// where w holds a_n for the removed experts and 0 elsewhere (F(w) = Σ_n w_n F[:, n, :]); the
+// output after removal is y − Δ, y being the output stored by extraction. A single expert is the
+// rank-one case w = a_n e_n. Cost per (sample, expert) pair: R·O multiply-adds instead of a
+// pass of the whole layer.
+//
+// Each pair also has a cheap upper bound on how far Δ can move any class score relative to the
+// predicted one (Cauchy–Schwarz on the factors' norms): where it is below the sample's top-two
+// margin the prediction cannot change and nothing is computed (CounterfactualAblation prunes
+// that way and re-evaluates near-ties exactly, so the predictions equal the naive oracle's).
+#pragma once
+
+#include <torch/types.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/mumoe_block.h"
+
+namespace mumoe::analysis {
+
+class RankOneAblation {
+ public:
+  /// True for a single CP or TR layer (not a two-layer block).
+  static bool supports(const nn::MuMoEBlock& layer);
+
+  /// `layer`: the engine's float64 copy (shared, never modified here: factors are read when used,
+  /// norms once now); `mode`: the expert mode whose experts are removed.
+  RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode);
+
+  /// Computes the contexts of B samples: `inputs` [B, I] (the layer's stored inputs, float64)
+  /// and their dense coefficients per mode ([B, N_e] each, float64; the removed mode's own may
+  /// be undefined: it is not part of the context). Replaces earlier contexts; the row numbers
+  /// below index these B samples.
+  void set_contexts(const torch::Tensor& inputs, const std::vector<torch::Tensor>& coefficients);
+  int64_t context_count() const { return count_; }
+
+  /// Δ of removing one expert per pair: context rows `rows` (long [P]), `experts` (long [P])
+  /// with coefficients `a` (float64 [P]) → [P, O].
+  torch::Tensor pair_deltas(const torch::Tensor& rows, const torch::Tensor& experts, const torch::Tensor& a) const;
+  /// Δ of removing weighted sets, one per context row: `weights` [B, N] (a_n where expert n is
+  /// removed, 0 elsewhere) → [B, O].
+  torch::Tensor set_deltas(const torch::Tensor& weights) const;
+  /// For each pair, an upper bound of max_c |Δ_c − Δ_p| over every two classes c, p (float64 [P]).
+  torch::Tensor pair_bounds(const torch::Tensor& rows, const torch::Tensor& experts, const torch::Tensor& a) const;
+
+ private:
+  bool cp_;
+  int64_t mode_;
+  int64_t count_ = 0;
+  nn::MuMoEBlock layer_{nullptr};
+  std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64
+  torch::Tensor out_flat_;              ///< CP: U_O [O, R]; TR: Out as [R1·R_last, O]
+  double class_spread_ = 0;             ///< max over classes c, p of ‖Out_c − Out_p‖₂
+  torch::Tensor slice_norm_;            ///< per expert: CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂; TR ‖F_m[:, n, :]‖_F
+  // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.
+  torch::Tensor v_, left_, right_;
+  torch::Tensor context_norm_;  ///< CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F
+};
+
+}  // namespace mumoe::analysis
