@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "analysis/analysis_session.h"
+#include "io/allocator_tuning.h"
 #include "data/dataset.h"
 #include "model/classifier_model.h"
 
@@ -55,6 +56,7 @@ double bare_forward_seconds(const std::string& model_path, const std::string& sp
 }  // namespace
 
 int main(int argc, char** argv) {
+  mumoe::io::tune_allocator_for_tensors();  // as the programs do
   if (argc < 2) {
     std::cerr << "usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive]\n";
     return 1;

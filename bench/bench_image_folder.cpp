@@ -16,6 +16,7 @@
 #include <string>
 
 #include "analysis/analysis_session.h"
+#include "io/allocator_tuning.h"
 #include "io/errors.h"
 
 namespace {
@@ -31,6 +32,7 @@ double memory_mb(const std::string& field) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  mumoe::io::tune_allocator_for_tensors();  // as the programs do
   if (argc < 3) {
     std::cerr << "usage: mumoe-bench-folder MODEL DIR --cache FILE [--preset NAME] [--threads N] [--chunk N] "
                  "[--stop-after FRACTION]\n";

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "io/allocator_tuning.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
 
@@ -16,6 +17,7 @@ int main(int argc, char** argv) {
   // temporaries left behind; ignored, the write fails with EFBIG, which the writers report and
   // clean up after like a full disk.
   std::signal(SIGXFSZ, SIG_IGN);
+  mumoe::io::tune_allocator_for_tensors();
   CLI::App app{"mumoe — inspect, run and edit Multilinear Mixture-of-Experts models"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string(MUMOE_VERSION));

@@ -19,6 +19,7 @@
 #include <csignal>
 
 #include "main_window.h"
+#include "io/allocator_tuning.h"
 #include "screenshot_driver.h"
 
 namespace {
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the core reports and
   // cleans up after, instead of killing the program with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
+  mumoe::io::tune_allocator_for_tensors();
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("mumoe"));
   QApplication::setApplicationName(QStringLiteral("mumoe-studio"));

