@@ -19,7 +19,7 @@ namespace {
 constexpr int64_t kRowsPerBatch = 12288;
 
 // Pairs or samples per batch on the rank-one path: a few MB of float64 per tensor.
-constexpr int64_t kPairsPerBatch = 1 << 16;
+constexpr int64_t kPairsPerBatch = 8192;
 constexpr int64_t kSamplesPerContext = 1024;
 
 // The largest and second-largest score of each row: (values [B, 2], argmax [B]).
@@ -31,6 +31,36 @@ std::pair<torch::Tensor, torch::Tensor> top_two(const torch::Tensor& scores) {
   auto [values, indices] = scores.topk(2, 1);
   // topk does not promise the first index among equal maxima; argmax (what predictions use) does.
   return {values, scores.argmax(1)};
+}
+
+// Each row's argmax (the first index among equal maxima, as argmax) and the rows whose top two
+// scores are within tolerance(row) of each other. `scores`: contiguous float64 [P, O] on the CPU.
+struct RowTops {
+  std::vector<int64_t> argmax, tied;
+};
+template <typename Tolerance>
+RowTops top_of_rows(const torch::Tensor& scores, const Tolerance& tolerance) {
+  const int64_t rows = scores.size(0), classes = scores.size(1);
+  const auto* y = scores.data_ptr<double>();
+  RowTops out;
+  out.argmax.resize(static_cast<size_t>(rows));
+  for (int64_t b = 0; b < rows; ++b) {
+    const double* r = y + b * classes;
+    int64_t top = 0;
+    double first = r[0], second = -std::numeric_limits<double>::infinity();
+    for (int64_t c = 1; c < classes; ++c) {
+      if (r[c] > first) {
+        second = first;
+        first = r[c];
+        top = c;
+      } else if (r[c] > second) {
+        second = r[c];
+      }
+    }
+    out.argmax[static_cast<size_t>(b)] = top;
+    if (first - second <= tolerance(b)) out.tied.push_back(b);
+  }
+  return out;
 }
 
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
@@ -138,24 +168,25 @@ std::vector<int64_t> CounterfactualAblation::predictions_rank_one(int64_t mode, 
         samples.begin() + begin, samples.begin() + std::min(samples.size(), begin + kSamplesPerContext)));
     const auto coefficients = dense_coefficients(part);
     engine->set_contexts(inputs_.index_select(0, part).to(device_), coefficients);
-    const auto after = scores.index_select(0, part).to(device_) - engine->set_deltas(coefficients[mode] * removed);
-    const auto [top, argmax] = top_two(after);
-    auto predictions = argmax.cpu();
-    const auto tied = ((top.select(1, 0) - top.select(1, 1)).cpu() <= tie_tolerance_.index_select(0, part))
-                          .nonzero()
-                          .flatten();
-    if (tied.numel() > 0) {
+    const auto after =
+        (scores.index_select(0, part).to(device_) - engine->set_deltas(coefficients[mode] * removed)).cpu().contiguous();
+    const auto* tolerance = tie_tolerance_.data_ptr<double>();
+    const auto* sample_of = part.data_ptr<int64_t>();
+    const auto best = top_of_rows(after, [&](int64_t b) { return tolerance[sample_of[b]]; });
+    auto p = best.argmax;
+    if (!best.tied.empty()) {
       // Near-ties: the exact re-evaluation, with every removed expert zeroed in each row.
       std::vector<int64_t> zero_rows, zero_experts;
-      for (int64_t b = 0; b < tied.numel(); ++b)
+      for (size_t t = 0; t < best.tied.size(); ++t)
         for (auto n : experts) {
-          zero_rows.push_back(b);
+          zero_rows.push_back(static_cast<int64_t>(t));
           zero_experts.push_back(n);
         }
-      predictions.index_put_({tied}, predict_rows(part.index_select(0, tied), mode, to_tensor(zero_rows),
-                                                  to_tensor(zero_experts)));
+      const auto tied = to_tensor(best.tied);
+      const auto exact =
+          to_vector(predict_rows(part.index_select(0, tied), mode, to_tensor(zero_rows), to_tensor(zero_experts)));
+      for (size_t t = 0; t < best.tied.size(); ++t) p[best.tied[t]] = exact[t];
     }
-    const auto p = to_vector(predictions);
     out.insert(out.end(), p.begin(), p.end());
   }
   return out;
@@ -168,61 +199,46 @@ void CounterfactualAblation::sweep_rank_one(int64_t mode, const SweepCallback& p
   auto* engine = rank_one(mode);
   const auto& scores = stored_scores();
   const int64_t experts = run_.info.expert_dims[mode], samples = run_.samples();
-  const auto labels = to_tensor(run_.labels), predictions = to_tensor(run_.predictions);
-  // Accumulated as flat tensors: [N · C] class-wise correct changes and [N] changed counts.
-  auto delta = torch::zeros({experts * class_count_}, torch::kLong);
-  auto changes = torch::zeros({experts}, torch::kLong);
+  const auto* tolerance = tie_tolerance_.data_ptr<double>();
   const auto& rows = run_.coefficients[mode];  // CSR: a sample's (expert, a) pairs are contiguous
   for (int64_t first = 0; first < samples; first += kSamplesPerContext) {
     const int64_t last = std::min(samples, first + kSamplesPerContext);
     const auto block = torch::arange(first, last, torch::kLong);
     // The removed mode's own coefficients are not part of the context.
     engine->set_contexts(inputs_.slice(0, first, last).to(device_), dense_coefficients(block, mode));
-    // Every (sample, expert) pair of the block with a_n > 0.
-    const auto pair_begin = rows.offsets[first], pair_end = rows.offsets[last];
-    const auto counts = torch::from_blob(const_cast<int64_t*>(rows.offsets.data()) + first, {last - first + 1},
-                                         torch::kLong)
-                            .diff();
-    const auto pair_row = torch::repeat_interleave(torch::arange(last - first, torch::kLong), counts);
-    const auto pair_expert =
-        torch::from_blob(const_cast<int32_t*>(rows.indices.data()) + pair_begin, {pair_end - pair_begin}, torch::kInt)
-            .to(torch::kLong);
-    const auto pair_a =
-        torch::from_blob(const_cast<double*>(rows.values.data()) + pair_begin, {pair_end - pair_begin}, torch::kFloat64)
-            .clone();
     // Only pairs whose bound reaches the sample's margin can change its prediction.
-    const auto bound = engine->pair_bounds(pair_row.to(device_), pair_expert.to(device_), pair_a.to(device_)).cpu();
-    const auto sample_of_pair = pair_row + first;
-    const auto candidates =
-        (bound >= margins_.index_select(0, sample_of_pair) - tie_tolerance_.index_select(0, sample_of_pair))
-            .nonzero()
-            .flatten();
-    for (int64_t begin = 0; begin < candidates.numel(); begin += kPairsPerBatch) {
-      const auto pick = candidates.slice(0, begin, std::min(candidates.numel(), begin + kPairsPerBatch));
-      const auto row = pair_row.index_select(0, pick), expert = pair_expert.index_select(0, pick);
+    const auto limits = (margins_.slice(0, first, last) - tie_tolerance_.slice(0, first, last)).contiguous();
+    const auto pairs = engine->pairs_that_may_change(rows, first, limits.data_ptr<double>());
+    const auto pair_row = to_tensor(pairs.rows), pair_expert = to_tensor(pairs.experts);
+    const auto pair_a = torch::tensor(pairs.a, torch::kFloat64);
+    const int64_t count = pair_row.numel();
+    for (int64_t begin = 0; begin < count; begin += kPairsPerBatch) {
+      const int64_t end = std::min(count, begin + kPairsPerBatch);
+      const auto row = pair_row.slice(0, begin, end), expert = pair_expert.slice(0, begin, end);
       const auto sample = row + first;
-      const auto after = scores.index_select(0, sample).to(device_) -
-                         engine->pair_deltas(row.to(device_), expert.to(device_), pair_a.index_select(0, pick).to(device_));
-      const auto [top, argmax] = top_two(after);
-      auto predicted = argmax.cpu();
-      const auto tied =
-          ((top.select(1, 0) - top.select(1, 1)).cpu() <= tie_tolerance_.index_select(0, sample)).nonzero().flatten();
-      if (tied.numel() > 0)
-        predicted.index_put_({tied}, predict_rows(sample.index_select(0, tied), mode,
+      const auto after = (scores.index_select(0, sample).to(device_) -
+                          engine->pair_deltas(row.to(device_), expert.to(device_), pair_a.slice(0, begin, end).to(device_)))
+                             .cpu()
+                             .contiguous();
+      // Plain loops from here: a handful of numbers per pair, where tensor ops cost more to launch.
+      const auto best = top_of_rows(after, [&](int64_t b) { return tolerance[first + pairs.rows[begin + b]]; });
+      auto predicted = best.argmax;
+      if (!best.tied.empty()) {
+        // Near-ties: the exact re-evaluation of those rows with the pair's expert zeroed.
+        const auto tied = to_tensor(best.tied);
+        const auto exact = to_vector(predict_rows(sample.index_select(0, tied), mode,
                                                   torch::arange(tied.numel(), torch::kLong), expert.index_select(0, tied)));
-      const auto old = predictions.index_select(0, sample), label = labels.index_select(0, sample);
-      const auto flipped = predicted.ne(old);
-      changes.index_add_(0, expert, flipped.to(torch::kLong));
-      delta.index_add_(0, expert * class_count_ + label,
-                       predicted.eq(label).to(torch::kLong) - old.eq(label).to(torch::kLong));
+        for (size_t t = 0; t < best.tied.size(); ++t) predicted[best.tied[t]] = exact[t];
+      }
+      for (int64_t b = 0; b < end - begin; ++b) {
+        const int64_t s = first + pairs.rows[begin + b], n = pairs.experts[begin + b];
+        const int64_t old = run_.predictions[s], label = run_.labels[s];
+        if (predicted[b] == old) continue;
+        ++(*changed)[n];
+        (*correct_delta)[n][label] += (predicted[b] == label) - (old == label);
+      }
     }
     if (progress && !progress(experts * last / samples, experts)) throw Cancelled();
-  }
-  const auto* changes_of = changes.data_ptr<int64_t>();
-  const auto* delta_of = delta.data_ptr<int64_t>();
-  for (int64_t n = 0; n < experts; ++n) {
-    (*changed)[n] = changes_of[n];
-    for (int64_t c = 0; c < class_count_; ++c) (*correct_delta)[n][c] = delta_of[n * class_count_ + c];
   }
 }
 

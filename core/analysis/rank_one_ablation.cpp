@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "io/errors.h"
 #include "nn/factorized_forward.h"
 
@@ -36,12 +38,12 @@ RankOneAblation::RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode)
     out_flat_ = out;  // [O, R]
     class_spread_ = class_spread(out);
     const auto& u = factors_[mode];  // [N, R]
-    slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1);  // [N, 2]
+    slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).cpu().contiguous();  // [N, 2]
   } else {
     const auto r_last = out.size(0), o = out.size(1), r1 = out.size(2);  // Out [R_last, O, R1]
     out_flat_ = out.permute({2, 0, 1}).reshape({r1 * r_last, o});
     class_spread_ = class_spread(out_flat_.t());
-    slice_norm_ = factors_[mode].permute({1, 0, 2}).flatten(1).norm(2, 1);  // [N]
+    slice_norm_ = factors_[mode].permute({1, 0, 2}).flatten(1).norm(2, 1).cpu().contiguous();  // [N]
   }
 }
 
@@ -60,7 +62,7 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
     for (int64_t e = 0; e < modes; ++e)
       if (e != mode_) v = v * coefficients[e].matmul(factors_[e]);
     v_ = v;
-    context_norm_ = torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1);
+    context_norm_ = torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1).cpu().contiguous();
     return;
   }
   const auto r1 = factors_[0].size(0);
@@ -70,7 +72,7 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
   for (int64_t e = modes - 1; e > mode_; --e) right = mode2(factors_[e], coefficients[e]).bmm(right);
   left_ = left.contiguous();
   right_ = right.contiguous();
-  context_norm_ = left_.flatten(1).norm(2, 1) * right_.flatten(1).norm(2, 1);
+  context_norm_ = (left_.flatten(1).norm(2, 1) * right_.flatten(1).norm(2, 1)).cpu().contiguous();
 }
 
 torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torch::Tensor& experts,
@@ -93,17 +95,31 @@ torch::Tensor RankOneAblation::set_deltas(const torch::Tensor& weights) const {
   return left_.bmm(mode2(factors_[mode_], weights)).bmm(right_).flatten(1).matmul(out_flat_);
 }
 
-torch::Tensor RankOneAblation::pair_bounds(const torch::Tensor& rows, const torch::Tensor& experts,
-                                           const torch::Tensor& a) const {
-  torch::NoGradGuard no_grad;
-  const auto context = context_norm_.index_select(0, rows);
-  const auto slice = slice_norm_.index_select(0, experts);
+RankOneAblation::Pairs RankOneAblation::pairs_that_may_change(const cache::SparseRows& coefficients, int64_t first,
+                                                              const double* limits) const {
   // |Δ_c − Δ_p| = a·|⟨x, Out_c − Out_p⟩| ≤ a·‖x‖₂·spread, where x is the pair's rank-one term:
   // CP x = v ⊙ U_m[n] with ‖x‖₂ ≤ min(‖v‖₂‖U_m[n]‖∞, ‖v‖∞‖U_m[n]‖₂); TR x = vec(L F_n R) with
-  // ‖x‖₂ ≤ ‖L‖_F ‖F_n‖_F ‖R‖_F.
-  const auto norm = cp_ ? torch::minimum(context.select(1, 0) * slice.select(1, 0), context.select(1, 1) * slice.select(1, 1))
-                        : context * slice;
-  return a.abs() * norm * class_spread_;
+  // ‖x‖₂ ≤ ‖L‖_F ‖F_n‖_F ‖R‖_F. A pair whose bound stays below the limit cannot change the
+  // prediction.
+  Pairs out;
+  const auto* context = context_norm_.data_ptr<double>();
+  const auto* slice = slice_norm_.data_ptr<double>();
+  for (int64_t b = 0; b < count_; ++b) {
+    const int64_t s = first + b;
+    const double limit = limits[b];
+    for (int64_t k = coefficients.offsets[s]; k < coefficients.offsets[s + 1]; ++k) {
+      const int64_t n = coefficients.indices[k];
+      const double a = coefficients.values[k];
+      const double norm = cp_ ? std::min(context[2 * b] * slice[2 * n], context[2 * b + 1] * slice[2 * n + 1])
+                              : context[b] * slice[n];
+      if (a * norm * class_spread_ >= limit) {
+        out.rows.push_back(b);
+        out.experts.push_back(n);
+        out.a.push_back(a);
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace mumoe::analysis

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cache/analysis_cache.h"
 #include "nn/mumoe_block.h"
 
 namespace mumoe::analysis {
@@ -48,8 +49,16 @@ class RankOneAblation {
   /// Δ of removing weighted sets, one per context row: `weights` [B, N] (a_n where expert n is
   /// removed, 0 elsewhere) → [B, O].
   torch::Tensor set_deltas(const torch::Tensor& weights) const;
-  /// For each pair, an upper bound of max_c |Δ_c − Δ_p| over every two classes c, p (float64 [P]).
-  torch::Tensor pair_bounds(const torch::Tensor& rows, const torch::Tensor& experts, const torch::Tensor& a) const;
+  /// The (sample, expert) pairs whose removal may change a prediction, among the non-zero
+  /// coefficients of the mode (`coefficients`, CSR by sample) of the context samples
+  /// first … first + context_count() − 1: those whose bound on max_c |Δ_c − Δ_p| reaches the
+  /// sample's `limits[b]` (its top-two margin less the tie tolerance). One pass over the
+  /// coefficients in plain C++: with dense gates (softmax) this scan is most of a sweep.
+  struct Pairs {
+    std::vector<int64_t> rows, experts;  ///< context row b, expert n
+    std::vector<double> a;               ///< a_n of the pair
+  };
+  Pairs pairs_that_may_change(const cache::SparseRows& coefficients, int64_t first, const double* limits) const;
 
  private:
   bool cp_;
@@ -59,10 +68,10 @@ class RankOneAblation {
   std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64
   torch::Tensor out_flat_;              ///< CP: U_O [O, R]; TR: Out as [R1·R_last, O]
   double class_spread_ = 0;             ///< max over classes c, p of ‖Out_c − Out_p‖₂
-  torch::Tensor slice_norm_;            ///< per expert: CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂; TR ‖F_m[:, n, :]‖_F
+  torch::Tensor slice_norm_;            ///< per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ [N, 2]; TR ‖F_m[:, n, :]‖_F [N]
   // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.
   torch::Tensor v_, left_, right_;
-  torch::Tensor context_norm_;  ///< CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F
+  torch::Tensor context_norm_;  ///< CPU float64. CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F
 };
 
 }  // namespace mumoe::analysis
