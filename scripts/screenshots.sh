@@ -4,7 +4,7 @@
 # (biased-fmnist.mumoe.safetensors, the proposed edit of long_sleeves for frame=1 with the blind
 # threshold beside it; computing the study takes about a minute on two cores); tokens of the demo
 # GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated);
-# compare, when scripts/sweep-experts.sh has left its heads in build/sweep (read from its cache). Uses
+# the Model Options dialog (through the UI test that drives it); compare, when scripts/sweep-experts.sh has left its heads in build/sweep (read from its cache). Uses
 # the default analysis cache and a throw-away settings directory, so the user's window layout
 # does not show.
 #
@@ -34,6 +34,11 @@ done
 "$studio" --screenshot "$out/vit-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
   "$demo/vit-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
 [[ -s $out/vit-gallery.png ]] || { echo "screenshots.sh: no $out/vit-gallery.png" >&2; exit 1; }
+# File ▸ Model Options (rendered by the UI test that exercises it).
+if [[ -x $build/tests/ui/ui_tests ]]; then
+  MUMOE_SCREENSHOT_DIR="$PWD/$out" "$build/tests/ui/ui_tests" >/dev/null 2>&1 || true
+  [[ -s $out/model-options.png ]] || echo "screenshots.sh: no $out/model-options.png" >&2
+fi
 sweep=build/sweep
 if [[ -f $sweep/test.safetensors ]] && compgen -G "$sweep/head-*.safetensors" >/dev/null; then
   MUMOE_CACHE=$sweep/analysis.sqlite "$studio" --screenshot "$out/compare.png" --view compare --size 1400x860 \

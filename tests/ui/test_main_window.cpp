@@ -191,6 +191,11 @@ class MainWindowTest : public QObject {
     dialog.activationBox()->setCurrentIndex(dialog.activationBox()->findData(QStringLiteral("softmax")));
     dialog.classNamesEdit()->setText(QString::fromStdString(names));
     const auto chosen = dialog.overrides();
+    // scripts/screenshots.sh keeps a picture of the dialog (docs/screenshots/model-options.png).
+    if (const auto shots = qEnvironmentVariable("MUMOE_SCREENSHOT_DIR"); !shots.isEmpty()) {
+      dialog.resize(640, dialog.sizeHint().height());
+      QVERIFY(dialog.grab().save(shots + QStringLiteral("/model-options.png")));
+    }
     QCOMPARE(chosen.gate_activation, std::optional<nn::GateActivationKind>(nn::GateActivationKind::Softmax));
     QCOMPARE(chosen.label_names.size(), size_t{10});
     QCOMPARE(chosen.backbone_preset, std::string());
