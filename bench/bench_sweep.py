@@ -9,8 +9,10 @@ the correct predictions per class. The peer of `mumoe ablate --all` in scripts/b
 their coefficients are computed once and each pass evaluates only the multilinear part.
 Prints one JSON line: experts, samples, seconds, and per expert its correct predictions per class.
 """
-import argparse, json, struct, sys, time
+import argparse, json, os, struct, sys, time
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
 import torch
+from reference_models import entmax15
 
 def read_safetensors(path):
     dtypes = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64}
@@ -25,16 +27,6 @@ def read_safetensors(path):
         begin, end = t["data_offsets"]
         tensors[name] = torch.frombuffer(bytearray(data[begin:end]), dtype=dtypes[t["dtype"]]).reshape(t["shape"])
     return tensors, header.get("__metadata__", {})
-
-def entmax15(x):
-    x = (x - x.max(-1, keepdim=True).values) / 2
-    s, _ = torch.sort(x, -1, descending=True)
-    k = torch.arange(1, x.size(-1) + 1, dtype=x.dtype)
-    mean = s.cumsum(-1) / k
-    ms = (s * s).cumsum(-1) / k
-    tau = mean - torch.sqrt(torch.clamp((1 - k * (ms - mean ** 2)) / k, min=0))
-    support = (tau <= s).sum(-1, keepdim=True)
-    return torch.clamp(x - tau.gather(-1, support - 1), min=0) ** 2
 
 ap = argparse.ArgumentParser()
 ap.add_argument("head")

@@ -47,6 +47,7 @@
 #include "experts_page.h"
 #include "format.h"
 #include "gallery_view.h"
+#include "io/file_checks.h"
 #include "model/open_options.h"
 #include "model_options_dialog.h"
 #include "model_overview_model.h"
@@ -407,6 +408,8 @@ void MainWindow::editModelOptions() {
   if (dialog.exec() != QDialog::Accepted) return;
   model::LayoutOverrides options;
   try {
+    io::refuse_output_over_inputs((currentPath_ + QStringLiteral(".mumoe.json")).toStdString(), "the model options",
+                                  {{dialog.classNamesEdit()->text().trimmed().toStdString(), "the class-name file"}});
     if (!dialog.forgetRequested()) options = dialog.overrides();
   } catch (const std::exception& e) {
     lastError_ = QString::fromUtf8(e.what());

@@ -94,6 +94,9 @@ Command add_info_command(CLI::App& parent) {
             if (opts->remember && opts->forget) throw UsageError("give --remember or --forget, not both");
             std::string note;
             if (opts->remember)
+              io::refuse_output_over_inputs(opts->model.model + ".mumoe.json", "--remember",
+                                            {{opts->model.class_names, "--class-names"}});
+            if (opts->remember)
               note = "remembered in " + model::remember_open_options(opts->model.model, opts->model.overrides());
             if (opts->forget) {
               const auto removed = model::forget_open_options(opts->model.model);

@@ -36,6 +36,9 @@ std::string remember_open_options(const std::string& path, const LayoutOverrides
   if (own_manifest)
     throw UsageError(path + " is a mumoe model file with its own manifest: it opens the same way everywhere, so "
                      "there is nothing to remember (give a TorchScript backbone on the command line)");
+  // The sidecar is this call's only output: it may not be one of its inputs.
+  io::refuse_output_over_inputs(manifest_sidecar_path(path), "the remembered options",
+                                {{path, "the model"}, {chosen.torchscript_backbone, "the TorchScript backbone"}});
   const auto file = ModelFile::load(path, chosen);
   write_manifest_sidecar(path, file.manifest());
   return manifest_sidecar_path(path);

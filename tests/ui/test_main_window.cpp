@@ -215,6 +215,15 @@ class MainWindowTest : public QObject {
     QVERIFY(!QFile::exists(sidecar));
     QCOMPARE(window.overviewModel()->summary().layers.at(0).config.gate_activation, nn::GateActivationKind::Entmax15);
 
+    // The sidecar may never overwrite one of the inputs (here a "backbone" at its path).
+    testkit::write_bytes(sidecar.toStdString(), "not a sidecar");
+    model::LayoutOverrides overInput;
+    overInput.torchscript_backbone = sidecar.toStdString();
+    QVERIFY(!window.applyModelOptions(overInput));
+    QVERIFY2(window.lastError().contains(QStringLiteral("TorchScript backbone")), qPrintable(window.lastError()));
+    QCOMPARE(testkit::read_bytes(sidecar.toStdString()), std::string("not a sidecar"));
+    QFile::remove(sidecar);
+
     // A mumoe model file opens the same way everywhere already.
     const auto own = writeModel(dir, "own.safetensors", {{"head", c}});
     QVERIFY(window.openModel(QString::fromStdString(own)));
