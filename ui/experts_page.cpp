@@ -147,6 +147,8 @@ void ExpertsPage::setSweep(const analysis::SweepOutcome& sweep, const analysis::
 
 void ExpertsPage::setMessage(const QString& html) { summary_->setText(html); }
 
+QString ExpertsPage::message() const { return summary_->text(); }
+
 void ExpertsPage::clear() {
   model_->clear();
   gallery_->setExpert(0, -1);

@@ -40,6 +40,8 @@ class ExpertsPage : public QWidget {
   void setSweep(const analysis::SweepOutcome& sweep, const analysis::ClassAccuracy& before);
   /// "Extracting…", an error, …: shown instead of the table's summary line.
   void setMessage(const QString& html);
+  /// The summary line's text (a message or the table's summary).
+  QString message() const;
   void clear();
 
   qint64 mode() const;

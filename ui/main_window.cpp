@@ -40,6 +40,7 @@
 #include "bias_page.h"
 #include "editing/bias_session.h"
 #include "gallery_model.h"
+#include "model/manifest.h"
 #include "model_comparison_page.h"
 #include "steering_page.h"
 #include "token_page.h"
@@ -567,6 +568,19 @@ void MainWindow::startAnalysis() {
   sweepChart_->clear();
   accuracy_ = {};
   classNames_.clear();
+  if (model::vit_mlp_block(layer.toStdString())) {
+    // A ViT block's μMoE MLP: its analysis (patch galleries, ablation at the classifier's
+    // output) is in the core and the CLI; these pages show a head's.
+    controller_->close();
+    experts_->setMessage(
+        tr("<i><b>%1</b> is the μMoE MLP of a ViT block. Its galleries (the images whose patches use an expert most, "
+           "the patch outlined) and its ablation run in the CLI for now:<br><code>mumoe gallery MODEL --layer %1 "
+           "--expert N --output sheet.png</code><br><code>mumoe ablate MODEL --layer %1 --experts N</code><br>Select "
+           "the <b>head</b> on the Model page for this page's analysis.</i>")
+            .arg(layer.toHtmlEscaped()));
+    statusLabel_->setText(tr("%1: block MLPs are analysed by the CLI").arg(layer));
+    return;
+  }
   statusLabel_->setText(tr("Opening %1 on %2…").arg(currentPath_, dataSpec()));
   controller_->open(currentPath_, dataSpec(), layer);
   comparison_->setData(dataSpec(), controller_->cachePath());

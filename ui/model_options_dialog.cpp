@@ -92,6 +92,12 @@ ModelOptionsDialog::ModelOptionsDialog(const QString& modelPath, const QString& 
   activation_->addItem(QStringLiteral("softmax"), QStringLiteral("softmax"));
   activation_->setToolTip(tr("The μMoE gates' activation, for a plain state dict (it is not in the weights)"));
   form->addRow(tr("&Gate activation:"), activation_);
+
+  checkpointKey_ = new QLineEdit(this);
+  checkpointKey_->setObjectName(QStringLiteral("checkpointKeyEdit"));
+  checkpointKey_->setPlaceholderText(tr("automatic — or the entry of a checkpoint holding several, e.g. ema"));
+  checkpointKey_->setToolTip(tr("Which state dict of a checkpoint such as {\"model\": …, \"ema\": …} to open (--key)"));
+  form->addRow(tr("State dict &key:"), checkpointKey_);
   layout->addLayout(form);
 
   auto* buttons = new QDialogButtonBox(QDialogButtonBox::Save | QDialogButtonBox::Cancel, this);
@@ -115,6 +121,7 @@ model::LayoutOverrides ModelOptionsDialog::overrides() const {
   o.vit_heads = heads_->value();
   o.image_size = imageSize_->value();
   o.torchscript_backbone = backbone_->text().trimmed().toStdString();
+  o.checkpoint_key = checkpointKey_->text().trimmed().toStdString();
   if (const auto names = classNames_->text().trimmed(); !names.isEmpty())
     o.label_names = model::read_class_names(names.toStdString());
   if (const auto activation = activation_->currentData().toString(); !activation.isEmpty())

@@ -1,6 +1,7 @@
 // File ▸ Model Options…: how to open a model file whose weights cannot say it all (a timm ViT's
 // MLP activation and preprocessing, a ViT's heads, a ResNet's input size, a TorchScript backbone
-// in front of a μMoE head, the class names, a plain state dict's gate activation). The choices
+// in front of a μMoE head, the class names, a plain state dict's gate activation, the state dict
+// of a checkpoint that holds several). The choices
 // are saved beside the model (model/open_options.h: MODEL.mumoe.json), so the GUI's pages and
 // the CLI (`mumoe info MODEL --remember` writes the same file) all open it the same way.
 #pragma once
@@ -34,6 +35,7 @@ class ModelOptionsDialog : public QDialog {
   QSpinBox* imageSizeBox() const { return imageSize_; }
   QLineEdit* backboneEdit() const { return backbone_; }
   QLineEdit* classNamesEdit() const { return classNames_; }
+  QLineEdit* checkpointKeyEdit() const { return checkpointKey_; }
 
  private:
   QComboBox* preset_ = nullptr;
@@ -42,6 +44,7 @@ class ModelOptionsDialog : public QDialog {
   QSpinBox* imageSize_ = nullptr;
   QLineEdit* backbone_ = nullptr;
   QLineEdit* classNames_ = nullptr;
+  QLineEdit* checkpointKey_ = nullptr;
   bool forget_ = false;
 };
 

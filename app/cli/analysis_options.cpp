@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -124,6 +125,24 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
                              o.quiet);
     });
   return session;
+}
+
+void BlockCliOptions::add_to(CLI::App* app) {
+  app->add_option("--max-images", max_images,
+                  "ViT block MLPs (--layer blocks.L.mlp): analyse the first N images of --data (default 0 = all)");
+}
+
+bool is_vit_block_layer(const AnalysisCliOptions& o) { return analysis::names_vit_block(o.session); }
+
+std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
+  std::signal(SIGINT, on_sigint);
+  o.session.model_path = o.model.model;
+  o.session.overrides = o.model.overrides();
+  const auto start = std::chrono::steady_clock::now();
+  return analysis::VitBlockAnalysis::open(o.session, block.max_images, [&](int64_t done, int64_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report_progress("baseline pass (images)", done, total, elapsed, elapsed / done * (total - done), o.quiet);
+  });
 }
 
 }  // namespace mumoe::cli

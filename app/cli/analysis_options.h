@@ -9,6 +9,7 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/text_analysis_session.h"
+#include "analysis/vit_block_analysis.h"
 #include "io/file_checks.h"
 #include "model_options.h"
 
@@ -55,5 +56,19 @@ bool is_text_model(const AnalysisCliOptions& options);
 /// `extract` runs the per-token extraction with progress (SIGINT cancels, exit 130).
 std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOptions& options,
                                                                   const TextCliOptions& text, bool extract);
+
+/// The options the block path of gallery / ablate adds (a ViT's μMoE MLP, --layer blocks.L.mlp).
+struct BlockCliOptions {
+  int64_t max_images = 0;  ///< the first N images of --data (0 = all)
+  void add_to(CLI::App* app);
+};
+
+/// True when --layer names a ViT block's μMoE MLP ("blocks.L.mlp"): the block path.
+bool is_vit_block_layer(const AnalysisCliOptions& options);
+
+/// Opens that block's analysis with the baseline pass's progress on stderr (SIGINT cancels,
+/// exit 130).
+std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& options,
+                                                                    const BlockCliOptions& block);
 
 }  // namespace mumoe::cli

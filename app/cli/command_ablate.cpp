@@ -3,6 +3,8 @@
 // --experts ablates the set together; --all ablates each expert of the mode in turn (a sweep).
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the metric is next-token accuracy
 // per target byte and loss over the validation split's sequences (analysis/lm_ablation.h).
+// For a ViT's μMoE MLP (--layer blocks.L.mlp) the metric is the classifier's per-class accuracy,
+// as for the head (analysis/vit_block_analysis.h).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -26,6 +28,7 @@ struct AblateOptions {
   int64_t mode = 0;
   std::string method = "sparse";
   TextCliOptions text;
+  BlockCliOptions block;
 };
 
 
@@ -88,10 +91,83 @@ int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
   return kSuccess;
 }
 
+std::string block_class_name(const analysis::VitBlockAnalysis& a, size_t c) {
+  return c < a.class_names().size() ? a.class_names()[c] : "class " + std::to_string(c);
+}
+
+int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
+  if (o.mode != 0) throw UsageError("a ViT block's μMoE MLP is ablated in its first expert mode (--mode 0)");
+  auto a = open_vit_block_analysis(o.analysis, o.block);
+  const auto& before = a->accuracy_before();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<analysis::AblationOutcome> outcomes;
+  double mean_polysemanticity = 0;
+  int64_t with_effect = 0;
+  if (o.all) {
+    const auto sweep = a->sweep(method, [&](int64_t done, int64_t total) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return report_progress("ablating experts", done, total, elapsed, elapsed / done * (total - done), o.analysis.quiet);
+    });
+    outcomes = sweep.experts;
+    mean_polysemanticity = sweep.mean_polysemanticity;
+    with_effect = sweep.experts_with_effect;
+  } else {
+    outcomes.push_back(a->ablate(parse_int_list(o.experts, "--experts"), method));
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (o.analysis.json) {
+    nlohmann::json j = {{"model", o.analysis.model.model},
+                        {"data", o.analysis.session.data_spec},
+                        {"layer", a->layer_name()},
+                        {"images", a->samples()},
+                        {"mode", 0},
+                        {"method", o.method},
+                        {"class_names", a->class_names()},
+                        {"per_class_accuracy_before", before.per_class},
+                        {"accuracy_before", before.overall},
+                        {"experts", nlohmann::json::array()},
+                        {"seconds", seconds}};
+    for (const auto& e : outcomes) j["experts"].push_back(analysis::to_json(e));
+    if (o.all) {
+      j["mean_polysemanticity"] = analysis::number_or_null(mean_polysemanticity);
+      j["experts_with_effect"] = with_effect;
+    }
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  std::cout << std::fixed << std::setprecision(4) << a->layer_name() << ": "
+            << (o.all ? "each expert" : "experts " + o.experts) << " ablated (" << o.method << ", "
+            << std::setprecision(2) << seconds << " s) on " << a->samples() << " images of "
+            << o.analysis.session.data_spec << "\n"
+            << std::setprecision(4) << "  accuracy before " << before.overall << "\n";
+  if (o.all) {
+    std::cout << "  experts whose removal changes a class accuracy: " << with_effect << ", mean polysemanticity "
+              << mean_polysemanticity << "\n  largest accuracy drops:\n";
+    auto order = outcomes;
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& x, const auto& y) { return x.after.overall < y.after.overall; });
+    for (size_t i = 0; i < std::min<size_t>(10, order.size()); ++i)
+      std::cout << "    expert " << std::setw(4) << order[i].experts[0] << "  accuracy " << order[i].after.overall
+                << "  polysemanticity " << order[i].polysemanticity << "  (" << order[i].affected_samples
+                << " images use it)\n";
+    return kSuccess;
+  }
+  const auto& e = outcomes.front();
+  std::cout << "  accuracy " << before.overall << " → " << e.after.overall << "  (" << e.changed_predictions
+            << " predictions changed among " << e.affected_samples << " images with a token using them; polysemanticity "
+            << e.polysemanticity << ")\n";
+  for (size_t c = 0; c < before.per_class.size(); ++c)
+    if (before.count[c] > 0)
+      std::cout << "    " << std::left << std::setw(14) << block_class_name(*a, c) << std::right << std::setw(8)
+                << before.per_class[c] << " → " << std::setw(8) << e.after.per_class[c] << "\n";
+  return kSuccess;
+}
+
 int run_ablate(AblateOptions& o) {
   if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
   const auto method = analysis::parse_ablation_method(o.method);
   if (is_text_model(o.analysis)) return run_text_ablate(o, method);
+  if (is_vit_block_layer(o.analysis)) return run_block_ablate(o, method);
   auto session = open_analysis(o.analysis);
   const auto before = session->accuracy();
   nlohmann::json j = {{"model", o.analysis.session.model_path},
@@ -164,6 +240,7 @@ Command add_ablate_command(CLI::App& parent) {
   app->add_option("--mode", o->mode, "Expert mode (default 0)");
   app->add_option("--method", o->method, "sparse (default: the fastest exact method — a rank-one correction of the stored outputs for single CP/TR layers, else re-evaluating only the affected samples) or naive (the oracle: one full pass per expert)");
   o->text.add_to(app);
+  o->block.add_to(app);
   return {app, [o]() { return run_ablate(*o); }};
 }
 

@@ -3,6 +3,8 @@
 // largest a_n; as JSON and/or a PNG contact sheet with label and coefficient overlaid.
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the samples are tokens of the
 // validation split, shown inside ±--context tokens of their document with the token marked.
+// For a ViT's μMoE MLP (--layer blocks.L.mlp) the samples are images, each with its strongest
+// patch for the expert outlined (the paper's MLP-mixer galleries); the order is always top.
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
@@ -30,6 +32,7 @@ struct GalleryOptions {
   int64_t context = 24;
   bool ansi = false;
   TextCliOptions text;
+  BlockCliOptions block;
 };
 
 std::string two_decimals(double v) {
@@ -83,10 +86,61 @@ int run_text_gallery(GalleryOptions& o) {
   return kSuccess;
 }
 
+int run_block_gallery(GalleryOptions& o) {
+  if (o.request.mode != 0) throw UsageError("a ViT block's μMoE MLP has its galleries in mode 0");
+  auto a = open_vit_block_analysis(o.analysis, o.block);
+  const auto hits = a->top_patches(o.request.expert, o.request.count);
+  if (hits.empty() && !o.output.empty())
+    throw UsageError("expert " + std::to_string(o.request.expert) + " of " + a->layer_name() +
+                     " gives no patch of these " + std::to_string(a->samples()) +
+                     " images a coefficient above 0 (it may serve only the class token): no sheet to draw");
+  auto name = [&](int64_t sample) {
+    const auto label = static_cast<size_t>(a->labels()[static_cast<size_t>(sample)]);
+    return label < a->class_names().size() ? a->class_names()[label] : "class " + std::to_string(label);
+  };
+  if (!o.output.empty()) {
+#ifdef MUMOE_WITH_OPENCV
+    std::vector<analysis::ContactSheetTile> tiles;
+    for (const auto& hit : hits) tiles.push_back({a->patch_tile(hit), name(hit.sample), two_decimals(hit.coefficient)});
+    analysis::write_contact_sheet(o.output,
+                                  a->layer_name() + ", expert " + std::to_string(o.request.expert) + ": top " +
+                                      std::to_string(hits.size()) + " images by their strongest patch",
+                                  tiles);
+#else
+    throw UsageError("this build has no OpenCV: PNG galleries are not available");
+#endif
+  }
+  if (o.analysis.json) {
+    nlohmann::json j = {{"model", o.analysis.model.model}, {"data", o.analysis.session.data_spec},
+                        {"layer", a->layer_name()},        {"expert", o.request.expert},
+                        {"images", a->samples()},          {"patch_grid", a->grid()},
+                        {"items", nlohmann::json::array()}};
+    for (const auto& hit : hits)
+      j["items"].push_back({{"sample", hit.sample},
+                            {"patch", hit.patch},
+                            {"row", hit.patch / a->grid()},
+                            {"column", hit.patch % a->grid()},
+                            {"coefficient", hit.coefficient},
+                            {"label", a->labels()[static_cast<size_t>(hit.sample)]},
+                            {"class_name", name(hit.sample)}});
+    if (!o.output.empty()) j["output"] = o.output;
+    std::cout << j.dump(2) << "\n";
+    return kSuccess;
+  }
+  std::cout << a->layer_name() << ", expert " << o.request.expert << ": the " << hits.size() << " images of "
+            << a->samples() << " whose patches use it most\n";
+  for (const auto& hit : hits)
+    std::cout << "  sample " << std::setw(6) << hit.sample << "  patch (" << hit.patch / a->grid() << ", "
+              << hit.patch % a->grid() << ")  a = " << two_decimals(hit.coefficient) << "  " << name(hit.sample) << "\n";
+  if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
+  return kSuccess;
+}
+
 int run_gallery(GalleryOptions& o) {
   io::refuse_output_over_inputs(o.output, "--output", analysis_inputs(o.analysis));
   o.request.order = o.top ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
   if (is_text_model(o.analysis)) return run_text_gallery(o);
+  if (is_vit_block_layer(o.analysis)) return run_block_gallery(o);
   auto session = open_analysis(o.analysis);
   const auto answer = session->gallery(o.request);
   const auto& g = answer.value;
@@ -128,6 +182,7 @@ Command add_gallery_command(CLI::App& parent) {
   app->add_option("--context", o->context, "GPT models: tokens of context on each side (default 24)");
   app->add_flag("--ansi", o->ansi, "GPT models: mark the token in reverse video instead of «»");
   o->text.add_to(app);
+  o->block.add_to(app);
   return {app, [o]() { return run_gallery(*o); }};
 }
 

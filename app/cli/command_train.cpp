@@ -29,6 +29,8 @@ struct TrainCommandOptions {
   int64_t rank = 64, feature_dim = 128;
   std::string backbone = "cnn2";  ///< image data: "cnn2" (the demo CNN) or "vit" (timm layout)
   int64_t patch_size = 7;  ///< the ViT's (feature_dim is its width; --layers and --heads as the GPT's)
+  int64_t mlp_experts = 0;  ///< ViT: > 0 makes every block's MLP a μMoE block with this many experts
+  int64_t mlp_rank = 0;     ///< its CP rank (0 = parameter-matched to the dense MLP)
   train::TrainOptions train;
   LanguageModelRequest lm;  ///< the GPT's own options (text SPECs)
   bool json = false, quiet = false, overwrite = false;
@@ -67,6 +69,8 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("feature_dim", "--feature-dim", o.feature_dim);
   take("backbone", "--backbone", o.backbone);
   take("patch_size", "--patch-size", o.patch_size);
+  take("mlp_experts", "--mlp-experts", o.mlp_experts);
+  take("mlp_rank", "--mlp-rank", o.mlp_rank);
   take("epochs", "--epochs", o.train.epochs);
   take("batch_size", "--batch-size", o.train.batch_size);
   take("learning_rate", "--lr", o.train.learning_rate);
@@ -150,6 +154,14 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
       backbone.vit.depth = o.lm.layers;
       backbone.vit.heads = o.lm.heads;
       backbone.vit.mlp_dim = 4 * o.feature_dim;
+      if (o.mlp_experts > 0) {
+        const auto& v = backbone.vit;
+        const auto rank = o.mlp_rank > 0 ? o.mlp_rank : nn::parameter_matched_cp_rank(v.width, v.mlp_dim, o.mlp_experts);
+        for (int64_t i = 0; i < v.depth; ++i)
+          backbone.vit.mumoe_mlps[i] = nn::mumoe_mlp_config(v.width, v.mlp_dim, o.mlp_experts, rank, head.gate_activation);
+      }
+    } else if (o.mlp_experts > 0) {
+      throw UsageError("--mlp-experts is for --backbone vit");
     } else if (o.backbone != "cnn2") {
       throw UsageError("--backbone must be cnn2 or vit, got '" + o.backbone + "'");
     }
@@ -249,6 +261,9 @@ Command add_train_command(CLI::App& parent) {
                   "For image data: cnn2 (the demo CNN, default) or vit (a timm-layout Vision Transformer of width "
                   "--feature-dim)");
   app->add_option("--patch-size", o->patch_size, "ViT patch size (default 7; must divide the image size)");
+  app->add_option("--mlp-experts", o->mlp_experts,
+                  "ViT: make every block's MLP a μMoE two-layer block with this many experts (default 0: timm's MLP)");
+  app->add_option("--mlp-rank", o->mlp_rank, "ViT μMoE MLPs: CP rank (default: parameter-matched to the dense MLP)");
   app->add_option("--epochs", o->train.epochs, "Epochs (default 10)");
   app->add_option("--batch-size", o->train.batch_size, "Batch size (default 128)");
   app->add_option("--lr", o->train.learning_rate, "Peak learning rate (default 2e-3)");

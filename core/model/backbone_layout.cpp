@@ -84,7 +84,27 @@ InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, co
   if (qkv[0] != 3 * v.width || qkv[1] != v.width)
     r.fail("blocks.0.attn.qkv.weight has shape [" + std::to_string(qkv[0]) + ", " + std::to_string(qkv[1]) +
            "], expected [3·width, width] with width " + std::to_string(v.width));
-  v.mlp_dim = r.shape("blocks.0.mlp.fc1.weight", 2)[0];
+  // Each block's MLP is timm's fc1/fc2 or a μMoE two-layer block ("blocks.{i}.mlp.projs.0").
+  std::vector<ModelLayer> layers;
+  v.mlp_dim = 0;
+  for (int64_t i = 0; i < v.depth; ++i) {
+    const auto mlp = "blocks." + std::to_string(i) + ".mlp.";
+    if (r.has(mlp + "fc1.weight")) {
+      v.mlp_dim = r.shape(mlp + "fc1.weight", 2)[0];
+      continue;
+    }
+    if (!r.has(mlp + "projs.0")) r.fail("block " + std::to_string(i) + " has neither mlp.fc1 nor a μMoE mlp (mlp.projs.0)");
+    if (layers.empty()) layers = infer_layers(shapes, overrides, path);
+    const ModelLayer* found = nullptr;
+    for (const auto& layer : layers)
+      if (layer.prefix == prefix + mlp) found = &layer;
+    if (!found || found->legacy_factor_keys || !found->config.is_block() || found->config.input_dim != v.width ||
+        found->config.final_output_dim() != v.width)
+      r.fail("the μMoE MLP of block " + std::to_string(i) + " is not a two-layer μMoE block " +
+             std::to_string(v.width) + " → hidden → " + std::to_string(v.width) + " (MuMoE and MuMoE2 factors)");
+    v.mumoe_mlps[i] = found->config;
+    if (v.mlp_dim == 0) v.mlp_dim = found->config.output_dim;
+  }
   // Heads cannot be seen in the weights: a head dimension of 64, except for the widths whose
   // standard models use 16 heads of another size (ViT-H 1280, ViT-g 1408, ViT-G 1664).
   const std::map<int64_t, int64_t> sixteen_heads = {{1280, 16}, {1408, 16}, {1664, 16}};
@@ -172,9 +192,6 @@ std::optional<InferredBackbone> infer_backbone(const ShapeMap& shapes, const Lay
   std::optional<InferredBackbone> found;
   try {
     if (auto prefix = prefix_of(shapes, "patch_embed.proj.weight")) {
-      // μMoE MLP blocks inside the ViT are not run as a classifier yet: bare layers, as before.
-      for (const auto& [key, shape] : shapes)
-        if (starts_with(key, *prefix + "blocks.") && ends_with(key, "projs.0")) return std::nullopt;
       found = infer_vit(shapes, *prefix, overrides, path);
     } else if (auto resnet = prefix_of(shapes, "layer1.0.conv1.weight");
                resnet && shapes.count(*resnet + "conv1.weight")) {
@@ -217,11 +234,15 @@ Manifest torchscript_classifier_manifest(const Manifest& head_file, const Layout
 std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& backbone,
                                                      const std::vector<ModelLayer>& layers) {
   std::vector<const ModelLayer*> heads;
+  const auto& mlps = backbone.config.vit.mumoe_mlps;
   for (const auto& layer : layers) {
     // A ResNet at the top level owns "fc." only if a μMoE layer is there; a ViT's blocks never
-    // hold the head.
+    // hold the head (their μMoE MLPs are part of the backbone).
     const bool inside = !backbone.prefix.empty() && starts_with(layer.prefix, backbone.prefix);
-    if (!inside && layer.config.input_dim == backbone.config.feature_dim) heads.push_back(&layer);
+    bool block_mlp = false;
+    for (const auto& entry : mlps)
+      block_mlp = block_mlp || layer.prefix == backbone.prefix + vit_mlp_layer_name(entry.first) + ".";
+    if (!inside && !block_mlp && layer.config.input_dim == backbone.config.feature_dim) heads.push_back(&layer);
   }
   if (heads.size() != 1) return std::nullopt;
   Manifest m;
@@ -232,6 +253,8 @@ std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& bac
   ModelLayer head = *heads.front();
   head.name = "head";
   m.layers = {head};
+  for (const auto& [block, config] : mlps)
+    m.layers.push_back({vit_mlp_layer_name(block), backbone.prefix + vit_mlp_layer_name(block) + ".", config, false});
   m.provenance = {{"source", "PyTorch state_dict; backbone and head inferred from key names and shapes"},
                   {"backbone_preset", backbone.preset},
                   {"backbone_preset_given", backbone.preset_given}};

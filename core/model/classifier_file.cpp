@@ -14,6 +14,8 @@ Manifest image_classifier_manifest(const nn::ImageClassifier& classifier, std::v
   m.architecture = kImageClassifierArchitecture;
   m.architecture_config = {{"backbone", nn::to_json(classifier->backbone_config())}};
   m.layers = {{"head", "head.", classifier->head()->config(), false}};
+  for (const auto& [block, config] : classifier->backbone_config().vit.mumoe_mlps)
+    m.layers.push_back({vit_mlp_layer_name(block), "backbone." + vit_mlp_layer_name(block) + ".", config, false});
   m.label_names = std::move(label_names);
   m.provenance = std::move(provenance);
   return m;
@@ -57,19 +59,36 @@ void check_no_foreign_tensors(const ModelFile& file, const nn::ImageClassifier& 
 
 }  // namespace
 
-nn::ImageClassifier load_image_classifier(const ModelFile& file) {
-  const auto& m = file.manifest();
-  if (m.architecture != kImageClassifierArchitecture)
-    throw FileError(file.path(), "is a '" + m.architecture + "' model, not an image classifier");
+nn::BackboneConfig manifest_backbone(const Manifest& m, const std::string& path) {
   if (!m.architecture_config.contains("backbone"))
-    throw FileError(file.path(), "manifest: architecture_config lacks 'backbone'");
+    throw FileError(path, "manifest: architecture_config lacks 'backbone'");
   nn::BackboneConfig backbone;
   try {
     backbone = nn::backbone_config_from_json(m.architecture_config.at("backbone"));
   } catch (const UsageError& e) {
-    throw FileError(file.path(), std::string("manifest: ") + e.what());
+    throw FileError(path, std::string("manifest: ") + e.what());
   }
-  nn::ImageClassifier classifier(backbone, file.layer("head").config);
+  for (const auto& layer : m.layers) {
+    if (layer.name == "head") continue;
+    const auto block = vit_mlp_block(layer.name);
+    if (!block || backbone.kind != nn::BackboneKind::VisionTransformer)
+      throw FileError(path, "manifest: layer '" + layer.name + "' is neither the head nor a ViT block's MLP");
+    if (layer.legacy_factor_keys) throw FileError(path, "manifest: layer '" + layer.name + "' has legacy keys");
+    backbone.vit.mumoe_mlps[*block] = layer.config;
+  }
+  try {
+    backbone.validate();
+  } catch (const UsageError& e) {
+    throw FileError(path, std::string("manifest: ") + e.what());
+  }
+  return backbone;
+}
+
+nn::ImageClassifier load_image_classifier(const ModelFile& file) {
+  const auto& m = file.manifest();
+  if (m.architecture != kImageClassifierArchitecture)
+    throw FileError(file.path(), "is a '" + m.architecture + "' model, not an image classifier");
+  nn::ImageClassifier classifier(manifest_backbone(m, file.path()), file.layer("head").config);
   check_no_foreign_tensors(file, classifier);
   file.load_into(*classifier, [&file](const std::string& key) { return classifier_file_key(file, key); });
   classifier->eval();

@@ -3,6 +3,11 @@
 // Our own files keep the module's keys ("backbone.…", "head.…"). A user's state dict keeps its
 // own: architecture_config.backbone_prefix says where the backbone's keys are ("0.", "") and the
 // head layer's prefix where the head's are ("1.", "fc."); classifier_file_key maps between them.
+//
+// A ViT whose blocks' MLPs are μMoE blocks lists each of them as a manifest layer named
+// "blocks.{i}.mlp" (prefix: where its keys are, "backbone.blocks.{i}.mlp." in our own files),
+// beside "head" (model/manifest.h: vit_mlp_layer_name); load_image_classifier builds those
+// blocks from these layers.
 #pragma once
 
 #include <string>
@@ -16,7 +21,8 @@ namespace mumoe::model {
 
 inline constexpr const char* kImageClassifierArchitecture = "image-classifier";
 
-/// The manifest describing `classifier` (head layer "head", backbone in architecture_config).
+/// The manifest describing `classifier` (head layer "head", a ViT's μMoE MLPs as layers
+/// "blocks.{i}.mlp", backbone in architecture_config).
 Manifest image_classifier_manifest(const nn::ImageClassifier& classifier, std::vector<std::string> label_names,
                                    nlohmann::json provenance);
 
@@ -26,6 +32,10 @@ void save_image_classifier(const std::string& path, const nn::ImageClassifier& c
 
 /// The (prefix-stripped) file key of the classifier module's key "backbone.X" or "head.X".
 std::string classifier_file_key(const ModelFile& file, const std::string& module_key);
+
+/// The backbone an image-classifier manifest describes, with a ViT's μMoE MLPs from its
+/// "blocks.{i}.mlp" layers, validated. Throws FileError(path, "manifest: …").
+nn::BackboneConfig manifest_backbone(const Manifest& manifest, const std::string& path);
 
 /// Builds the classifier stored in `file` (eval mode, CPU). Throws FileError when the file is not
 /// an image classifier, its tensors do not fit, or it holds tensors the classifier does not have

@@ -41,7 +41,11 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
                      "classifier, or analyse the GPT with a text SPEC (e.g. `mumoe gallery GPT --data fortunes`)");
   if (file.manifest().architecture == kImageClassifierArchitecture) {
     if (!layer.empty() && layer != "head")
-      throw UsageError(file.path() + " is an image classifier; its only μMoE layer is 'head', not '" + layer + "'");
+      throw UsageError(file.path() + " is an image classifier; " +
+                       (vit_mlp_block(layer) ? "its block MLP '" + layer +
+                                                   "' is analysed by `mumoe gallery` and `mumoe ablate` (--layer " +
+                                                   layer + "); this command works on its 'head'"
+                                             : "its μMoE layer here is 'head', not '" + layer + "'"));
     m.classifier_ = load_image_classifier(file);
     m.layer_ = m.classifier_->head();
     m.layer_name_ = "head";
@@ -52,6 +56,12 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
   }
   m.layer_->eval();
   return m;
+}
+
+torch::Tensor ClassifierModel::backbone_inputs(const data::Dataset& data, const torch::Tensor& indices,
+                                               const torch::Device& device) const {
+  if (!has_backbone()) throw UsageError("the μMoE layer '" + layer_name_ + "' has no backbone: its inputs are features");
+  return prepared_images(classifier_, data, indices, device);
 }
 
 ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier classifier,

@@ -55,6 +55,11 @@ class ClassifierModel {
   /// feature rows for feature files. float32 [n, I] on the CPU. No gradients.
   torch::Tensor layer_inputs(const data::Dataset& data, int64_t begin, int64_t end);
 
+  /// The backbone's inputs for samples `indices` (long [B]) on `device`: decoded (streamed data
+  /// one image at a time) and preprocessed [B, C, S, S]. Throws UsageError for a bare layer.
+  torch::Tensor backbone_inputs(const data::Dataset& data, const torch::Tensor& indices,
+                                const torch::Device& device) const;
+
   /// The analysed μMoE layer (shared with the model: moving or casting it changes the model).
   nn::MuMoEBlock layer() const { return layer_; }
   const std::string& layer_name() const { return layer_name_; }

@@ -123,4 +123,17 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
   return m;
 }
 
+std::string vit_mlp_layer_name(int64_t block) { return "blocks." + std::to_string(block) + ".mlp"; }
+
+std::optional<int64_t> vit_mlp_block(const std::string& name) {
+  static const std::string kBefore = "blocks.", kAfter = ".mlp";
+  if (name.size() <= kBefore.size() + kAfter.size() || name.rfind(kBefore, 0) != 0 ||
+      name.compare(name.size() - kAfter.size(), kAfter.size(), kAfter) != 0)
+    return std::nullopt;
+  const auto digits = name.substr(kBefore.size(), name.size() - kBefore.size() - kAfter.size());
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  return std::stoll(digits);
+}
+
 }  // namespace mumoe::model

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,6 +46,12 @@ struct Manifest {
   std::vector<std::string> attribute_names;
   nlohmann::json provenance = nlohmann::json::object();
 };
+
+/// "blocks.{block}.mlp": the layer name of a ViT block's μMoE MLP in an image classifier's
+/// manifest (model/classifier_file.h).
+std::string vit_mlp_layer_name(int64_t block);
+/// The block of a layer named "blocks.{i}.mlp", or nothing for any other name.
+std::optional<int64_t> vit_mlp_block(const std::string& layer_name);
 
 nlohmann::json to_json(const nn::LayerConfig& config);
 nlohmann::json to_json(const Manifest& manifest);

@@ -15,8 +15,13 @@
 namespace mumoe::model {
 namespace {
 
+struct Sidecar {
+  nlohmann::json manifest;
+  std::string checkpoint_key;  ///< "" when none was chosen
+};
+
 // The manifest in `sidecar` when it describes `model_path` as it is now (same byte count).
-std::optional<nlohmann::json> read_sidecar(const std::string& sidecar, const std::string& model_path) {
+std::optional<Sidecar> read_sidecar(const std::string& sidecar, const std::string& model_path) {
   if (!io::regular_file_exists(sidecar)) return std::nullopt;
   std::ifstream in(sidecar);
   nlohmann::json json;
@@ -31,7 +36,12 @@ std::optional<nlohmann::json> read_sidecar(const std::string& sidecar, const std
   const auto bytes = std::filesystem::file_size(model_path, ec);
   if (ec || !json.at("model_file_bytes").is_number_unsigned() || json.at("model_file_bytes").get<uint64_t>() != bytes)
     return std::nullopt;  // stale: the checkpoint was written again since
-  return json.at("manifest");
+  Sidecar out{json.at("manifest"), ""};
+  if (json.contains("checkpoint_key")) {
+    if (!json.at("checkpoint_key").is_string()) throw FileError(sidecar, "'checkpoint_key' is not a string");
+    out.checkpoint_key = json.at("checkpoint_key").get<std::string>();
+  }
+  return out;
 }
 
 std::string layer_names(const Manifest& m) {
@@ -43,7 +53,12 @@ std::string layer_names(const Manifest& m) {
 }  // namespace
 
 ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overrides) {
-  ModelFile model(io::open_tensor_archive(path, overrides.checkpoint_key));
+  // Remembered choices (open_options.h) apply unless choices are given now; they may name the
+  // state dict of a checkpoint that holds several.
+  const auto sidecar = manifest_sidecar_path(path);
+  const auto remembered = chooses_layout(overrides) ? std::nullopt : read_sidecar(sidecar, path);
+  ModelFile model(io::open_tensor_archive(
+      path, remembered && overrides.checkpoint_key.empty() ? remembered->checkpoint_key : overrides.checkpoint_key));
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& e : model.file_->entries()) {
     const auto stripped = strip_wrapper_prefixes(e.name);
@@ -55,7 +70,6 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
 
   const auto& meta = model.file_->metadata();
   auto it = meta.find(kManifestMetadataKey);
-  const auto sidecar = manifest_sidecar_path(path);
   if (it != meta.end()) {
     nlohmann::json json;
     try {
@@ -64,10 +78,10 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
       throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
     }
     model.manifest_ = manifest_from_json(json, path);
-  } else if (auto json = chooses_layout(overrides) ? std::nullopt : read_sidecar(sidecar, path)) {
+  } else if (remembered) {
     // A PyTorch checkpoint this program wrote (it has no metadata of its own), or one whose
     // opening choices were remembered (open_options.h); choices given now infer afresh.
-    model.manifest_ = manifest_from_json(*json, sidecar);
+    model.manifest_ = manifest_from_json(remembered->manifest, sidecar);
   } else {
     model.inferred_ = true;
     model.manifest_.layers = infer_layers(shapes, overrides, path);
@@ -116,11 +130,14 @@ const ModelLayer& ModelFile::single_layer() const {
 
 std::string manifest_sidecar_path(const std::string& model_path) { return model_path + ".mumoe.json"; }
 
-void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest) {
+void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest,
+                            const std::string& checkpoint_key) {
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(model_path, ec);
   if (ec) throw WriteError(model_path, "cannot size the checkpoint for its manifest: " + ec.message());
-  const auto text = nlohmann::json({{"manifest", to_json(manifest)}, {"model_file_bytes", bytes}}).dump(1) + "\n";
+  nlohmann::json json = {{"manifest", to_json(manifest)}, {"model_file_bytes", bytes}};
+  if (!checkpoint_key.empty()) json["checkpoint_key"] = checkpoint_key;
+  const auto text = json.dump(1) + "\n";
   io::AtomicFileWriter out(manifest_sidecar_path(model_path));
   out.write(text.data(), text.size());
   out.commit();

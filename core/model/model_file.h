@@ -77,12 +77,14 @@ class ModelFile {
 };
 
 /// Where the manifest of a PyTorch checkpoint written by this program lives: "<path>.mumoe.json"
-/// (a checkpoint has no metadata of its own): {"manifest": …, "model_file_bytes": N}. load()
-/// reads it when the file has no manifest of its own and still has N bytes (a checkpoint
-/// re-saved since is inferred afresh).
+/// (a checkpoint has no metadata of its own): {"manifest": …, "model_file_bytes": N} and, for a
+/// checkpoint holding several state dicts, "checkpoint_key". load() reads it when the file has no
+/// manifest of its own and still has N bytes (a checkpoint re-saved since is inferred afresh).
 std::string manifest_sidecar_path(const std::string& model_path);
-/// Writes the sidecar of `model_path` (which must exist) atomically. Throws WriteError.
-void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest);
+/// Writes the sidecar of `model_path` (which must exist) atomically, with the state dict's key
+/// in the checkpoint when it was chosen ("" = none). Throws WriteError.
+void write_manifest_sidecar(const std::string& model_path, const Manifest& manifest,
+                            const std::string& checkpoint_key = "");
 
 /// The tensors of one block under `layer.prefix`, in the reference key layout (parameters and
 /// buffers, including num_batches_tracked as I64).

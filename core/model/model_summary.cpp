@@ -30,13 +30,7 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   const auto& m = file.manifest();
   s.architecture = file.inferred() && m.architecture != kImageClassifierArchitecture ? "pytorch-state-dict" : m.architecture;
   if (m.architecture_config.contains("backbone")) {
-    nn::BackboneConfig backbone;
-    try {
-      backbone = nn::backbone_config_from_json(m.architecture_config.at("backbone"));
-    } catch (const UsageError& e) {
-      throw FileError(path, std::string("manifest: ") + e.what());
-    }
-    s.backbone = backbone.describe();
+    s.backbone = manifest_backbone(m, path).describe();
     s.backbone_json = m.architecture_config.at("backbone").dump();
     s.backbone_prefix = m.architecture_config.value("backbone_prefix", std::string("backbone."));
     s.backbone_preset = m.architecture_config.value("backbone_preset", std::string());

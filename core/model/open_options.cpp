@@ -40,7 +40,7 @@ std::string remember_open_options(const std::string& path, const LayoutOverrides
   io::refuse_output_over_inputs(manifest_sidecar_path(path), "the remembered options",
                                 {{path, "the model"}, {chosen.torchscript_backbone, "the TorchScript backbone"}});
   const auto file = ModelFile::load(path, chosen);
-  write_manifest_sidecar(path, file.manifest());
+  write_manifest_sidecar(path, file.manifest(), chosen.checkpoint_key);
   return manifest_sidecar_path(path);
 }
 

@@ -68,6 +68,15 @@ void BackboneConfig::validate() const {
         throw UsageError("backbone: pool must be 'token' or 'avg', got '" + vit.pool + "'");
       if (vit.pool == "token" && !vit.class_token) throw UsageError("backbone: token pooling needs a class token");
       if (!(vit.norm_eps > 0)) throw UsageError("backbone: norm_eps must be positive");
+      for (const auto& [block, mlp] : vit.mumoe_mlps) {
+        const std::string name = "backbone: μMoE MLP of block " + std::to_string(block);
+        if (block < 0 || block >= vit.depth)
+          throw UsageError(name + ": the ViT has blocks 0–" + std::to_string(vit.depth - 1));
+        if (!mlp.is_block() || mlp.input_dim != vit.width || mlp.final_output_dim() != vit.width)
+          throw UsageError(name + " must be a two-layer μMoE block " + std::to_string(vit.width) + " → hidden → " +
+                           std::to_string(vit.width));
+        mlp.validate();
+      }
       break;
     case BackboneKind::ResNet:
       for (auto b : resnet.blocks) require_positive(b, "blocks per stage");
@@ -111,6 +120,8 @@ std::string BackboneConfig::describe() const {
       return "ViT/" + std::to_string(vit.patch_size) + " " + std::to_string(image_size) + " px (" +
              std::to_string(vit.depth) + " blocks, width " + std::to_string(vit.width) + ", " +
              std::to_string(vit.heads) + " heads, " + (vit.activation == MlpActivation::QuickGelu ? "QuickGELU" : "GELU") +
+             (vit.mumoe_mlps.empty() ? std::string()
+                                     : ", μMoE MLPs in " + std::to_string(vit.mumoe_mlps.size()) + " blocks") +
              ")";
     case BackboneKind::ResNet: {
       int64_t layers = 2;
@@ -295,6 +306,31 @@ MlpActivation parse_mlp_activation(const std::string& text) {
   if (t == "gelu") return MlpActivation::Gelu;
   if (t == "quick_gelu" || t == "quickgelu") return MlpActivation::QuickGelu;
   throw UsageError("unknown MLP activation '" + text + "' (expected gelu or quick_gelu)");
+}
+
+LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int64_t cp_rank,
+                             GateActivationKind activation) {
+  LayerConfig c;
+  c.factorization = Factorization::CP;
+  c.input_dim = width;
+  c.output_dim = hidden;
+  c.second_dim = width;
+  c.expert_dims = {experts};
+  c.cp_rank = cp_rank;
+  c.use_bias = true;
+  c.gate_norm = GateNorm::LayerNorm;
+  c.gate_activation = activation;
+  c.input_layer_norm = true;
+  c.validate();
+  return c;
+}
+
+int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts) {
+  const int64_t dense = 2 * width * hidden + hidden + width;
+  // Per unit of rank: U1 (experts) + U2 (width+1) + U3 (hidden), then the same for layer 2;
+  // gating (width·experts) and the input LayerNorm (2·width) come on top.
+  const int64_t per_rank = 2 * experts + (width + 1) + hidden + (hidden + 1) + width;
+  return std::max<int64_t>(1, (dense - width * experts - 2 * width) / per_rank);
 }
 
 }  // namespace mumoe::nn

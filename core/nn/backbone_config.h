@@ -17,8 +17,11 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "nn/layer_config.h"
 
 namespace mumoe::nn {
 
@@ -44,6 +47,12 @@ struct VitConfig {
   bool fc_norm = false;      ///< LayerNorm after pooling instead of `norm` before it
   MlpActivation activation = MlpActivation::Gelu;
   double norm_eps = 1e-6;    ///< timm's default; CLIP uses 1e-5
+  /// Blocks whose MLP is a μMoE two-layer block (width → mlp_dim → width, spec §1) instead of
+  /// timm's fc1/fc2, by block index: "blocks.{i}.mlp" then holds the reference layout (projs.0,
+  /// MuMoE.factors.*, MuMoE2.factors.*) and the block computes x + μMoE(norm2(x)). Not written
+  /// by to_json(BackboneConfig): a model file's manifest lists these as μMoE layers named
+  /// "blocks.{i}.mlp" (model/classifier_file.h), the one place a layer's configuration lives.
+  std::map<int64_t, LayerConfig> mumoe_mlps;
 };
 
 struct ResNetConfig {
@@ -104,6 +113,15 @@ std::vector<std::string> backbone_preset_names();
 /// Throws UsageError listing the presets for an unknown name, or when the preset is for another
 /// kind of backbone than `config`.
 void apply_backbone_preset(BackboneConfig& config, const std::string& preset);
+
+/// A μMoE two-layer block that replaces a transformer MLP width → hidden → width: CP with
+/// `cp_rank`, one expert mode of `experts`, LayerNorm gating, an input LayerNorm and a bias row
+/// (the reference's MuMoE(..., apply_ln=True, normalization='ln'), as in the project's GPT).
+LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int64_t cp_rank,
+                             GateActivationKind activation = GateActivationKind::Entmax15);
+/// The CP rank whose μMoE block has no more parameters than the dense MLP it replaces
+/// (2·width·hidden weights + biases), as the paper's parameter-matched models; at least 1.
+int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts);
 
 std::string to_string(MlpActivation activation);
 MlpActivation parse_mlp_activation(const std::string& text);  ///< "gelu" | "quick_gelu"

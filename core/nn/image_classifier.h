@@ -37,6 +37,8 @@ class ImageClassifierImpl : public torch::nn::Module {
 
   const BackboneConfig& backbone_config() const { return backbone_config_; }
   MuMoEBlock head() const { return head_; }
+  /// The backbone module (its tokens() view for a ViT).
+  std::shared_ptr<BackboneImpl> backbone() const { return backbone_; }
 
  private:
   BackboneConfig backbone_config_;

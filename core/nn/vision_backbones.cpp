@@ -100,30 +100,41 @@ tnn::LayerNorm layer_norm(int64_t width, double eps) {
 }
 
 struct VitBlockImpl : tnn::Module {
-  explicit VitBlockImpl(const VitConfig& c) {
+  VitBlockImpl(const VitConfig& c, int64_t index) {
     norm1 = register_module("norm1", layer_norm(c.width, c.norm_eps));
     attn = register_module("attn", VitAttention(c.width, c.heads));
     norm2 = register_module("norm2", layer_norm(c.width, c.norm_eps));
-    mlp = register_module("mlp", VitMlp(c.width, c.mlp_dim, c.activation));
+    if (auto it = c.mumoe_mlps.find(index); it != c.mumoe_mlps.end())
+      mumoe_mlp = register_module("mlp", MuMoEBlock(it->second));
+    else
+      mlp = register_module("mlp", VitMlp(c.width, c.mlp_dim, c.activation));
     if (c.layer_scale) {
       ls1 = register_module("ls1", LayerScale(c.width));
       ls2 = register_module("ls2", LayerScale(c.width));
     }
   }
-  torch::Tensor forward(torch::Tensor x) {
+  // x + attention: the stream the MLP half reads.
+  torch::Tensor attention_residual(const torch::Tensor& x) {
     auto a = attn->forward(norm1->forward(x));
-    x = x + (ls1 ? ls1->forward(a) : a);
-    auto m = mlp->forward(norm2->forward(x));
-    return x + (ls2 ? ls2->forward(m) : m);
+    return x + (ls1 ? ls1->forward(a) : a);
+  }
+  // h + MLP: acts on each token alone.
+  torch::Tensor mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation = {}) {
+    auto m = mumoe_mlp ? mumoe_mlp->forward(norm2->forward(h), ablation).output : mlp->forward(norm2->forward(h));
+    return h + (ls2 ? ls2->forward(m) : m);
+  }
+  torch::Tensor forward(const torch::Tensor& x, const ExpertAblation& ablation = {}) {
+    return mlp_residual(attention_residual(x), ablation);
   }
   tnn::LayerNorm norm1{nullptr}, norm2{nullptr};
   VitAttention attn{nullptr};
   VitMlp mlp{nullptr};
+  MuMoEBlock mumoe_mlp{nullptr};  ///< instead of mlp, when configured
   LayerScale ls1{nullptr}, ls2{nullptr};
 };
 TORCH_MODULE(VitBlock);
 
-class VisionTransformerImpl : public BackboneImpl {
+class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
  public:
   explicit VisionTransformerImpl(const BackboneConfig& b) : config_(b.vit) {
     const auto& c = config_;
@@ -134,7 +145,7 @@ class VisionTransformerImpl : public BackboneImpl {
     pos_embed_ = register_parameter("pos_embed", torch::randn({1, positions, c.width}) * 0.02);
     if (c.norm_pre) norm_pre_ = register_module("norm_pre", layer_norm(c.width, c.norm_eps));
     blocks_ = register_module("blocks", tnn::ModuleList());
-    for (int64_t i = 0; i < c.depth; ++i) blocks_->push_back(VitBlock(c));
+    for (int64_t i = 0; i < c.depth; ++i) blocks_->push_back(VitBlock(c, i));
     // timm: use_fc_norm replaces the final norm by Identity and normalises after pooling.
     if (c.fc_norm)
       fc_norm_ = register_module("fc_norm", layer_norm(c.width, c.norm_eps));
@@ -143,6 +154,17 @@ class VisionTransformerImpl : public BackboneImpl {
   }
 
   torch::Tensor forward(const torch::Tensor& images) override {
+    auto x = embed(images);
+    for (int64_t i = 0; i < config_.depth; ++i) x = block(i)->forward(x);
+    return pool(x);
+  }
+
+  TokenBackbone* tokens() override { return this; }
+  int64_t depth() const override { return config_.depth; }
+  int64_t prefix_tokens() const override { return config_.class_token ? 1 : 0; }
+  MuMoEBlock mumoe_mlp(int64_t index) const override { return block(index)->mumoe_mlp; }
+
+  torch::Tensor embed(const torch::Tensor& images) override {
     const auto& c = config_;
     auto x = patch_embed_->forward(images);
     const auto batch = x.size(0);
@@ -154,15 +176,49 @@ class VisionTransformerImpl : public BackboneImpl {
     } else {
       x = torch::cat({cls_token_.expand({batch, -1, -1}), x + pos_embed_}, 1);
     }
-    if (norm_pre_) x = norm_pre_->forward(x);
-    for (const auto& block : *blocks_) x = block->as<VitBlockImpl>()->forward(x);
-    if (norm_) x = norm_->forward(x);
-    const int64_t prefix = c.class_token ? 1 : 0;
-    x = c.pool == "token" ? x.select(1, 0) : x.slice(1, prefix).mean(1);
+    return norm_pre_ ? norm_pre_->forward(x) : x;
+  }
+
+  torch::Tensor run_block(const torch::Tensor& stream, int64_t index, const ExpertAblation& ablation) override {
+    auto b = block(index);
+    if (!ablation.empty() && !b->mumoe_mlp)
+      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block: nothing to ablate");
+    return b->forward(stream, ablation);
+  }
+
+  torch::Tensor attention_residual(const torch::Tensor& stream, int64_t index) override {
+    return block(index)->attention_residual(stream);
+  }
+
+  torch::Tensor mlp_residual(const torch::Tensor& attended, int64_t index, const ExpertAblation& ablation) override {
+    auto b = block(index);
+    if (!ablation.empty() && !b->mumoe_mlp)
+      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block: nothing to ablate");
+    return b->mlp_residual(attended, ablation);
+  }
+
+  std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t index) override {
+    auto b = block(index);
+    if (!b->mumoe_mlp) throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block");
+    return b->mumoe_mlp->coefficients(b->norm2->forward(attended));
+  }
+
+  bool pools_class_token() const override { return config_.pool == "token"; }
+
+  torch::Tensor pool(const torch::Tensor& stream) override {
+    const auto& c = config_;
+    auto x = norm_ ? norm_->forward(stream) : stream;
+    x = c.pool == "token" ? x.select(1, 0) : x.slice(1, prefix_tokens()).mean(1);
     return fc_norm_ ? fc_norm_->forward(x) : x;
   }
 
  private:
+  VitBlock block(int64_t index) const {
+    if (index < 0 || index >= config_.depth)
+      throw UsageError("the ViT has blocks 0–" + std::to_string(config_.depth - 1) + ", not " + std::to_string(index));
+    return VitBlock(blocks_->ptr<VitBlockImpl>(static_cast<size_t>(index)));
+  }
+
   VitConfig config_;
   PatchEmbed patch_embed_{nullptr};
   torch::Tensor cls_token_, pos_embed_;

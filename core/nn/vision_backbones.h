@@ -6,16 +6,52 @@
 #include <torch/nn/module.h>
 
 #include <memory>
+#include <vector>
 
 #include "nn/backbone_config.h"
+#include "nn/expert_ablation.h"
+#include "nn/mumoe_block.h"
 
 namespace mumoe::nn {
+
+/// The steps of a transformer backbone one at a time, for analysing the μMoE MLP of one block
+/// (the residual stream entering block L is cached; ablating an expert of block L re-runs only
+/// blocks L… and the pooling). forward(images) == pool(run_block(… run_block(embed(images), 0) …)).
+class TokenBackbone {
+ public:
+  virtual ~TokenBackbone() = default;
+  virtual int64_t depth() const = 0;
+  /// Block `block`'s μMoE MLP, or an empty holder when its MLP is timm's fc1/fc2.
+  virtual MuMoEBlock mumoe_mlp(int64_t block) const = 0;
+  /// Prepared images → the residual stream entering block 0 [B, T, D] (patches, class token,
+  /// positions, norm_pre).
+  virtual torch::Tensor embed(const torch::Tensor& images) = 0;
+  /// The stream after block `block`; `ablation` removes experts of its μMoE MLP (W_n := 0).
+  /// run_block(x) == mlp_residual(attention_residual(x)).
+  virtual torch::Tensor run_block(const torch::Tensor& stream, int64_t block, const ExpertAblation& ablation = {}) = 0;
+  /// Block `block`'s first half: x + attention(norm1(x)), the stream its MLP reads.
+  virtual torch::Tensor attention_residual(const torch::Tensor& stream, int64_t block) = 0;
+  /// Block `block`'s second half on that stream: h + mlp(norm2(h)), token by token.
+  virtual torch::Tensor mlp_residual(const torch::Tensor& attended, int64_t block, const ExpertAblation& ablation = {}) = 0;
+  /// The coefficients of block `block`'s μMoE MLP for attention_residual's output: per expert
+  /// mode [B, T, N_e] (token 0 is the class token when the ViT has one).
+  virtual std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t block) = 0;
+  /// The stream after the last block → features [B, D] (final norm, pooling, fc_norm).
+  virtual torch::Tensor pool(const torch::Tensor& stream) = 0;
+  /// True when pool() reads the class token alone (token 0): after the last block nothing else
+  /// reaches the features.
+  virtual bool pools_class_token() const = 0;
+  /// Tokens before the patch tokens in the stream (1 with a class token, else 0).
+  virtual int64_t prefix_tokens() const = 0;
+};
 
 /// A backbone: preprocessed images [B, in_channels, image_size, image_size] → features
 /// [B, feature_dim]. Eval-mode behaviour matches the PyTorch module it mirrors.
 class BackboneImpl : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& images) = 0;
+  /// The step-by-step view of a ViT; nullptr for other backbones.
+  virtual TokenBackbone* tokens() { return nullptr; }
 };
 
 /// The module for `config` (validated), randomly initialised; the caller loads weights.

@@ -293,6 +293,34 @@ save_expected(model, load_images("img", clip_transform()), "expected.pth")
   EXPECT_EQ(model::summarize_model_file(pth).backbone_preset, "vit_base_patch32_clip_224.openai");
 }
 
+// A training script's checkpoint with two state dicts ({"model": …, "ema": …}) needs --key; the
+// chosen key is remembered with the other options, so the file then opens with nothing else.
+TEST(VisionBackbones, RememberedOptionsKeepTheCheckpointKey) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+torch.manual_seed(1)
+model, ema = clip_vit_with_head(), clip_vit_with_head()
+torch.save({"model": model.state_dict(), "ema": ema.state_dict(), "epoch": 9}, "two.pth")
+torch.save({"head": ema.state_dict()["1.MuMoE.factors.2"]}, "ema_factor.pth")
+)py");
+  const auto pth = dir.file("two.pth");
+  EXPECT_THROW(model::ModelFile::load(pth), FileError);  // ambiguous: which state dict?
+  model::LayoutOverrides ema;
+  ema.checkpoint_key = "ema";
+  ema.backbone_preset = "vit_base_patch32_clip_quickgelu_224.openai";
+  model::remember_open_options(pth, ema);
+  const auto file = model::ModelFile::load(pth);
+  EXPECT_EQ(file.state_dict_key(), "ema");
+  EXPECT_EQ(model::summarize_model_file(pth).backbone_preset, "vit_base_patch32_clip_quickgelu_224.openai");
+  const auto wanted = read_expected(dir.file("ema_factor.pth")).at("head");
+  EXPECT_TRUE(file.read_tensor("1.MuMoE.factors.2").equal(wanted));
+  // A key given now still wins.
+  model::LayoutOverrides chosen;
+  chosen.checkpoint_key = "model";
+  EXPECT_EQ(model::ModelFile::load(pth, chosen).state_dict_key(), "model");
+}
+
 TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;

@@ -45,6 +45,33 @@ class MuMoE(nn.Module):
         u1, u2, u3 = s.MuMoE.factors
         return ((a @ u1) * (z1 @ u2)) @ u3.T
 
+class MuMoEMlp(nn.Module):
+    """A two-layer μMoE block as a ViT block's MLP (spec §1): y = μMoE₂(GELU(μMoE₁(z))) with the
+    same coefficients in both layers, LayerNorm gating and an input LayerNorm (the reference's
+    MuMoE(..., apply_ln=True, normalization='ln'), as in its GPT). `ablated`: experts whose
+    coefficient is forced to 0 (W_n := 0, spec §4)."""
+    def __init__(s, d, hidden, n, r):
+        super().__init__()
+        s.projs = nn.ParameterList([nn.Parameter(torch.randn(d, n) / math.sqrt(d))])
+        s.input_ln = nn.LayerNorm(d)
+        s.input_ln.weight.data.normal_(1, 0.2); s.input_ln.bias.data.normal_(0, 0.2)
+        s.MuMoE, s.MuMoE2 = CP(n, d, hidden, r), CP(n, hidden, d, r)
+        s.ablated, s.last = [], None
+    def coefficients(s, z):
+        a = entmax15(nn.functional.layer_norm(z @ s.projs[0], (s.projs[0].shape[1],)))
+        a[:, s.ablated] = 0
+        return a
+    @staticmethod
+    def cp(a, z, f):
+        u1, u2, u3 = f.factors
+        return ((a @ u1) * (torch.cat([z, torch.ones(z.shape[0], 1)], 1) @ u2)) @ u3.T
+    def forward(s, x):
+        z = x.reshape(-1, x.shape[-1])
+        a = s.coefficients(z)
+        s.last = a.reshape(*x.shape[:-1], -1)
+        y = s.cp(a, nn.functional.gelu(s.cp(a, s.input_ln(z), s.MuMoE)), s.MuMoE2)
+        return y.reshape(x.shape)
+
 class QuickGELU(nn.Module):
     def forward(s, x): return x * torch.sigmoid(1.702 * x)
 
@@ -132,6 +159,18 @@ def save_expected(model, x, path):
     with torch.no_grad():
         f = model[0](x)
         torch.save({"features": f, "coefficients": model[1].coefficients(f), "logits": model[1](f)}, path)
+
+def vit_with_mumoe_mlps(rank=16, clip=False):
+    """A ViT/8 at 32 px, width 64, 3 blocks (plain flavour: average pooling; clip: class-token
+    pooling): block 0 keeps timm's fc1/fc2, blocks 1 and 2 have μMoE MLPs (64 → 256 → 64,
+    6 experts, CP rank 24); a μMoE head 64 → 5, 6 experts."""
+    vit = ViT(32, 8, 64, 3, 2, clip=clip)
+    for i in (1, 2): vit.blocks[i].mlp = MuMoEMlp(64, 256, 6, 24)
+    if clip:   # sharper attention and stronger μMoE outputs: a class token that depends on the
+        for i, blk in enumerate(vit.blocks):   # image, and last-block experts that change predictions
+            blk.attn.qkv.weight.data *= 4; blk.attn.proj.weight.data *= 4
+            if i > 0: blk.mlp.MuMoE2.factors[2].data *= 4
+    return nn.Sequential(vit, MuMoE(64, 5, 6, rank)).eval()
 
 def clip_vit_with_head(rank=16):
     """The tests' CLIP-flavour model: ViT/8 at 32 px, width 128, 2 blocks of 2 heads, and a μMoE

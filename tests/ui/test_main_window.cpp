@@ -150,6 +150,22 @@ class MainWindowTest : public QObject {
     QCOMPARE(window.expertsPage()->layer(), other);
   }
 
+  // A ViT block's μMoE MLP (demo 4b) is analysed by the CLI: choosing it says so and opens
+  // nothing (no session runs).
+  void aVitBlockLayerPointsToTheCli() {
+    testkit::TempDir dir;
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    window.setCachePath(QString::fromStdString(dir.file("cache.sqlite")));
+    window.setDataSpec(QStringLiteral("features:") + QString::fromStdString(dir.file("none.safetensors")));
+    const auto demo = QStringLiteral(MUMOE_DEMO_VIT_BLOCKS_PATH);
+    QVERIFY2(window.openModel(demo), qPrintable(window.lastError()));
+    QCOMPARE(window.overviewModel()->summary().layers.size(), size_t{5});
+    window.analyzeLayer(QStringLiteral("blocks.2.mlp"));
+    QVERIFY2(window.expertsPage()->message().contains(QStringLiteral("mumoe ablate MODEL --layer blocks.2.mlp")),
+             qPrintable(window.expertsPage()->message()));
+  }
+
   void aBadFileKeepsTheOpenModelAndNamesTheFile() {
     testkit::TempDir dir;
     const auto good = writeModel(dir, "good.safetensors", {{"head", config(16, 4)}});
@@ -199,6 +215,10 @@ class MainWindowTest : public QObject {
     QCOMPARE(chosen.gate_activation, std::optional<nn::GateActivationKind>(nn::GateActivationKind::Softmax));
     QCOMPARE(chosen.label_names.size(), size_t{10});
     QCOMPARE(chosen.backbone_preset, std::string());
+    QCOMPARE(chosen.checkpoint_key, std::string());
+    dialog.checkpointKeyEdit()->setText(QStringLiteral(" ema "));
+    QCOMPARE(dialog.overrides().checkpoint_key, std::string("ema"));
+    dialog.checkpointKeyEdit()->clear();
 
     QVERIFY2(window.applyModelOptions(chosen), qPrintable(window.lastError()));
     QVERIFY(QFile::exists(sidecar));

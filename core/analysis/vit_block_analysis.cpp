@@ -1,0 +1,306 @@
+#include "analysis/vit_block_analysis.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "data/dataset.h"
+#include "io/errors.h"
+#include "model/classifier_file.h"
+#include "model/classifier_model.h"
+#include "model/model_file.h"
+#include "nn/device.h"
+
+namespace mumoe::analysis {
+namespace {
+
+constexpr int64_t kBatch = 256;
+// The residual streams kept for the sparse method (float64): ViT-B/32's 50 tokens × 768 make
+// 0.3 MB per image, so 4 GB is about 13,000 ImageNet images.
+constexpr double kMaxStreamBytes = 4e9;
+
+nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
+  auto* tokens = m.has_backbone() ? m.image_classifier()->backbone()->tokens() : nullptr;
+  if (!tokens)
+    throw UsageError("block MLPs can be analysed only in a ViT image classifier; this model's layer is '" +
+                     m.layer_name() + "'");
+  return tokens;
+}
+
+// An independent float64 copy of the classifier on `device`, in eval mode.
+model::ClassifierModel copy_model(const model::ClassifierModel& source, const torch::Device& device) {
+  auto original = source.image_classifier();
+  nn::ImageClassifier copy(original->backbone_config(), original->head()->config());
+  copy->to(device, torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  const auto params = original->named_parameters();
+  for (auto& p : copy->named_parameters()) p.value().copy_(params[p.key()]);
+  const auto buffers = original->named_buffers();
+  for (auto& b : copy->named_buffers()) b.value().copy_(buffers[b.key()]);
+  copy->eval();
+  return model::ClassifierModel::from_image_classifier(copy, source.label_names(), source.multilabel());
+}
+
+}  // namespace
+
+struct VitBlockAnalysis::Impl {
+  Impl(data::Dataset data, int64_t block, const std::string& device)
+      : data(std::move(data)), block(block), device(nn::parse_device(device)) {}
+  void check(const std::vector<int64_t>& experts) const;
+  // Logits from the stream block L's MLP reads (attention_residual of block L), its experts
+  // ablated as `ablation`.
+  torch::Tensor logits_from_attended(const torch::Tensor& attended, const nn::ExpertAblation& ablation);
+  std::vector<int64_t> predict(const torch::Tensor& logits) const;
+  nn::TokenBackbone* tokens() { return model.image_classifier()->backbone()->tokens(); }
+  int64_t samples() const { return static_cast<int64_t>(labels.size()); }
+
+  model::ClassifierModel model;  ///< float64 copy
+  data::Dataset data;
+  std::vector<std::string> class_names;
+  int64_t block;
+  int64_t experts = 0, patches = 0, prefix_tokens = 0, grid = 0;
+  torch::Device device;
+  torch::Tensor attended;      ///< block L's attention residual (its MLP's input stream) [S, T, D] on device
+  /// L is the last block and pooling reads the class token: only token 0's MLP output matters.
+  bool class_token_only = false;
+  torch::Tensor coefficients;  ///< [S, T, N] float64 CPU
+  std::vector<int64_t> labels, predictions;
+  ClassAccuracy before;
+};
+
+bool names_vit_block(const SessionOptions& options) { return model::vit_mlp_block(options.layer).has_value(); }
+
+std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& options, int64_t limit,
+                                                         const SweepCallback& progress) {
+  const auto block = model::vit_mlp_block(options.layer);
+  if (!block) throw UsageError("'" + options.layer + "' names no ViT block's MLP (blocks.{i}.mlp)");
+  const auto file = model::ModelFile::load(options.model_path, options.overrides);
+  file.layer(options.layer);  // names the file's layers when it has no such block
+  const auto classifier = model::ClassifierModel::load(file);
+  return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec), *block, limit,
+                                            options.device, progress);
+}
+
+VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block,
+                                   int64_t limit, const std::string& device, const SweepCallback& progress)
+    : impl_(std::make_unique<Impl>(data, block, device)) {
+  auto& d = *impl_;
+  auto* source_tokens = token_backbone(model);
+  if (block < 0 || block >= source_tokens->depth())
+    throw UsageError("the ViT has blocks 0–" + std::to_string(source_tokens->depth() - 1) + ", not " +
+                     std::to_string(block));
+  if (source_tokens->mumoe_mlp(block).is_empty())
+    throw UsageError("block " + std::to_string(block) + "'s MLP is timm's fc1/fc2, not a μMoE block");
+  if (model.multilabel()) throw UsageError("block ablation reports per-class accuracy: a multi-class model is needed");
+  model.check_compatible(d.data);
+  d.class_names = model.label_names().empty() ? d.data.class_names : model.label_names();
+  while (static_cast<int64_t>(d.class_names.size()) < model.class_count())
+    d.class_names.push_back(std::to_string(d.class_names.size()));
+  d.model = copy_model(model, d.device);
+  auto* tokens = d.tokens();
+  d.experts = tokens->mumoe_mlp(block)->config().expert_dims.front();
+  const auto& b = d.model.image_classifier()->backbone_config();
+  d.grid = b.image_size / b.vit.patch_size;
+  d.patches = d.grid * d.grid;
+  d.prefix_tokens = tokens->prefix_tokens();
+
+  const int64_t total = limit > 0 ? std::min(limit, d.data.size()) : d.data.size();
+  if (total == 0) throw UsageError("the data has no samples");
+  // The kept residual stream is the memory this analysis needs: refuse what cannot fit.
+  const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(d.patches + d.prefix_tokens) *
+                              static_cast<double>(b.vit.width);
+  if (stream_bytes > kMaxStreamBytes)
+    throw UsageError("analysing block " + std::to_string(block) + " keeps each image's residual stream: " +
+                     std::to_string(total) + " images need " + std::to_string(static_cast<int64_t>(stream_bytes / 1e9)) +
+                     " GB, more than " + std::to_string(static_cast<int64_t>(kMaxStreamBytes / 1e9)) +
+                     " GB; analyse fewer images (--max-images " +
+                     std::to_string(static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes)) +
+                     ")");
+  d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
+  std::vector<torch::Tensor> attended, coefficients, logits;
+  torch::NoGradGuard no_grad;
+  for (int64_t begin = 0; begin < total; begin += kBatch) {
+    const auto indices = torch::arange(begin, std::min(total, begin + kBatch), torch::kLong);
+    auto x = tokens->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
+    for (int64_t i = 0; i < block; ++i) x = tokens->run_block(x, i);
+    x = tokens->attention_residual(x, block);
+    attended.push_back(x);
+    coefficients.push_back(tokens->mlp_coefficients(x, block).front().cpu());
+    logits.push_back(d.logits_from_attended(x, {}));
+    if (progress && !progress(begin + indices.size(0), total)) throw Cancelled();
+  }
+  d.attended = torch::cat(attended);
+  d.coefficients = torch::cat(coefficients).contiguous();
+  const auto label_tensor = d.data.labels.slice(0, 0, total).contiguous();
+  d.labels.assign(label_tensor.data_ptr<int64_t>(), label_tensor.data_ptr<int64_t>() + total);
+  d.predictions = d.predict(torch::cat(logits));
+  d.before = class_accuracy(d.labels, d.predictions, d.model.class_count());
+}
+
+VitBlockAnalysis::~VitBlockAnalysis() = default;
+
+int64_t VitBlockAnalysis::block() const { return impl_->block; }
+std::string VitBlockAnalysis::layer_name() const { return model::vit_mlp_layer_name(impl_->block); }
+const std::vector<std::string>& VitBlockAnalysis::class_names() const { return impl_->class_names; }
+int64_t VitBlockAnalysis::samples() const { return impl_->samples(); }
+int64_t VitBlockAnalysis::experts() const { return impl_->experts; }
+int64_t VitBlockAnalysis::patches() const { return impl_->patches; }
+int64_t VitBlockAnalysis::prefix_tokens() const { return impl_->prefix_tokens; }
+int64_t VitBlockAnalysis::grid() const { return impl_->grid; }
+const std::vector<int64_t>& VitBlockAnalysis::labels() const { return impl_->labels; }
+const std::vector<int64_t>& VitBlockAnalysis::predictions_before() const { return impl_->predictions; }
+const ClassAccuracy& VitBlockAnalysis::accuracy_before() const { return impl_->before; }
+
+std::vector<double> VitBlockAnalysis::token_coefficients(int64_t sample) const {
+  if (sample < 0 || sample >= samples())
+    throw UsageError("sample " + std::to_string(sample) + " was not analysed (0–" + std::to_string(samples() - 1) + ")");
+  const auto row = impl_->coefficients[sample].contiguous();
+  return {row.data_ptr<double>(), row.data_ptr<double>() + row.numel()};
+}
+
+torch::Tensor VitBlockAnalysis::Impl::logits_from_attended(const torch::Tensor& attended_rows,
+                                                          const nn::ExpertAblation& ablation) {
+  auto x = tokens()->mlp_residual(attended_rows, block, ablation);
+  for (int64_t i = block + 1; i < tokens()->depth(); ++i) x = tokens()->run_block(x, i);
+  return model.layer()->forward(tokens()->pool(x)).output;
+}
+
+std::vector<int64_t> VitBlockAnalysis::Impl::predict(const torch::Tensor& logits) const {
+  const auto best = logits.argmax(1).cpu().contiguous();
+  return {best.data_ptr<int64_t>(), best.data_ptr<int64_t>() + best.numel()};
+}
+
+void VitBlockAnalysis::Impl::check(const std::vector<int64_t>& list) const {
+  if (list.empty()) throw UsageError("no experts to ablate");
+  for (auto n : list)
+    if (n < 0 || n >= experts)
+      throw UsageError("block " + std::to_string(block) + "'s μMoE MLP has experts 0–" + std::to_string(experts - 1) +
+                       ", not " + std::to_string(n));
+}
+
+std::vector<int64_t> VitBlockAnalysis::affected_samples(const std::vector<int64_t>& experts) const {
+  impl_->check(experts);
+  const auto index = torch::tensor(experts, torch::kLong);
+  // After the last block a class-token pooling reads token 0 alone; else attention in the later
+  // blocks carries any token's change to the features.
+  const auto tokens = impl_->class_token_only ? impl_->coefficients.slice(1, 0, 1) : impl_->coefficients;
+  const auto hit = (tokens.index_select(2, index) > 0).flatten(1).any(1);
+  const auto ids = hit.nonzero().flatten().contiguous();
+  return {ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel()};
+}
+
+std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
+  auto& d = *impl_;
+  d.check(experts);
+  torch::NoGradGuard no_grad;
+  const auto ablation = nn::ExpertAblation::first_mode(experts);
+  auto out = d.predictions;
+  if (method == AblationMethod::Naive) {
+    for (int64_t begin = 0; begin < d.samples(); begin += kBatch) {
+      const auto indices = torch::arange(begin, std::min(d.samples(), begin + kBatch), torch::kLong);
+      auto x = d.tokens()->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
+      for (int64_t i = 0; i < d.block; ++i) x = d.tokens()->run_block(x, i);
+      const auto predicted = d.predict(d.logits_from_attended(d.tokens()->attention_residual(x, d.block), ablation));
+      std::copy(predicted.begin(), predicted.end(), out.begin() + begin);
+    }
+    return out;
+  }
+  const auto affected = affected_samples(experts);
+  for (size_t begin = 0; begin < affected.size(); begin += kBatch) {
+    const std::vector<int64_t> batch(affected.begin() + static_cast<std::ptrdiff_t>(begin),
+                                     affected.begin() + static_cast<std::ptrdiff_t>(std::min(affected.size(), begin + kBatch)));
+    const auto index = torch::tensor(batch, torch::kLong).to(d.device);
+    auto rows = d.attended.index_select(0, index);
+    if (d.class_token_only) rows = rows.slice(1, 0, 1);  // the MLP acts token by token
+    const auto predicted = d.predict(d.logits_from_attended(rows, ablation));
+    for (size_t i = 0; i < batch.size(); ++i) out[static_cast<size_t>(batch[i])] = predicted[i];
+  }
+  return out;
+}
+
+AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, AblationMethod method) {
+  const auto& d = *impl_;
+  AblationOutcome o;
+  o.experts = experts;
+  const auto after = predictions_after(experts, method);
+  o.after = class_accuracy(d.labels, after, d.model.class_count());
+  o.drop = accuracy_drop(d.before, o.after);
+  o.polysemanticity = polysemanticity(o.drop);
+  o.has_effect = has_effect(o.drop);
+  o.affected_samples = static_cast<int64_t>(affected_samples(experts).size());
+  for (size_t i = 0; i < after.size(); ++i) o.changed_predictions += after[i] != d.predictions[i];
+  return o;
+}
+
+SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  SweepOutcome s;
+  s.method = method;
+  double polysemanticity_sum = 0;
+  for (int64_t n = 0; n < impl_->experts; ++n) {
+    s.experts.push_back(ablate({n}, method));
+    if (s.experts.back().has_effect) {
+      ++s.experts_with_effect;
+      polysemanticity_sum += s.experts.back().polysemanticity;
+    }
+    if (progress && !progress(n + 1, impl_->experts)) throw Cancelled();
+  }
+  s.mean_polysemanticity = s.experts_with_effect ? polysemanticity_sum / static_cast<double>(s.experts_with_effect)
+                                                 : std::nan("");
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return s;
+}
+
+std::vector<VitBlockAnalysis::PatchHit> VitBlockAnalysis::top_patches(int64_t expert, int64_t count) const {
+  const auto& d = *impl_;
+  d.check({expert});
+  // Each image's strongest patch for the expert, then the images by that coefficient.
+  const auto patch_coefficients = d.coefficients.select(2, expert).slice(1, d.prefix_tokens).contiguous();
+  const auto best = patch_coefficients.max(1);
+  const auto values = std::get<0>(best).contiguous();
+  const auto where = std::get<1>(best).contiguous();
+  const double* value = values.data_ptr<double>();
+  const int64_t* patch = where.data_ptr<int64_t>();
+  std::vector<PatchHit> hits;
+  for (int64_t s = 0; s < values.size(0); ++s)
+    if (value[s] > 0) hits.push_back({s, patch[s], value[s]});
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const PatchHit& a, const PatchHit& b) { return a.coefficient > b.coefficient; });
+  if (static_cast<int64_t>(hits.size()) > count) hits.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
+  return hits;
+}
+
+SampleImage VitBlockAnalysis::patch_tile(const PatchHit& hit) const {
+  const auto& d = *impl_;
+  if (hit.sample < 0 || hit.sample >= d.samples() || hit.patch < 0 || hit.patch >= d.patches)
+    throw UsageError("no patch " + std::to_string(hit.patch) + " of sample " + std::to_string(hit.sample));
+  torch::NoGradGuard no_grad;
+  const auto& b = d.model.image_classifier()->backbone_config();
+  auto x = d.model.backbone_inputs(d.data, torch::tensor({hit.sample}, torch::kLong), torch::kCPU)
+               .squeeze(0)
+               .to(torch::kFloat64);
+  if (b.preprocess.enabled) {  // undo the normalisation
+    const auto mean = torch::tensor(std::vector<double>(b.preprocess.mean.begin(), b.preprocess.mean.end()), torch::kFloat64);
+    const auto std = torch::tensor(std::vector<double>(b.preprocess.std.begin(), b.preprocess.std.end()), torch::kFloat64);
+    x = x * std.view({3, 1, 1}) + mean.view({3, 1, 1});
+  }
+  if (x.size(0) == 1) x = x.expand({3, -1, -1});
+  auto rgb = (x.clamp(0, 1) * 255).round().to(torch::kUInt8).permute({1, 2, 0}).contiguous();
+  // A one-pixel yellow frame just inside the patch.
+  const int64_t p = b.vit.patch_size, top = hit.patch / d.grid * p, left = hit.patch % d.grid * p;
+  const auto yellow = torch::tensor({255, 220, 0}, torch::kUInt8);
+  rgb.slice(0, top, top + p).slice(1, left, left + 1).copy_(yellow.expand({p, 1, 3}));
+  rgb.slice(0, top, top + p).slice(1, left + p - 1, left + p).copy_(yellow.expand({p, 1, 3}));
+  rgb.slice(0, top, top + 1).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
+  rgb.slice(0, top + p - 1, top + p).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
+  SampleImage image;
+  image.height = rgb.size(0);
+  image.width = rgb.size(1);
+  image.channels = 3;
+  image.pixels.assign(rgb.data_ptr<uint8_t>(), rgb.data_ptr<uint8_t>() + rgb.numel());
+  return image;
+}
+
+}  // namespace mumoe::analysis

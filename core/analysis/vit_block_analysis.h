@@ -1,0 +1,105 @@
+// The μMoE MLP of one block inside a ViT image classifier (a timm-layout ViT whose blocks' MLPs
+// are μMoE two-layer blocks, nn/backbone_config.h): its experts' coefficients per patch token, the
+// patches that activate each expert most (the paper's Fig. 4 and 12 galleries of μMoE
+// MLP-mixers), and counterfactual ablation of its experts measured at the classifier's output —
+// per-class accuracy before and after, d^(n), polysemanticity (spec §4), as for the head.
+//
+// Two methods with the same predictions, image for image (the tests compare them exactly):
+//   * Sparse: the constructor runs every image once (float64, on a copy of the model) and keeps
+//     the stream block L's MLP reads (after block L's attention), its coefficients and the
+//     predictions. Removing expert n leaves the gates alone, so block L's output changes only at
+//     tokens with a_n > 0; attention in the blocks after L mixes tokens, so every image holding
+//     such a token is re-run from block L's MLP to the logits, and no other image is touched.
+//     When L is the last block and the ViT pools its class token, only that token reaches the
+//     features: only images whose class token uses the expert are re-run, and only that token.
+//   * Naive (the oracle): every image through the whole model with the expert removed.
+// Only the first expert mode is ablated (a hierarchical block's mode 0). Nothing is cached on
+// disk yet: the baseline pass runs when the object is made.
+//
+// This header is torch-free (pimpl), so the CLI commands that use it compile without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/ablation_results.h"
+#include "analysis/analysis_session.h"
+
+namespace mumoe::data {
+struct Dataset;
+}
+namespace mumoe::model {
+class ClassifierModel;
+}
+
+namespace mumoe::analysis {
+
+/// True when `options.layer` names a ViT block's μMoE MLP ("blocks.{i}.mlp"): the commands then
+/// analyse it with VitBlockAnalysis instead of an AnalysisSession.
+bool names_vit_block(const SessionOptions& options);
+
+class VitBlockAnalysis {
+ public:
+  /// Copies `model`'s classifier (float64 on `device`) and runs the baseline over the first
+  /// `limit` samples of `data` (0 = all). `progress` (samples done, total) may cancel (Cancelled).
+  /// Throws UsageError when the model is not a ViT or block `block`'s MLP is not a μMoE block.
+  VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block, int64_t limit = 0,
+                   const std::string& device = "cpu", const SweepCallback& progress = {});
+  ~VitBlockAnalysis();
+  VitBlockAnalysis(const VitBlockAnalysis&) = delete;
+  VitBlockAnalysis& operator=(const VitBlockAnalysis&) = delete;
+  /// Opens options.model_path (with options.overrides) and options.data_spec as an
+  /// AnalysisSession would, for the block options.layer names ("blocks.{i}.mlp").
+  static std::unique_ptr<VitBlockAnalysis> open(const SessionOptions& options, int64_t limit = 0,
+                                                const SweepCallback& progress = {});
+
+  int64_t block() const;
+  /// "blocks.{L}.mlp".
+  std::string layer_name() const;
+  /// The model's label names, else the data's, else class indices.
+  const std::vector<std::string>& class_names() const;
+  int64_t samples() const;
+  int64_t experts() const;
+  /// Patch tokens per image, and where they start in the token axis (1 after a class token).
+  int64_t patches() const;
+  int64_t prefix_tokens() const;
+  /// The patch grid's side: patch p covers row p / grid, column p % grid of the backbone input.
+  int64_t grid() const;
+  const std::vector<int64_t>& labels() const;
+  const std::vector<int64_t>& predictions_before() const;
+  const ClassAccuracy& accuracy_before() const;
+  /// Block L's mode-0 coefficients of sample `sample`'s tokens, row-major [tokens, N].
+  std::vector<double> token_coefficients(int64_t sample) const;
+
+  /// Every image's prediction with `experts` removed together.
+  std::vector<int64_t> predictions_after(const std::vector<int64_t>& experts, AblationMethod method);
+  /// Images whose prediction removing `experts` can change, ascending: those holding a token with
+  /// a_n > 0 for some n in `experts` (only the class token counts after the last block when the
+  /// ViT pools it).
+  std::vector<int64_t> affected_samples(const std::vector<int64_t>& experts) const;
+  /// One outcome: `experts` removed together.
+  AblationOutcome ablate(const std::vector<int64_t>& experts, AblationMethod method);
+  /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel.
+  SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {});
+
+  struct PatchHit {
+    int64_t sample = 0;  ///< index into the data
+    int64_t patch = 0;   ///< row-major in the patch grid
+    double coefficient = 0;
+  };
+  /// The `count` images whose patch tokens give expert `expert` its largest coefficients, each
+  /// with its strongest patch, best first (ties: lower sample index). Class tokens are left out:
+  /// they are no place in the image.
+  std::vector<PatchHit> top_patches(int64_t expert, int64_t count) const;
+  /// What the ViT saw of `hit`'s image — after the eval transform's resize and crop, before
+  /// normalisation — as 8-bit RGB with the patch outlined in yellow (a gallery tile).
+  SampleImage patch_tile(const PatchHit& hit) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace mumoe::analysis

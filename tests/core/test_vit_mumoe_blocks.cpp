@@ -1,0 +1,290 @@
+// A timm-layout ViT whose blocks' MLPs are μMoE two-layer blocks, against real PyTorch: the test's
+// Python (tests/support/reference_models.py: vit_with_mumoe_mlps — block 0 keeps timm's fc1/fc2,
+// blocks 1 and 2 hold μMoE MLPs in the reference layout, and a μMoE head) saves the randomised
+// model with torch.save, writes PNGs and computes, through PIL and torchvision's eval transform,
+// the features, the head's and each block's coefficients, the logits, and the predictions with
+// each block expert removed in turn (a_n := 0, i.e. W_n := 0). The app opens the .pth from names
+// and shapes alone and must match: values to 1e-5, ablated predictions exactly, with both of
+// VitBlockAnalysis's methods. Exported edits load back into the Python model with strict=True.
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "analysis/vit_block_analysis.h"
+#include "cli_runner.h"
+#include "data/dataset.h"
+#include "model/classifier_model.h"
+#include "editing/logit_edit.h"
+#include "editing/model_export.h"
+#include "io/errors.h"
+#include "io/pytorch_checkpoint.h"
+#include "model/classifier_model.h"
+#include "model/model_file.h"
+#include "model/model_summary.h"
+#include "python_fixture.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+using testkit::run_python;
+using testkit::TempDir;
+
+namespace {
+
+std::string models() { return testkit::read_bytes(MUMOE_REFERENCE_MODELS_PY) + "\n"; }
+
+std::map<std::string, torch::Tensor> read_expected(const std::string& path) {
+  const auto archive = io::PytorchCheckpoint::open(path);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& e : archive->entries()) out[e.name] = archive->read(e.name);
+  return out;
+}
+
+void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what) {
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
+  const auto scale = expected.abs().max().item<double>();
+  const auto diff = (actual.to(torch::kFloat64) - expected.to(torch::kFloat64)).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-5 * std::max(scale, 1.0)) << what << ": max |difference| " << diff << " (scale " << scale << ")";
+}
+
+std::vector<int64_t> to_vector(const torch::Tensor& t) {
+  const auto c = t.to(torch::kLong).contiguous();
+  return {c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel()};
+}
+
+// The Python model, 24 images (35 px, two classes) and everything the tests compare with;
+// CLIP = True for the CLIP flavour (class-token pooling, QuickGELU, CLIP's transform).
+constexpr const char* kFixture = R"py(
+torch.manual_seed(0)
+CLIP = globals().get("CLIP", False)
+model = vit_with_mumoe_mlps(clip=CLIP)
+torch.save(model.state_dict(), "vit_blocks.pth")
+write_images("img", (35, 35), 12, 7)
+x = load_images("img", clip_transform() if CLIP else eval_transform(32, 0.9, BICUBIC, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)))
+vit, head = model
+out = {}
+with torch.no_grad():
+    f = vit(x)
+    out.update(features=f, coefficients=head.coefficients(f), logits=head(f))
+    for b in (1, 2):
+        out[f"block{b}"] = vit.blocks[b].mlp.last
+    for b in (1, 2):
+        for n in range(6):
+            vit.blocks[b].mlp.ablated = [n]
+            out[f"ablated{b}_{n}"] = model(x).argmax(1)
+        vit.blocks[b].mlp.ablated = [2, 4]
+        out[f"ablated{b}_2_4"] = model(x).argmax(1)
+        vit.blocks[b].mlp.ablated = []
+torch.save(out, "expected.pth")
+)py";
+
+}  // namespace
+
+TEST(VitMumoeBlocks, OpensFromNamesAndShapesAndMatchesPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + kFixture);
+  const auto expected = read_expected(dir.file("expected.pth"));
+
+  const auto summary = model::summarize_model_file(dir.file("vit_blocks.pth"));
+  EXPECT_EQ(summary.architecture, "image-classifier");
+  EXPECT_EQ(summary.backbone, "ViT/8 32 px (3 blocks, width 64, 1 heads, GELU, μMoE MLPs in 2 blocks)");
+  ASSERT_EQ(summary.layers.size(), 3u);
+  EXPECT_EQ(summary.layers[0].name, "head");
+  EXPECT_EQ(summary.layers[1].name, "blocks.1.mlp");
+  EXPECT_EQ(summary.layers[1].prefix, "0.blocks.1.mlp.");
+  EXPECT_EQ(summary.layers[2].name, "blocks.2.mlp");
+
+  // 64 wide is one head of 64 by default; the Python model has 2: --heads 2.
+  model::LayoutOverrides o;
+  o.vit_heads = 2;
+  const auto file = model::ModelFile::load(dir.file("vit_blocks.pth"), o);
+  const auto& mlp = file.layer("blocks.1.mlp").config;
+  EXPECT_TRUE(mlp.is_block());
+  EXPECT_EQ(mlp.output_dim, 256);
+  EXPECT_EQ(mlp.gate_norm, nn::GateNorm::LayerNorm);
+  EXPECT_TRUE(mlp.input_layer_norm);
+  auto classifier = model::ClassifierModel::load(file);
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  torch::NoGradGuard no_grad;
+  const auto out = classifier.forward(data, torch::arange(data.size()), torch::kCPU);
+  expect_close(classifier.layer_inputs(data, 0, data.size()), expected.at("features"), "features");
+  expect_close(out.coefficients.at(0), expected.at("coefficients"), "head coefficients");
+  expect_close(out.output, expected.at("logits"), "logits");
+
+  // Each block's coefficients per token, from the analysis of that block.
+  for (int64_t block : {1, 2}) {
+    analysis::VitBlockAnalysis analysis(classifier, data, block);
+    std::vector<torch::Tensor> rows;
+    for (int64_t s = 0; s < analysis.samples(); ++s)
+      rows.push_back(torch::tensor(analysis.token_coefficients(s), torch::kFloat64).view({17, 6}));
+    expect_close(torch::stack(rows), expected.at("block" + std::to_string(block)),
+                 "block " + std::to_string(block) + " coefficients");
+    EXPECT_EQ(analysis.predictions_before(), to_vector(expected.at("logits").argmax(1)));
+    EXPECT_EQ(analysis.patches(), 16);
+    EXPECT_EQ(analysis.prefix_tokens(), 1);
+  }
+  // Block 0 keeps timm's MLP; "blocks.3" does not exist.
+  EXPECT_THROW(analysis::VitBlockAnalysis(classifier, data, 0), UsageError);
+  EXPECT_THROW(analysis::VitBlockAnalysis(classifier, data, 3), UsageError);
+  // The head's analysis session refuses a block name, saying which commands take it.
+  try {
+    model::ClassifierModel::load(file, "blocks.1.mlp");
+    ADD_FAILURE() << "a block MLP was taken for the classifier's layer";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("mumoe ablate"), std::string::npos) << e.what();
+  }
+}
+
+// Both flavours: with average pooling every later token matters; with class-token pooling the
+// last block's ablation re-evaluates the class token alone.
+class VitMumoeBlockAblation : public ::testing::TestWithParam<bool> {};
+
+TEST_P(VitMumoeBlockAblation, PredictsAsPyTorchWithBothMethods) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  const bool clip = GetParam();
+  run_python(dir, models() + (clip ? "CLIP = True\n" : "") + kFixture);
+  const auto expected = read_expected(dir.file("expected.pth"));
+  model::LayoutOverrides o;
+  o.vit_heads = 2;
+  if (clip) o.backbone_preset = "vit_base_patch32_clip_quickgelu_224.openai";
+  const auto classifier = model::ClassifierModel::load(model::ModelFile::load(dir.file("vit_blocks.pth"), o));
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  const auto before = to_vector(expected.at("logits").argmax(1));
+  int64_t changed = 0, changed_last = 0;
+  for (int64_t block : {1, 2}) {
+    analysis::VitBlockAnalysis analysis(classifier, data, block);
+    const auto b = std::to_string(block);
+    for (int64_t n = 0; n < 6; ++n) {
+      const auto wanted = to_vector(expected.at("ablated" + b + "_" + std::to_string(n)));
+      const auto sparse = analysis.predictions_after({n}, analysis::AblationMethod::Sparse);
+      EXPECT_EQ(sparse, wanted) << "block " << block << " expert " << n << " (sparse)";
+      EXPECT_EQ(analysis.predictions_after({n}, analysis::AblationMethod::Naive), wanted)
+          << "block " << block << " expert " << n << " (naive)";
+      for (size_t i = 0; i < wanted.size(); ++i) changed += wanted[i] != before[i];
+      // Only images where some token uses the expert can change — after the last block, with
+      // class-token pooling, only its class token.
+      const auto affected = analysis.affected_samples({n});
+      const auto used = expected.at("block" + b).select(2, n) > 0;  // [images, tokens]
+      const auto wanted_affected = (clip && block == 2 ? used.select(1, 0) : used.any(1)).nonzero().flatten();
+      EXPECT_EQ(affected, to_vector(wanted_affected)) << "block " << block << " expert " << n;
+      if (block == 2)
+        for (size_t i = 0; i < wanted.size(); ++i) changed_last += wanted[i] != before[i];
+      for (size_t i = 0; i < wanted.size(); ++i)
+        if (wanted[i] != before[i]) {
+          EXPECT_TRUE(std::binary_search(affected.begin(), affected.end(), static_cast<int64_t>(i)));
+        }
+    }
+    EXPECT_EQ(analysis.predictions_after({2, 4}, analysis::AblationMethod::Sparse),
+              to_vector(expected.at("ablated" + b + "_2_4")));
+    // The sweep's outcomes are the single ablations' (the accounting is the head's, tested there).
+    const auto sweep = analysis.sweep(analysis::AblationMethod::Sparse);
+    ASSERT_EQ(sweep.experts.size(), 6u);
+    for (int64_t n = 0; n < 6; ++n) {
+      const auto wanted = to_vector(expected.at("ablated" + b + "_" + std::to_string(n)));
+      int64_t differ = 0;
+      for (size_t i = 0; i < wanted.size(); ++i) differ += wanted[i] != before[i];
+      EXPECT_EQ(sweep.experts[n].changed_predictions, differ);
+    }
+    // Galleries: each image's strongest patch, best first, never the class token.
+    const auto hits = analysis.top_patches(0, 5);
+    ASSERT_FALSE(hits.empty());
+    const auto block_coefficients = expected.at("block" + b);
+    for (size_t i = 0; i < hits.size(); ++i) {
+      const auto row = block_coefficients[hits[i].sample].select(1, 0).slice(0, 1);
+      EXPECT_NEAR(hits[i].coefficient, row.max().item<double>(), 1e-5);
+      EXPECT_NEAR(hits[i].coefficient, row[hits[i].patch].item<double>(), 1e-5);
+      if (i > 0) {
+        EXPECT_GE(hits[i - 1].coefficient, hits[i].coefficient);
+      }
+    }
+    const auto tile = analysis.patch_tile(hits[0]);
+    EXPECT_EQ(tile.height, 32);
+    EXPECT_EQ(tile.channels, 3);
+  }
+  // The test can fail: removing these experts changes predictions Python computed, in the last
+  // block too.
+  EXPECT_GT(changed, 0);
+  EXPECT_GT(changed_last, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Pooling, VitMumoeBlockAblation, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "ClassToken" : "Average"; });
+
+TEST(VitMumoeBlocks, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + kFixture);
+  model::LayoutOverrides o;
+  o.vit_heads = 2;
+  const auto source = model::ModelFile::load(dir.file("vit_blocks.pth"), o);
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  editing::LogitEdit edit;
+  edit.target = "1";
+  edit.output = 1;
+  edit.mean_coefficients = {0.3, 0.1, 0.2, 0.2, 0.1, 0.1};
+  edit.lambda = 2.0;
+  editing::ExportRequest request;
+  request.output = dir.file("edited.pth");
+  const auto report = editing::export_edited_model(source, {edit}, data, request);
+  EXPECT_EQ(report.layout, editing::ExportLayout::Source);
+  EXPECT_LE(report.max_abs_difference, 1e-5);
+  run_python(dir, models() + R"py(
+state = torch.load("edited.pth")
+model = vit_with_mumoe_mlps(state["1.MuMoE.factors.0"].shape[1])
+model.load_state_dict(state, strict=True)
+x = load_images("img", eval_transform(32, 0.9, BICUBIC, (0.5, 0.5, 0.5), (0.5, 0.5, 0.5)))
+with torch.no_grad():
+    torch.save({"logits": model(x)}, "edited_expected.pth")
+)py");
+  // The app reopens its export (options from the sidecar) with Python's logits.
+  auto reopened = model::ClassifierModel::load(model::ModelFile::load(dir.file("edited.pth")));
+  torch::NoGradGuard no_grad;
+  expect_close(reopened.forward(data, torch::arange(data.size()), torch::kCPU).output,
+               read_expected(dir.file("edited_expected.pth")).at("logits"), "logits of the exported model");
+}
+
+// The CLI's block path: `mumoe ablate/gallery --layer blocks.L.mlp`, checked against Python's
+// predictions; bad block names are refused naming the layers there are.
+TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + kFixture);
+  const auto expected = read_expected(dir.file("expected.pth"));
+  const std::string common = dir.file("vit_blocks.pth") + " --heads 2 --data folder:" + dir.file("img") + " --quiet ";
+  auto run_json = [](const std::string& args) {
+    const auto run = testkit::run_cli(args);
+    EXPECT_EQ(run.code, 0) << run.out;
+    return nlohmann::json::parse(run.out.substr(run.out.find('{')));
+  };
+  const auto j = run_json("ablate " + common + "--layer blocks.2.mlp --experts 2,4 --json");
+  EXPECT_EQ(j.at("layer"), "blocks.2.mlp");
+  EXPECT_EQ(j.at("images"), 24);
+  const auto before = to_vector(expected.at("logits").argmax(1));
+  const auto after = to_vector(expected.at("ablated2_2_4"));
+  const auto labels = to_vector(torch::arange(24) / 12);  // a/ then b/, 12 each
+  int64_t changed = 0, correct_a = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    changed += after[i] != before[i];
+    correct_a += labels[i] == 0 && after[i] == 0;
+  }
+  EXPECT_EQ(j.at("experts")[0].at("changed_predictions"), changed);
+  EXPECT_NEAR(j.at("experts")[0].at("per_class_accuracy_after")[0].get<double>(), correct_a / 12.0, 1e-12);
+
+  const auto sheet = dir.file("sheet.png");
+  const auto g = run_json("gallery " + common + "--layer blocks.1.mlp --expert 0 --count 4 --json --output " + sheet);
+  ASSERT_EQ(g.at("items").size(), 4u);
+  EXPECT_EQ(g.at("patch_grid"), 4);
+  EXPECT_TRUE(std::filesystem::file_size(sheet) > 0);
+
+  for (const std::string bad : {"blocks.0.mlp", "blocks.9.mlp"}) {
+    const auto run = testkit::run_cli("ablate " + common + "--layer " + bad + " --experts 1");
+    EXPECT_NE(run.code, 0) << bad;
+    EXPECT_NE(run.out.find("layers: head, blocks.1.mlp, blocks.2.mlp"), std::string::npos) << run.out;
+  }
+  const auto run = testkit::run_cli("ablate " + common + "--layer blocks.1.mlp --experts 6");
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.out.find("experts 0–5"), std::string::npos) << run.out;
+}
