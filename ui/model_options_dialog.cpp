@@ -12,6 +12,7 @@
 #include <QSpinBox>
 #include <QVBoxLayout>
 
+#include "io/errors.h"
 #include "model/open_options.h"
 #include "nn/backbone_config.h"
 #include "nn/layer_config.h"
@@ -97,6 +98,11 @@ ModelOptionsDialog::ModelOptionsDialog(const QString& modelPath, const QString& 
   checkpointKey_->setObjectName(QStringLiteral("checkpointKeyEdit"));
   checkpointKey_->setPlaceholderText(tr("automatic — or the entry of a checkpoint holding several, e.g. ema"));
   checkpointKey_->setToolTip(tr("Which state dict of a checkpoint such as {\"model\": …, \"ema\": …} to open (--key)"));
+  try {  // the state dict chosen before, so that saving other choices keeps it
+    if (const auto remembered = model::read_remembered_options(modelPath.toStdString()))
+      checkpointKey_->setText(QString::fromStdString(remembered->checkpoint_key));
+  } catch (const Error&) {
+  }
   form->addRow(tr("State dict &key:"), checkpointKey_);
   layout->addLayout(form);
 

@@ -132,7 +132,12 @@ void BlockCliOptions::add_to(CLI::App* app) {
                   "ViT block MLPs (--layer blocks.L.mlp): analyse the first N images of --data (default 0 = all)");
 }
 
-bool is_vit_block_layer(const AnalysisCliOptions& o) { return analysis::names_vit_block(o.session); }
+bool is_vit_block_layer(const AnalysisCliOptions& o) {
+  auto session = o.session;
+  session.model_path = o.model.model;
+  session.overrides = o.model.overrides();
+  return analysis::names_vit_block(session);
+}
 
 std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
   std::signal(SIGINT, on_sigint);

@@ -126,6 +126,7 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
                         {"per_class_accuracy_before", before.per_class},
                         {"accuracy_before", before.overall},
                         {"experts", nlohmann::json::array()},
+                        {"affected_counts_class_tokens_only", a->class_tokens_only()},
                         {"seconds", seconds}};
     for (const auto& e : outcomes) j["experts"].push_back(analysis::to_json(e));
     if (o.all) {
@@ -149,12 +150,14 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
     for (size_t i = 0; i < std::min<size_t>(10, order.size()); ++i)
       std::cout << "    expert " << std::setw(4) << order[i].experts[0] << "  accuracy " << order[i].after.overall
                 << "  polysemanticity " << order[i].polysemanticity << "  (" << order[i].affected_samples
-                << " images use it)\n";
+                << (a->class_tokens_only() ? " class tokens use it)\n" : " images use it)\n");
     return kSuccess;
   }
   const auto& e = outcomes.front();
   std::cout << "  accuracy " << before.overall << " → " << e.after.overall << "  (" << e.changed_predictions
-            << " predictions changed among " << e.affected_samples << " images with a token using them; polysemanticity "
+            << " predictions changed among " << e.affected_samples
+            << (a->class_tokens_only() ? " images whose class token uses them" : " images with a token using them")
+            << "; polysemanticity "
             << e.polysemanticity << ")\n";
   for (size_t c = 0; c < before.per_class.size(); ++c)
     if (before.count[c] > 0)

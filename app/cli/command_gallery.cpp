@@ -26,7 +26,7 @@ namespace {
 struct GalleryOptions {
   AnalysisCliOptions analysis;
   analysis::GalleryRequest request;
-  std::string order = "random";
+  std::string order;  ///< "" = random (the default), except for a ViT block (top only)
   std::string output;
   bool top = false;
   int64_t context = 24;
@@ -88,6 +88,15 @@ int run_text_gallery(GalleryOptions& o) {
 
 int run_block_gallery(GalleryOptions& o) {
   if (o.request.mode != 0) throw UsageError("a ViT block's μMoE MLP has its galleries in mode 0");
+  // What the block path does not do is refused, not ignored.
+  if (!o.order.empty() && o.order != "top")
+    throw UsageError("a ViT block's gallery is the top images by their strongest patch: --order " + o.order +
+                     " is for the head");
+  if (!o.analysis.session.gallery_images.empty()) throw UsageError("--images is for feature data, not a ViT block");
+  if (o.analysis.recompute) throw UsageError("--recompute: a ViT block's analysis is not cached; it is always computed afresh");
+#ifndef MUMOE_WITH_OPENCV
+  if (!o.output.empty()) throw UsageError("this build has no OpenCV: PNG galleries are not available");
+#endif
   auto a = open_vit_block_analysis(o.analysis, o.block);
   const auto hits = a->top_patches(o.request.expert, o.request.count);
   if (hits.empty() && !o.output.empty())
@@ -138,9 +147,10 @@ int run_block_gallery(GalleryOptions& o) {
 
 int run_gallery(GalleryOptions& o) {
   io::refuse_output_over_inputs(o.output, "--output", analysis_inputs(o.analysis));
-  o.request.order = o.top ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
-  if (is_text_model(o.analysis)) return run_text_gallery(o);
   if (is_vit_block_layer(o.analysis)) return run_block_gallery(o);
+  o.request.order = o.top ? analysis::GalleryOrder::Top
+                          : analysis::parse_gallery_order(o.order.empty() ? std::string("random") : o.order);
+  if (is_text_model(o.analysis)) return run_text_gallery(o);
   auto session = open_analysis(o.analysis);
   const auto answer = session->gallery(o.request);
   const auto& g = answer.value;
@@ -171,7 +181,8 @@ Command add_gallery_command(CLI::App& parent) {
   o->analysis.add_to(app);
   app->add_option("--expert", o->request.expert, "Expert index")->required();
   app->add_option("--mode", o->request.mode, "Expert mode (default 0)");
-  app->add_option("--order", o->order, "random (default: seeded draw among a_n ≥ threshold) or top");
+  app->add_option("--order", o->order,
+                  "random (default: seeded draw among a_n ≥ threshold) or top (the only order of a ViT block)");
   app->add_option("--threshold", o->request.threshold, "Minimum coefficient for random galleries (default 0.5)");
   app->add_option("--count", o->request.count, "Samples (default 32)");
   app->add_option("--seed", o->request.seed, "Seed of the random draw (default 0)");

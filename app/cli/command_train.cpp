@@ -134,6 +134,9 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   const auto labels = multilabel ? targets : train_data.class_names;
   head.output_dim = static_cast<int64_t>(labels.size());
 
+  if (o.mlp_experts < 0 || o.mlp_rank < 0) throw UsageError("--mlp-experts and --mlp-rank cannot be negative");
+  if (o.mlp_experts > 0 && !train_data.has_images())
+    throw UsageError("--mlp-experts makes a ViT's MLPs μMoE blocks; " + o.data + " holds features (no backbone to train)");
   torch::manual_seed(o.train.seed);
   // Image data trains a CNN with the head; a feature file trains the head alone on its features.
   auto classifier = [&] {
@@ -160,10 +163,10 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
         for (int64_t i = 0; i < v.depth; ++i)
           backbone.vit.mumoe_mlps[i] = nn::mumoe_mlp_config(v.width, v.mlp_dim, o.mlp_experts, rank, head.gate_activation);
       }
-    } else if (o.mlp_experts > 0) {
-      throw UsageError("--mlp-experts is for --backbone vit");
     } else if (o.backbone != "cnn2") {
       throw UsageError("--backbone must be cnn2 or vit, got '" + o.backbone + "'");
+    } else if (o.mlp_experts > 0) {
+      throw UsageError("--mlp-experts is for --backbone vit");
     }
     return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), labels, multilabel);
   }();

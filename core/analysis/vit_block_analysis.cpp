@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 
 #include "data/dataset.h"
 #include "io/errors.h"
@@ -16,7 +17,6 @@
 namespace mumoe::analysis {
 namespace {
 
-constexpr int64_t kBatch = 256;
 // The residual streams kept for the sparse method (float64): ViT-B/32's 50 tokens × 768 make
 // 0.3 MB per image, so 4 GB is about 13,000 ImageNet images.
 constexpr double kMaxStreamBytes = 4e9;
@@ -46,8 +46,8 @@ model::ClassifierModel copy_model(const model::ClassifierModel& source, const to
 }  // namespace
 
 struct VitBlockAnalysis::Impl {
-  Impl(data::Dataset data, int64_t block, const std::string& device)
-      : data(std::move(data)), block(block), device(nn::parse_device(device)) {}
+  Impl(data::Dataset data, int64_t block, const VitBlockOptions& options)
+      : data(std::move(data)), block(block), batch(options.batch_size), device(nn::parse_device(options.device)) {}
   void check(const std::vector<int64_t>& experts) const;
   // Logits from the stream block L's MLP reads (attention_residual of block L), its experts
   // ablated as `ablation`.
@@ -60,9 +60,12 @@ struct VitBlockAnalysis::Impl {
   data::Dataset data;
   std::vector<std::string> class_names;
   int64_t block;
+  int64_t batch;
   int64_t experts = 0, patches = 0, prefix_tokens = 0, grid = 0;
   torch::Device device;
-  torch::Tensor attended;      ///< block L's attention residual (its MLP's input stream) [S, T, D] on device
+  /// Block L's attention residual (its MLP's input stream) on device: [S, T, D], or [S, 1, D]
+  /// (the class tokens) when class_token_only.
+  torch::Tensor attended;
   /// L is the last block and pooling reads the class token: only token 0's MLP output matters.
   bool class_token_only = false;
   torch::Tensor coefficients;  ///< [S, T, N] float64 CPU
@@ -70,7 +73,14 @@ struct VitBlockAnalysis::Impl {
   ClassAccuracy before;
 };
 
-bool names_vit_block(const SessionOptions& options) { return model::vit_mlp_block(options.layer).has_value(); }
+bool names_vit_block(const SessionOptions& options) {
+  if (!model::vit_mlp_block(options.layer)) return false;
+  const auto file = model::ModelFile::load(options.model_path, options.overrides);
+  if (file.manifest().architecture != model::kImageClassifierArchitecture) return false;
+  for (const auto& layer : file.manifest().layers)
+    if (layer.name == options.layer) return true;
+  return false;
+}
 
 std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& options, int64_t limit,
                                                          const SweepCallback& progress) {
@@ -79,13 +89,18 @@ std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& o
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   file.layer(options.layer);  // names the file's layers when it has no such block
   const auto classifier = model::ClassifierModel::load(file);
-  return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec), *block, limit,
-                                            options.device, progress);
+  VitBlockOptions o;
+  o.limit = limit;
+  o.device = options.device;
+  return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec), *block, o, progress);
 }
 
 VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block,
-                                   int64_t limit, const std::string& device, const SweepCallback& progress)
-    : impl_(std::make_unique<Impl>(data, block, device)) {
+                                   const VitBlockOptions& options, const SweepCallback& progress)
+    : impl_(std::make_unique<Impl>(data, block, options)) {
+  if (options.limit < 0) throw UsageError("the number of images to analyse cannot be negative");
+  if (options.batch_size <= 0) throw UsageError("the batch size must be positive");
+  const int64_t limit = options.limit;
   auto& d = *impl_;
   auto* source_tokens = token_backbone(model);
   if (block < 0 || block >= source_tokens->depth())
@@ -108,25 +123,29 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
 
   const int64_t total = limit > 0 ? std::min(limit, d.data.size()) : d.data.size();
   if (total == 0) throw UsageError("the data has no samples");
-  // The kept residual stream is the memory this analysis needs: refuse what cannot fit.
-  const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(d.patches + d.prefix_tokens) *
-                              static_cast<double>(b.vit.width);
-  if (stream_bytes > kMaxStreamBytes)
-    throw UsageError("analysing block " + std::to_string(block) + " keeps each image's residual stream: " +
-                     std::to_string(total) + " images need " + std::to_string(static_cast<int64_t>(stream_bytes / 1e9)) +
-                     " GB, more than " + std::to_string(static_cast<int64_t>(kMaxStreamBytes / 1e9)) +
-                     " GB; analyse fewer images (--max-images " +
-                     std::to_string(static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes)) +
-                     ")");
+  // The kept streams are the memory this analysis needs (twice, while the batches are joined):
+  // refuse what cannot fit.
   d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
+  const int64_t kept_tokens = d.class_token_only ? 1 : d.patches + d.prefix_tokens;
+  const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(kept_tokens) *
+                              static_cast<double>(b.vit.width);
+  if (stream_bytes > kMaxStreamBytes) {
+    char need[32];
+    std::snprintf(need, sizeof need, "%.1f GB", stream_bytes / 1e9);
+    throw UsageError("analysing block " + std::to_string(block) + " keeps each image's stream after its attention: " +
+                     std::to_string(total) + " images need " + need + ", more than " +
+                     std::to_string(static_cast<int64_t>(kMaxStreamBytes / 1e9)) + " GB; analyse at most " +
+                     std::to_string(static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes)) +
+                     " images");
+  }
   std::vector<torch::Tensor> attended, coefficients, logits;
   torch::NoGradGuard no_grad;
-  for (int64_t begin = 0; begin < total; begin += kBatch) {
-    const auto indices = torch::arange(begin, std::min(total, begin + kBatch), torch::kLong);
+  for (int64_t begin = 0; begin < total; begin += d.batch) {
+    const auto indices = torch::arange(begin, std::min(total, begin + d.batch), torch::kLong);
     auto x = tokens->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
     for (int64_t i = 0; i < block; ++i) x = tokens->run_block(x, i);
     x = tokens->attention_residual(x, block);
-    attended.push_back(x);
+    attended.push_back(d.class_token_only ? x.slice(1, 0, 1).clone() : x);
     coefficients.push_back(tokens->mlp_coefficients(x, block).front().cpu());
     logits.push_back(d.logits_from_attended(x, {}));
     if (progress && !progress(begin + indices.size(0), total)) throw Cancelled();
@@ -185,37 +204,67 @@ std::vector<int64_t> VitBlockAnalysis::affected_samples(const std::vector<int64_
   const auto index = torch::tensor(experts, torch::kLong);
   // After the last block a class-token pooling reads token 0 alone; else attention in the later
   // blocks carries any token's change to the features.
-  const auto tokens = impl_->class_token_only ? impl_->coefficients.slice(1, 0, 1) : impl_->coefficients;
-  const auto hit = (tokens.index_select(2, index) > 0).flatten(1).any(1);
+  const auto& c = impl_->coefficients;
+  const auto hit = ((impl_->class_token_only ? c.slice(1, 0, 1) : c).index_select(2, index) > 0).flatten(1).any(1);
   const auto ids = hit.nonzero().flatten().contiguous();
   return {ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel()};
 }
+
+bool VitBlockAnalysis::class_tokens_only() const { return impl_->class_token_only; }
+
+namespace {
+
+// Expert n's slices of both layers of `mlp` (CP: row n of factors.0; TR: slice [:, n, :]): the
+// tensors that W_n := 0 zeroes.
+std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& mlp, const std::vector<int64_t>& experts) {
+  const int64_t axis = mlp->config().factorization == nn::Factorization::CP ? 0 : 1;
+  std::vector<torch::Tensor> slices;
+  for (const auto& layer : {mlp->first_layer(), mlp->second_layer()})
+    if (!layer.is_empty())
+      for (auto n : experts) slices.push_back(layer->factors().front().select(axis, n));
+  return slices;
+}
+
+}  // namespace
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
   auto& d = *impl_;
   d.check(experts);
   torch::NoGradGuard no_grad;
-  const auto ablation = nn::ExpertAblation::first_mode(experts);
   auto out = d.predictions;
   if (method == AblationMethod::Naive) {
-    for (int64_t begin = 0; begin < d.samples(); begin += kBatch) {
-      const auto indices = torch::arange(begin, std::min(d.samples(), begin + kBatch), torch::kLong);
-      auto x = d.tokens()->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
-      for (int64_t i = 0; i < d.block; ++i) x = d.tokens()->run_block(x, i);
-      const auto predicted = d.predict(d.logits_from_attended(d.tokens()->attention_residual(x, d.block), ablation));
-      std::copy(predicted.begin(), predicted.end(), out.begin() + begin);
+    // The paper's protocol on the copy: zero the experts' factor slices, run the model's own
+    // forward over every image, restore the slices.
+    auto classifier = d.model.image_classifier();
+    auto slices = expert_slices(d.tokens()->mumoe_mlp(d.block), experts);
+    std::vector<torch::Tensor> saved;
+    for (auto& slice : slices) {
+      saved.push_back(slice.clone());
+      slice.zero_();
     }
+    try {
+      for (int64_t begin = 0; begin < d.samples(); begin += d.batch) {
+        const auto indices = torch::arange(begin, std::min(d.samples(), begin + d.batch), torch::kLong);
+        const auto features = classifier->backbone_features(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
+        const auto predicted = d.predict(classifier->head()->forward(features).output);
+        std::copy(predicted.begin(), predicted.end(), out.begin() + begin);
+      }
+    } catch (...) {
+      for (size_t i = 0; i < slices.size(); ++i) slices[i].copy_(saved[i]);
+      throw;
+    }
+    for (size_t i = 0; i < slices.size(); ++i) slices[i].copy_(saved[i]);
     return out;
   }
+  const auto ablation = nn::ExpertAblation::first_mode(experts);
   const auto affected = affected_samples(experts);
-  for (size_t begin = 0; begin < affected.size(); begin += kBatch) {
-    const std::vector<int64_t> batch(affected.begin() + static_cast<std::ptrdiff_t>(begin),
-                                     affected.begin() + static_cast<std::ptrdiff_t>(std::min(affected.size(), begin + kBatch)));
-    const auto index = torch::tensor(batch, torch::kLong).to(d.device);
-    auto rows = d.attended.index_select(0, index);
-    if (d.class_token_only) rows = rows.slice(1, 0, 1);  // the MLP acts token by token
-    const auto predicted = d.predict(d.logits_from_attended(rows, ablation));
-    for (size_t i = 0; i < batch.size(); ++i) out[static_cast<size_t>(batch[i])] = predicted[i];
+  const auto batch = static_cast<size_t>(d.batch);
+  for (size_t begin = 0; begin < affected.size(); begin += batch) {
+    const std::vector<int64_t> ids(affected.begin() + static_cast<std::ptrdiff_t>(begin),
+                                   affected.begin() + static_cast<std::ptrdiff_t>(std::min(affected.size(), begin + batch)));
+    const auto index = torch::tensor(ids, torch::kLong).to(d.device);
+    const auto predicted = d.predict(d.logits_from_attended(d.attended.index_select(0, index), ablation));
+    for (size_t i = 0; i < ids.size(); ++i) out[static_cast<size_t>(ids[i])] = predicted[i];
   }
   return out;
 }
@@ -229,7 +278,7 @@ AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, Ab
   o.drop = accuracy_drop(d.before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
   o.has_effect = has_effect(o.drop);
-  o.affected_samples = static_cast<int64_t>(affected_samples(experts).size());
+  o.affected_samples = static_cast<int64_t>(affected_samples(experts).size());  // cheap: a mask of the coefficients
   for (size_t i = 0; i < after.size(); ++i) o.changed_predictions += after[i] != d.predictions[i];
   return o;
 }

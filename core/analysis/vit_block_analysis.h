@@ -12,7 +12,12 @@
 //     such a token is re-run from block L's MLP to the logits, and no other image is touched.
 //     When L is the last block and the ViT pools its class token, only that token reaches the
 //     features: only images whose class token uses the expert are re-run, and only that token.
-//   * Naive (the oracle): every image through the whole model with the expert removed.
+//   * Naive (the oracle): expert n's factor slices zeroed in both layers of block L (CP: row n of
+//     factors.0; TR: slice [:, n, :]) on the copy, and every image through the model's own
+//     forward — the paper's protocol, sharing none of the steps above.
+// Predictions agree image for image up to floating-point near-ties: the sparse method re-runs
+// its images in batches of another shape, which can change the last bits of a float64 sum (the
+// tests compare both methods exactly, and with PyTorch).
 // Only the first expert mode is ablated (a hierarchical block's mode 0). Nothing is cached on
 // disk yet: the baseline pass runs when the object is made.
 //
@@ -36,17 +41,25 @@ class ClassifierModel;
 
 namespace mumoe::analysis {
 
-/// True when `options.layer` names a ViT block's μMoE MLP ("blocks.{i}.mlp"): the commands then
-/// analyse it with VitBlockAnalysis instead of an AnalysisSession.
+/// True when `options.layer` names a ViT block's μMoE MLP of the image classifier
+/// options.model_path ("blocks.{i}.mlp" in its manifest): the commands then analyse it with
+/// VitBlockAnalysis instead of an AnalysisSession. Reads the model file's header (throws what
+/// ModelFile::load throws) only when the name has that form.
 bool names_vit_block(const SessionOptions& options);
+
+struct VitBlockOptions {
+  int64_t limit = 0;           ///< the first `limit` samples of the data (0 = all)
+  std::string device = "cpu";
+  int64_t batch_size = 256;    ///< images per forward pass
+};
 
 class VitBlockAnalysis {
  public:
-  /// Copies `model`'s classifier (float64 on `device`) and runs the baseline over the first
-  /// `limit` samples of `data` (0 = all). `progress` (samples done, total) may cancel (Cancelled).
-  /// Throws UsageError when the model is not a ViT or block `block`'s MLP is not a μMoE block.
-  VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block, int64_t limit = 0,
-                   const std::string& device = "cpu", const SweepCallback& progress = {});
+  /// Copies `model`'s classifier (float64 on options.device) and runs the baseline pass.
+  /// `progress` (samples done, total) may cancel (Cancelled). Throws UsageError when the model
+  /// is not a ViT, block `block`'s MLP is not a μMoE block, or the kept streams would not fit.
+  VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block,
+                   const VitBlockOptions& options = {}, const SweepCallback& progress = {});
   ~VitBlockAnalysis();
   VitBlockAnalysis(const VitBlockAnalysis&) = delete;
   VitBlockAnalysis& operator=(const VitBlockAnalysis&) = delete;
@@ -54,6 +67,9 @@ class VitBlockAnalysis {
   /// AnalysisSession would, for the block options.layer names ("blocks.{i}.mlp").
   static std::unique_ptr<VitBlockAnalysis> open(const SessionOptions& options, int64_t limit = 0,
                                                 const SweepCallback& progress = {});
+  /// True when L is the last block and the ViT pools its class token: then only class tokens
+  /// can change the predictions (affected_samples counts those images only).
+  bool class_tokens_only() const;
 
   int64_t block() const;
   /// "blocks.{L}.mlp".

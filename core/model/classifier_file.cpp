@@ -74,7 +74,8 @@ nn::BackboneConfig manifest_backbone(const Manifest& m, const std::string& path)
     if (!block || backbone.kind != nn::BackboneKind::VisionTransformer)
       throw FileError(path, "manifest: layer '" + layer.name + "' is neither the head nor a ViT block's MLP");
     if (layer.legacy_factor_keys) throw FileError(path, "manifest: layer '" + layer.name + "' has legacy keys");
-    backbone.vit.mumoe_mlps[*block] = layer.config;
+    if (!backbone.vit.mumoe_mlps.emplace(*block, layer.config).second)
+      throw FileError(path, "manifest: layer '" + layer.name + "' is listed twice");
   }
   try {
     backbone.validate();

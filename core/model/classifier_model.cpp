@@ -40,6 +40,7 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
     throw UsageError(file.path() + " is a μMoE GPT (a language model), not a classifier: give this command a "
                      "classifier, or analyse the GPT with a text SPEC (e.g. `mumoe gallery GPT --data fortunes`)");
   if (file.manifest().architecture == kImageClassifierArchitecture) {
+    if (!layer.empty() && layer != "head") file.layer(layer);  // names the file's layers when it has no such one
     if (!layer.empty() && layer != "head")
       throw UsageError(file.path() + " is an image classifier; " +
                        (vit_mlp_block(layer) ? "its block MLP '" + layer +

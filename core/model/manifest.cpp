@@ -131,7 +131,9 @@ std::optional<int64_t> vit_mlp_block(const std::string& name) {
       name.compare(name.size() - kAfter.size(), kAfter.size(), kAfter) != 0)
     return std::nullopt;
   const auto digits = name.substr(kBefore.size(), name.size() - kBefore.size() - kAfter.size());
-  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos)
+  // Canonical numbers only ("blocks.01.mlp" is not block 1's name).
+  if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos ||
+      (digits.size() > 1 && digits[0] == '0'))
     return std::nullopt;
   return std::stoll(digits);
 }

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -15,35 +16,6 @@
 namespace mumoe::model {
 namespace {
 
-struct Sidecar {
-  nlohmann::json manifest;
-  std::string checkpoint_key;  ///< "" when none was chosen
-};
-
-// The manifest in `sidecar` when it describes `model_path` as it is now (same byte count).
-std::optional<Sidecar> read_sidecar(const std::string& sidecar, const std::string& model_path) {
-  if (!io::regular_file_exists(sidecar)) return std::nullopt;
-  std::ifstream in(sidecar);
-  nlohmann::json json;
-  try {
-    in >> json;
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(sidecar, std::string("manifest is not valid JSON: ") + e.what());
-  }
-  if (!json.is_object() || !json.contains("manifest") || !json.contains("model_file_bytes"))
-    throw FileError(sidecar, "is not a mumoe manifest sidecar (needs 'manifest' and 'model_file_bytes')");
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(model_path, ec);
-  if (ec || !json.at("model_file_bytes").is_number_unsigned() || json.at("model_file_bytes").get<uint64_t>() != bytes)
-    return std::nullopt;  // stale: the checkpoint was written again since
-  Sidecar out{json.at("manifest"), ""};
-  if (json.contains("checkpoint_key")) {
-    if (!json.at("checkpoint_key").is_string()) throw FileError(sidecar, "'checkpoint_key' is not a string");
-    out.checkpoint_key = json.at("checkpoint_key").get<std::string>();
-  }
-  return out;
-}
-
 std::string layer_names(const Manifest& m) {
   std::string out;
   for (const auto& l : m.layers) out += (out.empty() ? "" : ", ") + l.name;
@@ -55,8 +27,17 @@ std::string layer_names(const Manifest& m) {
 ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overrides) {
   // Remembered choices (open_options.h) apply unless choices are given now; they may name the
   // state dict of a checkpoint that holds several.
+  // A sidecar that cannot be read matters only to a file without a manifest of its own.
   const auto sidecar = manifest_sidecar_path(path);
-  const auto remembered = chooses_layout(overrides) ? std::nullopt : read_sidecar(sidecar, path);
+  std::optional<RememberedOptions> remembered;
+  std::exception_ptr sidecar_error;
+  if (!chooses_layout(overrides)) {
+    try {
+      remembered = read_remembered_options(path);
+    } catch (const FileError&) {
+      sidecar_error = std::current_exception();
+    }
+  }
   ModelFile model(io::open_tensor_archive(
       path, remembered && overrides.checkpoint_key.empty() ? remembered->checkpoint_key : overrides.checkpoint_key));
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -78,6 +59,8 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
       throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
     }
     model.manifest_ = manifest_from_json(json, path);
+  } else if (sidecar_error) {
+    std::rethrow_exception(sidecar_error);
   } else if (remembered) {
     // A PyTorch checkpoint this program wrote (it has no metadata of its own), or one whose
     // opening choices were remembered (open_options.h); choices given now infer afresh.

@@ -19,8 +19,40 @@ bool chooses_layout(const LayoutOverrides& o) {
          o.vit_heads > 0 || o.image_size > 0;
 }
 
+std::optional<RememberedOptions> read_remembered_options(const std::string& path) {
+  const auto sidecar = manifest_sidecar_path(path);
+  if (!io::regular_file_exists(sidecar)) return std::nullopt;
+  std::ifstream in(sidecar);
+  nlohmann::json json;
+  try {
+    in >> json;
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(sidecar, std::string("manifest is not valid JSON: ") + e.what());
+  }
+  if (!json.is_object() || !json.contains("manifest") || !json.contains("model_file_bytes"))
+    throw FileError(sidecar, "is not a mumoe manifest sidecar (needs 'manifest' and 'model_file_bytes')");
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(path, ec);
+  if (ec || !json.at("model_file_bytes").is_number_unsigned() || json.at("model_file_bytes").get<uint64_t>() != bytes)
+    return std::nullopt;  // stale: the checkpoint was written again since
+  RememberedOptions out{json.at("manifest"), ""};
+  if (json.contains("checkpoint_key")) {
+    if (!json.at("checkpoint_key").is_string()) throw FileError(sidecar, "'checkpoint_key' is not a string");
+    out.checkpoint_key = json.at("checkpoint_key").get<std::string>();
+  }
+  return out;
+}
+
 std::string remember_open_options(const std::string& path, const LayoutOverrides& overrides) {
   auto chosen = overrides;
+  // Choosing other options again keeps the state dict chosen before.
+  if (chosen.checkpoint_key.empty()) {
+    try {
+      if (const auto before = read_remembered_options(path)) chosen.checkpoint_key = before->checkpoint_key;
+    } catch (const FileError&) {
+      // A sidecar that is not one has nothing to keep; it is replaced below (or refused).
+    }
+  }
   if (!chosen.torchscript_backbone.empty())
     chosen.torchscript_backbone = std::filesystem::absolute(chosen.torchscript_backbone).lexically_normal().string();
   // A file that opens without choices and without a sidecar, and is not inferred, carries its

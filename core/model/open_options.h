@@ -6,6 +6,9 @@
 // Also the class-name files the choices may name.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,9 +23,20 @@ bool chooses_layout(const LayoutOverrides& overrides);
 
 /// Opens `path` with `overrides` (throws what ModelFile::load throws) and writes the resulting
 /// manifest to its sidecar, atomically; returns the sidecar's path. A TorchScript backbone is
-/// remembered by its absolute path. Throws UsageError for a mumoe model file (it has its own
+/// remembered by its absolute path; without a checkpoint key in `overrides` the one remembered
+/// before is kept. Throws UsageError for a mumoe model file (it has its own
 /// manifest: nothing to remember) and WriteError when the sidecar cannot be written.
 std::string remember_open_options(const std::string& path, const LayoutOverrides& overrides);
+
+/// What a sidecar remembers for the file it describes.
+struct RememberedOptions {
+  nlohmann::json manifest;     ///< the manifest the file opens with
+  std::string checkpoint_key;  ///< the state dict of a checkpoint holding several ("" = automatic)
+};
+/// The sidecar of `path` when it describes the file as it is now (same byte count; a checkpoint
+/// saved again since is not described); nothing when there is none. Throws FileError naming the
+/// sidecar when it is not one.
+std::optional<RememberedOptions> read_remembered_options(const std::string& path);
 
 /// Removes the sidecar of `path` and returns its path; "" when there was none. Throws WriteError
 /// when it exists but cannot be removed.

@@ -15,8 +15,8 @@
 namespace mumoe::nn {
 
 /// The steps of a transformer backbone one at a time, for analysing the μMoE MLP of one block
-/// (the residual stream entering block L is cached; ablating an expert of block L re-runs only
-/// blocks L… and the pooling). forward(images) == pool(run_block(… run_block(embed(images), 0) …)).
+/// (the stream block L's MLP reads is kept; ablating an expert of block L re-runs only that MLP,
+/// the blocks after it and the pooling). forward(images) == pool(run_block(… run_block(embed(images), 0) …)).
 class TokenBackbone {
  public:
   virtual ~TokenBackbone() = default;

@@ -319,6 +319,13 @@ torch.save({"head": ema.state_dict()["1.MuMoE.factors.2"]}, "ema_factor.pth")
   model::LayoutOverrides chosen;
   chosen.checkpoint_key = "model";
   EXPECT_EQ(model::ModelFile::load(pth, chosen).state_dict_key(), "model");
+  // Remembering other choices later keeps the key (the dialog shows it, and so does the sidecar).
+  model::LayoutOverrides names;
+  names.label_names = {"a", "b", "c", "d", "e"};
+  model::remember_open_options(pth, names);
+  EXPECT_EQ(model::read_remembered_options(pth)->checkpoint_key, "ema");
+  EXPECT_EQ(model::ModelFile::load(pth).state_dict_key(), "ema");
+  EXPECT_EQ(model::ModelFile::load(pth).manifest().label_names.at(4), "e");
 }
 
 TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {

@@ -20,7 +20,6 @@
 #include "editing/model_export.h"
 #include "io/errors.h"
 #include "io/pytorch_checkpoint.h"
-#include "model/classifier_model.h"
 #include "model/model_file.h"
 #include "model/model_summary.h"
 #include "python_fixture.h"
@@ -125,6 +124,23 @@ TEST(VitMumoeBlocks, OpensFromNamesAndShapesAndMatchesPyTorch) {
     EXPECT_EQ(analysis.patches(), 16);
     EXPECT_EQ(analysis.prefix_tokens(), 1);
   }
+  // The commands route a layer to this analysis only in an image classifier that has it.
+  analysis::SessionOptions options;
+  options.model_path = dir.file("vit_blocks.pth");
+  options.overrides = o;
+  options.layer = "blocks.1.mlp";
+  EXPECT_TRUE(analysis::names_vit_block(options));
+  options.layer = "blocks.01.mlp";
+  EXPECT_FALSE(analysis::names_vit_block(options));
+  run_python(dir, models() + R"py(
+head = MuMoE(8, 3, 4, 5)   # bare μMoE layers that happen to be named like a ViT's block MLPs
+torch.save({f"blocks.1.mlp.{k}": v for k, v in head.state_dict().items()}, "bare.pth")
+)py");
+  options.model_path = dir.file("bare.pth");
+  options.overrides = {};
+  options.layer = "blocks.1.mlp";
+  EXPECT_FALSE(analysis::names_vit_block(options));
+
   // Block 0 keeps timm's MLP; "blocks.3" does not exist.
   EXPECT_THROW(analysis::VitBlockAnalysis(classifier, data, 0), UsageError);
   EXPECT_THROW(analysis::VitBlockAnalysis(classifier, data, 3), UsageError);
@@ -154,8 +170,11 @@ TEST_P(VitMumoeBlockAblation, PredictsAsPyTorchWithBothMethods) {
   const auto data = data::load_dataset("folder:" + dir.file("img"));
   const auto before = to_vector(expected.at("logits").argmax(1));
   int64_t changed = 0, changed_last = 0;
+  // Batches of 5 images: the baseline, the naive passes and the sparse re-runs span several.
+  analysis::VitBlockOptions batches;
+  batches.batch_size = 5;
   for (int64_t block : {1, 2}) {
-    analysis::VitBlockAnalysis analysis(classifier, data, block);
+    analysis::VitBlockAnalysis analysis(classifier, data, block, batches);
     const auto b = std::to_string(block);
     for (int64_t n = 0; n < 6; ++n) {
       const auto wanted = to_vector(expected.at("ablated" + b + "_" + std::to_string(n)));
@@ -287,4 +306,12 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   const auto run = testkit::run_cli("ablate " + common + "--layer blocks.1.mlp --experts 6");
   EXPECT_NE(run.code, 0);
   EXPECT_NE(run.out.find("experts 0–5"), std::string::npos) << run.out;
+  // --max-images takes the first images; what the block path does not do is refused.
+  EXPECT_EQ(run_json("ablate " + common + "--layer blocks.1.mlp --experts 1 --max-images 10 --json").at("images"), 10);
+  for (const std::string& refused : {"ablate " + common + "--layer blocks.1.mlp --experts 1 --max-images -1",
+                                    "gallery " + common + "--layer blocks.1.mlp --expert 1 --order random",
+                                    "gallery " + common + "--layer blocks.1.mlp --expert 1 --recompute"}) {
+    const auto r = testkit::run_cli(refused);
+    EXPECT_NE(r.code, 0) << refused << "\n" << r.out;
+  }
 }
