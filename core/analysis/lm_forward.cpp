@@ -3,18 +3,14 @@
 #include <torch/torch.h>
 
 #include "io/errors.h"
+#include "nn/module_state.h"
 
 namespace mumoe::analysis {
 
 nn::MuMoEGpt copy_gpt(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
   nn::MuMoEGpt copy(gpt->config());
   copy->to(device, dtype);
-  torch::NoGradGuard no_grad;
-  const auto params = gpt->named_parameters();
-  for (auto& p : copy->named_parameters()) p.value().copy_(params[p.key()]);
-  const auto buffers = gpt->named_buffers();
-  for (auto& b : copy->named_buffers()) b.value().copy_(buffers[b.key()]);
-  copy->eval();
+  nn::copy_state_for_eval(*gpt, *copy);
   return copy;
 }
 

@@ -13,6 +13,7 @@
 #include "model/classifier_model.h"
 #include "model/model_file.h"
 #include "nn/device.h"
+#include "nn/module_state.h"
 
 namespace mumoe::analysis {
 namespace {
@@ -34,12 +35,7 @@ model::ClassifierModel copy_model(const model::ClassifierModel& source, const to
   auto original = source.image_classifier();
   nn::ImageClassifier copy(original->backbone_config(), original->head()->config());
   copy->to(device, torch::kFloat64);
-  torch::NoGradGuard no_grad;
-  const auto params = original->named_parameters();
-  for (auto& p : copy->named_parameters()) p.value().copy_(params[p.key()]);
-  const auto buffers = original->named_buffers();
-  for (auto& b : copy->named_buffers()) b.value().copy_(buffers[b.key()]);
-  copy->eval();
+  nn::copy_state_for_eval(*original, *copy);
   return model::ClassifierModel::from_image_classifier(copy, source.label_names(), source.multilabel());
 }
 
@@ -228,6 +224,12 @@ std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& mlp, const std::v
 }  // namespace
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
+  return predictions_after(experts, method, method == AblationMethod::Sparse ? affected_samples(experts)
+                                                                             : std::vector<int64_t>{});
+}
+
+std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method,
+                                                         const std::vector<int64_t>& affected) {
   auto& d = *impl_;
   d.check(experts);
   torch::NoGradGuard no_grad;
@@ -257,7 +259,6 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
     return out;
   }
   const auto ablation = nn::ExpertAblation::first_mode(experts);
-  const auto affected = affected_samples(experts);
   const auto batch = static_cast<size_t>(d.batch);
   for (size_t begin = 0; begin < affected.size(); begin += batch) {
     const std::vector<int64_t> ids(affected.begin() + static_cast<std::ptrdiff_t>(begin),
@@ -273,12 +274,13 @@ AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, Ab
   const auto& d = *impl_;
   AblationOutcome o;
   o.experts = experts;
-  const auto after = predictions_after(experts, method);
+  const auto affected = affected_samples(experts);
+  const auto after = predictions_after(experts, method, affected);
   o.after = class_accuracy(d.labels, after, d.model.class_count());
   o.drop = accuracy_drop(d.before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
   o.has_effect = has_effect(o.drop);
-  o.affected_samples = static_cast<int64_t>(affected_samples(experts).size());  // cheap: a mask of the coefficients
+  o.affected_samples = static_cast<int64_t>(affected.size());
   for (size_t i = 0; i < after.size(); ++i) o.changed_predictions += after[i] != d.predictions[i];
   return o;
 }

@@ -114,6 +114,10 @@ class VitBlockAnalysis {
   SampleImage patch_tile(const PatchHit& hit) const;
 
  private:
+  /// The same, with affected_samples(experts) already known (the sparse method needs it).
+  std::vector<int64_t> predictions_after(const std::vector<int64_t>& experts, AblationMethod method,
+                                         const std::vector<int64_t>& affected);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -4,6 +4,7 @@
 
 #include "io/errors.h"
 #include "nn/entmax.h"
+#include "nn/module_state.h"
 
 namespace mumoe::nn {
 
@@ -119,12 +120,7 @@ BlockOutput MuMoEBlockImpl::forward(const torch::Tensor& x, const ExpertAblation
 MuMoEBlock copy_block(const MuMoEBlock& block, torch::Dtype dtype, const torch::Device& device) {
   MuMoEBlock copy(block->config());
   copy->to(device, dtype);
-  torch::NoGradGuard no_grad;
-  const auto source_params = block->named_parameters();
-  for (auto& p : copy->named_parameters()) p.value().copy_(source_params[p.key()]);
-  const auto source_buffers = block->named_buffers();
-  for (auto& b : copy->named_buffers()) b.value().copy_(source_buffers[b.key()]);
-  copy->eval();
+  copy_state_for_eval(*block, *copy);
   return copy;
 }
 

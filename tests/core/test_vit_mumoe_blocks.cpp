@@ -23,6 +23,7 @@
 #include "model/model_file.h"
 #include "model/model_summary.h"
 #include "python_fixture.h"
+#include "python_reference.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -31,21 +32,11 @@ using testkit::TempDir;
 
 namespace {
 
-std::string models() { return testkit::read_bytes(MUMOE_REFERENCE_MODELS_PY) + "\n"; }
-
-std::map<std::string, torch::Tensor> read_expected(const std::string& path) {
-  const auto archive = io::PytorchCheckpoint::open(path);
-  std::map<std::string, torch::Tensor> out;
-  for (const auto& e : archive->entries()) out[e.name] = archive->read(e.name);
-  return out;
-}
-
-void expect_close(const torch::Tensor& actual, const torch::Tensor& expected, const std::string& what) {
-  ASSERT_EQ(actual.sizes(), expected.sizes()) << what;
-  const auto scale = expected.abs().max().item<double>();
-  const auto diff = (actual.to(torch::kFloat64) - expected.to(torch::kFloat64)).abs().max().item<double>();
-  EXPECT_LE(diff, 1e-5 * std::max(scale, 1.0)) << what << ": max |difference| " << diff << " (scale " << scale << ")";
-}
+// The PyTorch models, images and transforms (tests/support/reference_models.py), prepended to
+// each fixture's script.
+std::string models() { return testkit::reference_models(); }
+using testkit::expect_close;
+using testkit::read_expected;
 
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const auto c = t.to(torch::kLong).contiguous();
