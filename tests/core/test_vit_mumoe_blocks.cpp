@@ -22,6 +22,7 @@
 #include "io/pytorch_checkpoint.h"
 #include "model/model_file.h"
 #include "model/model_summary.h"
+#include "model/open_options.h"
 #include "python_fixture.h"
 #include "python_reference.h"
 #include "temp_dir.h"
@@ -288,6 +289,12 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   ASSERT_EQ(g.at("items").size(), 4u);
   EXPECT_EQ(g.at("patch_grid"), 4);
   EXPECT_TRUE(std::filesystem::file_size(sheet) > 0);
+  // The sheet may not be written over the model it reads.
+  const auto model_bytes = testkit::read_bytes(dir.file("vit_blocks.pth"));
+  const auto over = testkit::run_cli("gallery " + common + "--layer blocks.1.mlp --expert 0 --output " +
+                                     dir.file("vit_blocks.pth"));
+  EXPECT_NE(over.code, 0);
+  EXPECT_EQ(testkit::read_bytes(dir.file("vit_blocks.pth")), model_bytes);
 
   for (const std::string bad : {"blocks.0.mlp", "blocks.9.mlp"}) {
     const auto run = testkit::run_cli("ablate " + common + "--layer " + bad + " --experts 1");
@@ -304,5 +311,38 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
                                     "gallery " + common + "--layer blocks.1.mlp --expert 1 --recompute"}) {
     const auto r = testkit::run_cli(refused);
     EXPECT_NE(r.code, 0) << refused << "\n" << r.out;
+  }
+}
+
+// A block MLP that is not a two-layer μMoE block width → hidden → width (here a single μMoE layer)
+// is no ViT of ours: without a preset the file opens as its bare μMoE layers, with one the mismatch
+// is an error naming the block. A remembered sidecar whose checkpoint key is not a string is
+// named too.
+TEST(VitMumoeBlocks, AMalformedBlockMlpIsNamedNotRun) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, models() + R"py(
+vit = ViT(32, 8, 64, 2, 2, clip=False)
+vit.blocks[1].mlp = MuMoE(64, 64, 6, 8)   # one layer, no MuMoE2
+torch.save(nn.Sequential(vit, MuMoE(64, 5, 6, 16)).state_dict(), "single.pth")
+)py");
+  const auto path = dir.file("single.pth");
+  EXPECT_EQ(model::summarize_model_file(path).architecture, "pytorch-state-dict");
+  model::LayoutOverrides vit;
+  vit.backbone_preset = "vit";
+  try {
+    model::ModelFile::load(path, vit);
+    ADD_FAILURE() << "a single μMoE layer was taken for a block MLP";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("block 1 is not a two-layer μMoE block"), std::string::npos) << e.what();
+  }
+  testkit::write_bytes(model::manifest_sidecar_path(path),
+                       R"({"manifest": {}, "model_file_bytes": )" + std::to_string(std::filesystem::file_size(path)) +
+                           R"(, "checkpoint_key": 7})");
+  try {
+    model::ModelFile::load(path);
+    ADD_FAILURE() << "a checkpoint key of the wrong type was accepted";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("'checkpoint_key' is not a string"), std::string::npos) << e.what();
   }
 }
