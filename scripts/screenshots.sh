@@ -4,7 +4,7 @@
 # (biased-fmnist.mumoe.safetensors, the proposed edit of long_sleeves for frame=1 with the blind
 # threshold beside it; computing the study takes about a minute on two cores); tokens of the demo
 # GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated); the
-# ViT demos' gallery, and a gallery of a μMoE MLP block of demo 4b (drawn by the CLI);
+# ViT demos' gallery, and the Experts page on a μMoE MLP block of demo 4b;
 # the Model Options dialog (through the UI test that drives it); compare, when scripts/sweep-experts.sh has left its heads in build/sweep (read from its cache). Uses
 # the default analysis cache and a throw-away settings directory, so the user's window layout
 # does not show.
@@ -35,9 +35,10 @@ done
 "$studio" --screenshot "$out/vit-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
   "$demo/vit-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
 [[ -s $out/vit-gallery.png ]] || { echo "screenshots.sh: no $out/vit-gallery.png" >&2; exit 1; }
-# Demo 4b: a gallery of one of its μMoE MLP blocks (the CLI draws block galleries).
-"$build/app/cli/mumoe" gallery "$demo/vit-blocks-fmnist.mumoe.safetensors" --data fashion-mnist:test \
-  --layer blocks.3.mlp --expert 1 --count 16 --quiet --output "$out/vit-block-gallery.png" >/dev/null
+# Demo 4b: the Experts page on one of its μMoE MLP blocks (each image's strongest patch outlined).
+"$studio" --screenshot "$out/vit-block-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
+  --layer blocks.3.mlp "$demo/vit-blocks-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+[[ -s $out/vit-block-gallery.png ]] || { echo "screenshots.sh: no $out/vit-block-gallery.png" >&2; exit 1; }
 # File ▸ Model Options (rendered by the UI test that exercises it).
 if [[ -x $build/tests/ui/ui_tests ]]; then
   MUMOE_SCREENSHOT_DIR="$PWD/$out" "$build/tests/ui/ui_tests" >/dev/null 2>&1 || true

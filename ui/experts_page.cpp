@@ -119,6 +119,7 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
 void ExpertsPage::setSession(const SessionInfo& info, const QStringList& layers) {
   classNames_ = info.classNames;
   requestedLayer_ = info.layer;
+  imagesByPatch_ = info.patchGrid > 0;
   layer_->clear();
   for (const QString& name : layers) layer_->addItem(tr("Layer %1").arg(name), name);
   layer_->setCurrentIndex(std::max(0, layer_->findData(info.layer)));
@@ -165,7 +166,10 @@ void ExpertsPage::updateSummary() {
                         .arg(s.dead_experts)
                         .arg(s.threshold)
                         .arg(locale.toString(s.mean_active_experts, 'f', 1), locale.toString(s.mutual_information_bits, 'f', 2))
-                        .arg(proxy_->rowCount()));
+                        .arg(proxy_->rowCount()) +
+                    (imagesByPatch_ ? tr("<br>ViT block: an image counts by its strongest patch for the expert "
+                                         "(outlined in the gallery)")
+                                    : QString()));
 }
 
 qint64 ExpertsPage::mode() const { return std::max(0, mode_->currentIndex()); }

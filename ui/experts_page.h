@@ -88,6 +88,7 @@ class ExpertsPage : public QWidget {
   QSplitter* splitter_ = nullptr;
   QStringList classNames_;
   QString requestedLayer_;  ///< the layer last opened or asked for
+  bool imagesByPatch_ = false;  ///< a ViT block: an image counts by its strongest patch
 };
 
 }  // namespace mumoe::ui

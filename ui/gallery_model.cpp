@@ -17,9 +17,9 @@ void GalleryModel::setGallery(const analysis::Gallery& gallery, const QStringLis
   beginResetModel();
   gallery_ = gallery;
   classNames_ = classNames;
-  rowsOfSample_.clear();
+  rowsOfKey_.clear();
   for (int row = 0; row < static_cast<int>(gallery_.items.size()); ++row)
-    rowsOfSample_[gallery_.items[static_cast<size_t>(row)].sample] << row;
+    rowsOfKey_[imageKey(gallery_.items[static_cast<size_t>(row)])] << row;
   endResetModel();
 }
 
@@ -46,13 +46,14 @@ QVariant GalleryModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return className(item.label);
     case Qt::DecorationRole:
       if (!store_) return {};
-      if (const QPixmap p = store_->thumbnail(item.sample, side_); !p.isNull()) return p;
+      if (const QPixmap p = store_->thumbnail(imageKey(item), side_); !p.isNull()) return p;
       return {};
     case Qt::ToolTipRole:
       return tr("Sample %1\nlabel: %2\nprediction: %3\na = %4")
-          .arg(item.sample)
-          .arg(className(item.label), className(item.prediction))
-          .arg(QLocale().toString(item.coefficient, 'f', 4));
+                 .arg(item.sample)
+                 .arg(className(item.label), className(item.prediction))
+                 .arg(QLocale().toString(item.coefficient, 'f', 4)) +
+             (item.patch >= 0 ? tr("\nstrongest patch %1 (outlined)").arg(item.patch) : QString());
     case SampleRole: return qlonglong(item.sample);
     case LabelRole: return qlonglong(item.label);
     case LabelNameRole: return className(item.label);
@@ -60,6 +61,7 @@ QVariant GalleryModel::data(const QModelIndex& index, int role) const {
     case PredictionNameRole: return className(item.prediction);
     case CorrectRole: return item.label == item.prediction;
     case CoefficientRole: return item.coefficient;
+    case ImageKeyRole: return imageKey(item);
     default: return {};
   }
 }
@@ -73,13 +75,16 @@ QHash<int, QByteArray> GalleryModel::roleNames() const {
   names.insert(PredictionNameRole, "predictionName");
   names.insert(CorrectRole, "correct");
   names.insert(CoefficientRole, "coefficient");
+  names.insert(ImageKeyRole, "imageKey");
   return names;
 }
 
-void GalleryModel::imagesArrived(const QVector<qint64>& samples) {
+qlonglong GalleryModel::imageKey(const analysis::GalleryItem& item) { return thumbnailKey(item.sample, item.patch); }
+
+void GalleryModel::imagesArrived(const QVector<qint64>& keys) {
   int first = rowCount(), last = -1;
-  for (auto s : samples)
-    for (int row : rowsOfSample_.value(s)) {
+  for (auto key : keys)
+    for (int row : rowsOfKey_.value(key)) {
       first = std::min(first, row);
       last = std::max(last, row);
     }

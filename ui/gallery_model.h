@@ -26,6 +26,7 @@ class GalleryModel : public QAbstractListModel {
     PredictionNameRole,             ///< QString
     CorrectRole,                    ///< bool
     CoefficientRole,                ///< double
+    ImageKeyRole,                   ///< the ThumbnailStore key of the item's picture (qlonglong)
   };
 
   /// `store` may be null (no images: DecorationRole stays empty).
@@ -43,13 +44,14 @@ class GalleryModel : public QAbstractListModel {
   QHash<int, QByteArray> roleNames() const override;
 
  private:
-  void imagesArrived(const QVector<qint64>& samples);
+  void imagesArrived(const QVector<qint64>& keys);
+  static qlonglong imageKey(const analysis::GalleryItem& item);
   QString className(int64_t c) const;
 
   ThumbnailStore* store_;
   analysis::Gallery gallery_;
   QStringList classNames_;
-  QHash<qint64, QVector<int>> rowsOfSample_;
+  QHash<qint64, QVector<int>> rowsOfKey_;  ///< ThumbnailStore key → rows showing that picture
   int side_ = 96;
 };
 

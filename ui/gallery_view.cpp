@@ -119,8 +119,8 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
           [this](const QModelIndex& index) { activateRow(index.row()); });
   connect(list_, &QWidget::customContextMenuRequested, this, &GalleryView::contextMenu);
   if (store_)
-    connect(store_, &ThumbnailStore::imagesArrived, this, [this](const QVector<qint64>& samples) {
-      if (detail_->sample() >= 0 && samples.contains(detail_->sample())) detail_->setImage(store_->image(detail_->sample()));
+    connect(store_, &ThumbnailStore::imagesArrived, this, [this](const QVector<qint64>& keys) {
+      if (detail_->sample() >= 0 && keys.contains(detailKey_)) detail_->setImage(store_->image(detailKey_));
     });
   clear();
 }
@@ -191,8 +191,10 @@ void GalleryView::activateRow(int row) {
   if (row < 0 || row >= model_->rowCount()) return;
   const QModelIndex index = model_->index(row);
   const qint64 sample = index.data(GalleryModel::SampleRole).toLongLong();
-  if (sample == detail_->sample()) return;
-  detail_->showSample(sample, store_ ? store_->image(sample) : QImage(), index.data(GalleryModel::LabelNameRole).toString(),
+  const qint64 key = index.data(GalleryModel::ImageKeyRole).toLongLong();
+  if (sample == detail_->sample() && key == detailKey_) return;
+  detailKey_ = key;
+  detail_->showSample(sample, store_ ? store_->image(key) : QImage(), index.data(GalleryModel::LabelNameRole).toString(),
                       index.data(GalleryModel::PredictionNameRole).toString(),
                       index.data(GalleryModel::CoefficientRole).toDouble(), expert_);
   Q_EMIT sampleActivated(sample);

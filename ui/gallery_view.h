@@ -70,6 +70,7 @@ class GalleryView : public QWidget {
   QSlider* zoom_ = nullptr;
   qint64 mode_ = 0;
   qint64 expert_ = -1;
+  qint64 detailKey_ = -1;  ///< the ThumbnailStore key of the picture the detail shows
 };
 
 }  // namespace mumoe::ui

@@ -493,16 +493,21 @@ void MainWindow::startBias() {
   bias_->open(currentPath_, test, train, db, cache);
 }
 
-void MainWindow::analyzeLayer(const QString& layer) {
+bool MainWindow::analyzeLayer(const QString& layer) {
   // The Model page's selection is what startAnalysis() reads: select the layer's row there.
   const auto& layers = overview_->summary().layers;
   auto* proxy = static_cast<QSortFilterProxyModel*>(table_->model());
-  for (size_t row = 0; row < layers.size(); ++row)
-    if (QString::fromStdString(layers[row].name) == layer) {
+  QStringList names;
+  for (size_t row = 0; row < layers.size(); ++row) {
+    names << QString::fromStdString(layers[row].name);
+    if (names.back() == layer) {
       table_->setCurrentIndex(proxy->mapFromSource(overview_->index(static_cast<int>(row), 0)));
       startAnalysis();
-      return;
+      return true;
     }
+  }
+  lastError_ = tr("%1 has no layer %2 (layers: %3)").arg(currentPath_, layer, names.join(QStringLiteral(", ")));
+  return false;
 }
 
 void MainWindow::startAnalysis() {
@@ -568,19 +573,6 @@ void MainWindow::startAnalysis() {
   sweepChart_->clear();
   accuracy_ = {};
   classNames_.clear();
-  if (model::vit_mlp_block(layer.toStdString())) {
-    // A ViT block's μMoE MLP: its analysis (patch galleries, ablation at the classifier's
-    // output) is in the core and the CLI; these pages show a head's.
-    controller_->close();
-    experts_->setMessage(
-        tr("<i><b>%1</b> is the μMoE MLP of a ViT block. Its galleries (the images whose patches use an expert most, "
-           "the patch outlined) and its ablation run in the CLI for now:<br><code>mumoe gallery MODEL --layer %1 "
-           "--expert N --output sheet.png</code><br><code>mumoe ablate MODEL --layer %1 --experts N</code><br>Select "
-           "the <b>head</b> on the Model page for this page's analysis.</i>")
-            .arg(layer.toHtmlEscaped()));
-    statusLabel_->setText(tr("%1: block MLPs are analysed by the CLI").arg(layer));
-    return;
-  }
   statusLabel_->setText(tr("Opening %1 on %2…").arg(currentPath_, dataSpec()));
   controller_->open(currentPath_, dataSpec(), layer);
   comparison_->setData(dataSpec(), controller_->cachePath());
@@ -603,16 +595,24 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
                             .arg(groupedNumber(info.samples))
                             .arg(info.dataSpec)
                             .arg(info.accuracy.overall * 100, 0, 'f', 2)
-                            .arg(info.extractedNow ? tr("extracted in %1").arg(durationText(info.openSeconds))
-                                                   : tr("from the cache")));
+                            .arg(info.patchGrid > 0 ? tr("ViT block analysed in %1 (not cached)").arg(durationText(info.openSeconds))
+                                 : info.extractedNow ? tr("extracted in %1").arg(durationText(info.openSeconds))
+                                                     : tr("from the cache")));
   if (!info.cacheNote.isEmpty()) showError(tr("Analysis cache"), info.cacheNote);
   controller_->requestStatistics(0, experts_->threshold());
-  controller_->requestSweep(0);
+  // An early ViT block's sweep re-runs the blocks after it for every expert's images (minutes):
+  // it waits for Run Sweep.
+  if (info.sweepIsCheap) controller_->requestSweep(0);
+  else
+    statusBar()->showMessage(tr("ViT block %1: Analysis ▸ Run Sweep (Ctrl+Shift+Return) ablates each expert in turn")
+                                 .arg(info.layer),
+                             15000);
   Q_EMIT sessionReady();
 }
 
 void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, double eta) {
   const QString what = task == QLatin1String("extract") ? tr("Extracting")
+                      : task == QLatin1String("block")  ? tr("Images through the ViT")
                       : task == QLatin1String("sweep")  ? tr("Sweep")
                       : task == QLatin1String("bias")   ? tr("Computing coefficients")
                                                         : task;

@@ -83,8 +83,10 @@ class MainWindow : public QMainWindow {
   /// Ablates these experts of the current mode (the Ablation page shows the answer).
   void ablate(const QVector<qint64>& experts);
   void runSweep();
-  /// Analyses another μMoE layer of the open model (as picking it on the Experts page does).
-  void analyzeLayer(const QString& layer);
+  /// Analyses another μMoE layer of the open model (as picking it on the Experts page does; a
+  /// ViT block's "blocks.L.mlp" too). False, with lastError() naming the model's layers, when
+  /// the open model has no such layer.
+  bool analyzeLayer(const QString& layer);
   /// Saves the current page's main chart or gallery (PNG or SVG by suffix). A gallery as PNG is
   /// written whole as a contact sheet on the worker (SessionController::galleryExported follows).
   bool exportCurrentView(const QString& path);

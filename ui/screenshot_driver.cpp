@@ -44,7 +44,7 @@ ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString 
           [this] { finish(2, tr("timed out after %1 s waiting for the view's data").arg(timeout_.interval() / 1000)); });
 }
 
-void ScreenshotDriver::start(const QString& modelPath, const QStringList& compared) {
+void ScreenshotDriver::start(const QString& modelPath, const QStringList& compared, const QString& layer) {
   compared_ = compared.isEmpty() ? QStringList{modelPath} : compared;
   if (!studioViewAvailable(view_)) {
     QTimer::singleShot(0, this, [this] {
@@ -91,7 +91,7 @@ void ScreenshotDriver::start(const QString& modelPath, const QStringList& compar
                     : view_ == StudioView::Tokens  ? MainWindow::Page::Tokens
                     : view_ == StudioView::Compare ? MainWindow::Page::Compare
                                                    : MainWindow::Page::Ablation);
-  if (!window_->openModel(modelPath)) {
+  if (!window_->openModel(modelPath) || (!layer.isEmpty() && !window_->analyzeLayer(layer))) {
     const QString error = window_->lastError();
     QTimer::singleShot(0, this, [this, error] { finish(2, error); });
     return;

@@ -33,7 +33,9 @@ class ScreenshotDriver : public QObject {
                    QObject* parent = nullptr);
   /// Opens `modelPath` and goes; finished() follows exactly once. The compare view also adds
   /// `compared` (which should include `modelPath`) to the Compare page once the model is open.
-  void start(const QString& modelPath, const QStringList& compared = {});
+  /// `layer` (optional) is analysed instead of the model's first μMoE layer (e.g. a ViT
+  /// block's "blocks.3.mlp").
+  void start(const QString& modelPath, const QStringList& compared = {}, const QString& layer = {});
 
  Q_SIGNALS:
   /// exitCode 0: written; otherwise message says what went wrong.

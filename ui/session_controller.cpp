@@ -10,18 +10,27 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/contact_sheet.h"
+#include "analysis/vit_block_analysis.h"
 #include "io/errors.h"
+#include "thumbnail_store.h"
 
 namespace mumoe::ui {
 
 using analysis::AnalysisSession;
+using analysis::VitBlockAnalysis;
 
-/// The session, touched on the worker thread only (jobs run one at a time, in order).
+/// The session, touched on the worker thread only (jobs run one at a time, in order): a head's
+/// AnalysisSession, or a ViT block's VitBlockAnalysis.
 struct SessionController::Slot {
   std::unique_ptr<AnalysisSession> session;
+  std::unique_ptr<VitBlockAnalysis> block;
   AnalysisSession& get() {
     if (!session) throw UsageError("no analysis session is open");
     return *session;
+  }
+  void reset() {
+    session.reset();
+    block.reset();
   }
 };
 
@@ -35,6 +44,12 @@ QStringList toQStringList(const std::vector<std::string>& names) {
 
 AnswerTiming timing(bool fromCache, double coreSeconds, double latencyMs) {
   return AnswerTiming{fromCache, coreSeconds, latencyMs};
+}
+
+double secondsSince(const QElapsedTimer& clock) { return static_cast<double>(clock.nsecsElapsed()) / 1e9; }
+
+void checkBlockMode(const VitBlockAnalysis& block, qint64 mode) {
+  if (mode != 0) throw UsageError(block.layer_name() + " has one expert mode (0), not " + std::to_string(mode));
 }
 
 }  // namespace
@@ -58,7 +73,7 @@ SessionController::~SessionController() {
   cancel();
   pool_.waitForDone();
   // The session dies here, on the GUI thread, after the worker let go of it.
-  slot_->session.reset();
+  slot_->reset();
 }
 
 void SessionController::submit(const QString& task, Job job, JobFlags flags) {
@@ -118,7 +133,7 @@ void SessionController::close() {
   imageQueue_.clear();
   submit(
       QStringLiteral("close"), [](Slot& slot, const std::function<bool()>&) -> Deliver {
-        slot.session.reset();
+        slot.reset();
         return {};
       },
       JobFlags{false, false, false});
@@ -142,33 +157,52 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
       [this, options](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
         QElapsedTimer clock;
         clock.start();
-        slot.session.reset();
-        auto session = AnalysisSession::open(options);
+        slot.reset();
         SessionInfo info;
-        info.extractedNow = !session->extracted();
-        if (info.extractedNow) {
-          postProgress(QStringLiteral("extract"), 0, session->sample_count(), -1);
-          session->extract([&](const analysis::ExtractionProgress& p) {
-            postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
-            return !cancelled();
-          });
-        }
         info.modelPath = QString::fromStdString(options.model_path);
         info.dataSpec = QString::fromStdString(options.data_spec);
-        info.layer = QString::fromStdString(session->layer_name());
-        info.cachePath = QString::fromStdString(session->cache_path());
-        info.classNames = toQStringList(session->class_names());
-        for (auto d : session->expert_dims()) info.expertDims << d;
-        info.samples = session->sample_count();
-        info.hasImages = session->has_gallery_images();
-        info.accuracy = session->accuracy();
-        const auto& report = session->cache_report();
-        if (report.set_aside)
-          info.cacheNote = tr("The cache file was unusable (%1) and was moved to %2; a new one was started.")
-                               .arg(QString::fromStdString(report.set_aside_reason),
-                                    QString::fromStdString(report.set_aside_path));
-        info.openSeconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-        slot.session = std::move(session);
+        if (analysis::names_vit_block(options)) {
+          // A ViT block's μMoE MLP: not cached, so its baseline pass (every image through the
+          // ViT) runs at every open.
+          auto block = VitBlockAnalysis::open(options, 0, [&](int64_t done, int64_t total) {
+            postProgress(QStringLiteral("block"), done, total, -1);
+            return !cancelled();
+          });
+          info.extractedNow = true;
+          info.layer = QString::fromStdString(block->layer_name());
+          info.classNames = toQStringList(block->class_names());
+          info.expertDims << block->experts();
+          info.samples = block->samples();
+          info.hasImages = true;
+          info.accuracy = block->accuracy_before();
+          info.patchGrid = block->grid();
+          info.sweepIsCheap = block->class_tokens_only();
+          slot.block = std::move(block);
+        } else {
+          auto session = AnalysisSession::open(options);
+          info.extractedNow = !session->extracted();
+          if (info.extractedNow) {
+            postProgress(QStringLiteral("extract"), 0, session->sample_count(), -1);
+            session->extract([&](const analysis::ExtractionProgress& p) {
+              postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
+              return !cancelled();
+            });
+          }
+          info.layer = QString::fromStdString(session->layer_name());
+          info.cachePath = QString::fromStdString(session->cache_path());
+          info.classNames = toQStringList(session->class_names());
+          for (auto d : session->expert_dims()) info.expertDims << d;
+          info.samples = session->sample_count();
+          info.hasImages = session->has_gallery_images();
+          info.accuracy = session->accuracy();
+          const auto& report = session->cache_report();
+          if (report.set_aside)
+            info.cacheNote = tr("The cache file was unusable (%1) and was moved to %2; a new one was started.")
+                                 .arg(QString::fromStdString(report.set_aside_reason),
+                                      QString::fromStdString(report.set_aside_path));
+          slot.session = std::move(session);
+        }
+        info.openSeconds = secondsSince(clock);
         return [this, info](double) {
           info_ = info;
           hasSession_ = true;
@@ -180,6 +214,15 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
 
 void SessionController::requestStatistics(qint64 mode, double threshold) {
   submit(QStringLiteral("statistics"), [this, mode, threshold](Slot& slot, const std::function<bool()>&) -> Deliver {
+    if (slot.block) {
+      checkBlockMode(*slot.block, mode);
+      QElapsedTimer clock;
+      clock.start();
+      auto statistics = slot.block->statistics(threshold);
+      return [this, statistics = std::move(statistics), seconds = secondsSince(clock)](double ms) {
+        Q_EMIT statisticsReady(statistics, timing(false, seconds, ms));
+      };
+    }
     auto answer = slot.get().statistics(mode, threshold);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT statisticsReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -189,6 +232,14 @@ void SessionController::requestStatistics(qint64 mode, double threshold) {
 
 void SessionController::requestGallery(const analysis::GalleryRequest& request) {
   submit(QStringLiteral("gallery"), [this, request](Slot& slot, const std::function<bool()>&) -> Deliver {
+    if (slot.block) {
+      QElapsedTimer clock;
+      clock.start();
+      auto gallery = slot.block->gallery(request);
+      return [this, gallery = std::move(gallery), seconds = secondsSince(clock)](double ms) {
+        Q_EMIT galleryReady(gallery, timing(false, seconds, ms));
+      };
+    }
     auto answer = slot.get().gallery(request);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT galleryReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -201,6 +252,15 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
   std::sort(list.begin(), list.end());
   list.erase(std::unique(list.begin(), list.end()), list.end());
   submit(QStringLiteral("ablation"), [this, mode, list](Slot& slot, const std::function<bool()>&) -> Deliver {
+    if (slot.block) {
+      checkBlockMode(*slot.block, mode);
+      QElapsedTimer clock;
+      clock.start();
+      auto outcome = slot.block->ablate(list, analysis::AblationMethod::Sparse);
+      return [this, outcome = std::move(outcome), seconds = secondsSince(clock)](double ms) {
+        Q_EMIT ablationReady(outcome, timing(false, seconds, ms));
+      };
+    }
     auto answer = slot.get().ablate(mode, list);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT ablationReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -210,10 +270,20 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
 
 void SessionController::requestSweep(qint64 mode) {
   submit(QStringLiteral("sweep"), [this, mode](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
-    auto answer = slot.get().sweep(mode, analysis::AblationMethod::Sparse, [&](int64_t done, int64_t total) {
+    const auto progress = [&](int64_t done, int64_t total) {
       postProgress(QStringLiteral("sweep"), done, total, -1);
       return !cancelled();
-    });
+    };
+    if (slot.block) {
+      checkBlockMode(*slot.block, mode);
+      QElapsedTimer clock;
+      clock.start();
+      auto sweep = slot.block->sweep(analysis::AblationMethod::Sparse, progress);
+      return [this, sweep = std::move(sweep), seconds = secondsSince(clock)](double ms) {
+        Q_EMIT sweepReady(sweep, timing(false, seconds, ms));
+      };
+    }
+    auto answer = slot.get().sweep(mode, analysis::AblationMethod::Sparse, progress);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT sweepReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
     };
@@ -224,6 +294,12 @@ void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
   submit(
       QStringLiteral("coefficients"),
       [this, mode, sample](Slot& slot, const std::function<bool()>&) -> Deliver {
+        if (slot.block) {
+          checkBlockMode(*slot.block, mode);
+          const auto row = slot.block->image_coefficients(sample);
+          const QVector<double> dense(row.begin(), row.end());
+          return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
+        }
         auto& session = slot.get();
         const auto& run = session.run();
         if (mode < 0 || mode >= run.modes() || sample < 0 || sample >= run.samples())
@@ -241,32 +317,31 @@ void SessionController::exportGallery(const QString& path, const analysis::Galle
   submit(
       QStringLiteral("export gallery"),
       [this, path, gallery](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
-        auto& session = slot.get();
-        if (!session.has_gallery_images())
-          throw UsageError(session.options().data_spec + " holds no images to draw a contact sheet from");
-        if (gallery.items.empty()) throw UsageError("the gallery is empty");
-        const auto& names = session.class_names();
-        std::vector<analysis::ContactSheetTile> tiles;
-        tiles.reserve(gallery.items.size());
-        const auto total = static_cast<qint64>(gallery.items.size());
-        for (const auto& item : gallery.items) {
-          if (cancelled()) throw Cancelled();
-          const auto label = item.label >= 0 && static_cast<size_t>(item.label) < names.size()
-                                 ? names[static_cast<size_t>(item.label)]
-                                 : std::to_string(item.label);
-          tiles.push_back({session.sample_image(item.sample), label,
-                           QString::number(item.coefficient, 'f', 2).toStdString()});
-          if (tiles.size() % 256 == 0) postProgress(QStringLiteral("export gallery"), static_cast<qint64>(tiles.size()), total, -1);
+        std::function<analysis::SampleImage(const analysis::GalleryItem&)> imageOf;
+        std::vector<std::string> classNames;
+        std::string source;
+        if (slot.block) {
+          imageOf = [block = slot.block.get()](const analysis::GalleryItem& item) { return block->image(item.sample, item.patch); };
+          classNames = slot.block->class_names();
+          source = slot.block->layer_name() + ", strongest patch per image";
+        } else {
+          auto& session = slot.get();
+          if (!session.has_gallery_images())
+            throw UsageError(session.options().data_spec + " holds no images to draw a contact sheet from");
+          imageOf = [&session](const analysis::GalleryItem& item) { return session.sample_image(item.sample); };
+          classNames = session.class_names();
+          source = session.options().data_spec;
         }
-        const auto& r = gallery.request;
-        const std::string title =
-            "expert " + std::to_string(r.expert) + " (mode " + std::to_string(r.mode) + "), " +
-            (r.order == analysis::GalleryOrder::Top
-                 ? "top " + std::to_string(tiles.size())
-                 : std::to_string(tiles.size()) + " random with a >= " + QString::number(r.threshold, 'f', 2).toStdString()) +
-            " of " + std::to_string(gallery.eligible) + " · " + session.options().data_spec;
-        analysis::write_contact_sheet(path.toStdString(), title, tiles);  // atomic; names the path on failure
-        const int count = static_cast<int>(tiles.size());
+        const auto total = static_cast<qint64>(gallery.items.size());
+        qint64 drawn = 0;
+        analysis::write_gallery_sheet(  // atomic; names the path on failure
+            path.toStdString(), gallery, classNames,
+            [&](const analysis::GalleryItem& item) {
+              if (++drawn % 256 == 0) postProgress(QStringLiteral("export gallery"), drawn, total, -1);
+              return imageOf(item);
+            },
+            source, cancelled);
+        const int count = static_cast<int>(total);
         return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
       },
       JobFlags{true, true, true});
@@ -292,17 +367,17 @@ void SessionController::flushImageRequests() {
   submit(
       QStringLiteral("images"),
       [this, batch](Slot& slot, const std::function<bool()>&) -> Deliver {
-        auto& session = slot.get();
         QHash<qint64, QImage> images;
         QString error;
-        for (auto s : batch) {
+        for (auto key : batch) {
           // An unreadable image becomes a null one (the store asks again on a later paint)
           // rather than failing the batch, whose other samples would never be asked again.
           try {
-            const auto image = session.sample_image(s);
-            images.insert(s, toQImage(image.height, image.width, image.channels, image.pixels.data()));
+            const auto [sample, patch] = thumbnailSource(key);
+            const auto image = slot.block ? slot.block->image(sample, patch) : slot.get().sample_image(sample);
+            images.insert(key, toQImage(image.height, image.width, image.channels, image.pixels.data()));
           } catch (const std::exception& e) {
-            images.insert(s, QImage());
+            images.insert(key, QImage());
             if (error.isEmpty()) error = QString::fromUtf8(e.what());
           }
         }

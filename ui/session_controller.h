@@ -36,6 +36,7 @@
 
 namespace mumoe::analysis {
 class AnalysisSession;
+class VitBlockAnalysis;
 }
 
 namespace mumoe::ui {
@@ -54,6 +55,14 @@ struct SessionInfo {
   double openSeconds = 0;          ///< open + extraction
   analysis::ClassAccuracy accuracy;  ///< the unablated model
   QString cacheNote;               ///< non-empty when an unusable cache file was set aside
+  /// A ViT block's μMoE MLP (analysis::VitBlockAnalysis, not cached): the side of its images'
+  /// patch grid. Its samples are images, each counted by its strongest patch for an expert;
+  /// gallery tiles outline that patch. 0 for a head's session.
+  qint64 patchGrid = 0;
+  /// The sweep takes about a second (a head's; a ViT block's when it is the last block and the
+  /// ViT pools its class token): the window runs it at once. Otherwise (an earlier ViT block
+  /// re-runs the blocks after it: minutes) it waits for Run Sweep.
+  bool sweepIsCheap = true;
 };
 
 /// How an answer was obtained: from the cache or computed, the core's time, and the time from
@@ -78,7 +87,9 @@ class SessionController : public QObject {
   QString cachePath() const { return cachePath_; }
 
   /// Opens model + data (+ layer, "" = the only μMoE layer) on the worker and extracts what the
-  /// cache lacks, with progress. sessionOpened() or jobFailed("open", …) follows.
+  /// cache lacks, with progress. sessionOpened() or jobFailed("open", …) follows. A layer that
+  /// names a ViT block's μMoE MLP ("blocks.L.mlp") opens a VitBlockAnalysis instead (its baseline
+  /// pass reported as task "block"): every request below then answers for that block's experts.
   void open(const QString& modelPath, const QString& dataSpec, const QString& layer = {});
   bool hasSession() const { return hasSession_; }
   const SessionInfo& info() const { return info_; }

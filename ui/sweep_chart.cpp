@@ -98,7 +98,10 @@ void SweepChart::setSweep(const analysis::SweepOutcome& sweep, const analysis::C
   y2->setRange(lowest * 1.1 - 0.05, 0);
   y2->applyNiceNumbers();
   y2->setTitleText(tr("Δ accuracy (pp)"));
-  y2->setLabelFormat(QStringLiteral("%.1f"));
+  // Enough decimals to tell the ticks apart (a block whose removals cost 0.04 pp needs two).
+  const double step = (y2->max() - y2->min()) / std::max(1, y2->tickCount() - 1);
+  const int decimals = step > 0 ? std::clamp(static_cast<int>(std::ceil(-std::log10(step))), 1, 4) : 1;
+  y2->setLabelFormat(QStringLiteral("%.%1f").arg(decimals));
   y2->setLabelsColor(QColor(0xd3, 0x2f, 0x2f));
   chart_->addAxis(x, Qt::AlignBottom);
   chart_->addAxis(y, Qt::AlignLeft);

@@ -75,4 +75,18 @@ void ThumbnailStore::insert(const QHash<qint64, QImage>& images) {
   if (!arrived.isEmpty()) Q_EMIT imagesArrived(arrived);
 }
 
+namespace {
+constexpr qint64 kPatchKeys = qint64{1} << 24;  // patches per image a tile key can tell apart
+}
+
+qint64 thumbnailKey(qint64 sample, qint64 patch) {
+  return patch < 0 ? sample : -1 - (sample * kPatchKeys + std::min(patch, kPatchKeys - 1));
+}
+
+std::pair<qint64, qint64> thumbnailSource(qint64 key) {
+  if (key >= 0) return {key, -1};
+  const qint64 code = -1 - key;
+  return {code / kPatchKeys, code % kPatchKeys};
+}
+
 }  // namespace mumoe::ui

@@ -16,6 +16,8 @@
 #include <QSet>
 #include <QVector>
 
+#include <utility>
+
 namespace mumoe::ui {
 
 class ThumbnailStore : public QObject {
@@ -59,6 +61,13 @@ class ThumbnailStore : public QObject {
   bool available_ = true;
   quint64 generation_ = 0;
 };
+
+/// The store's key of a picture. A whole sample's image is keyed by its sample index; a ViT
+/// block's gallery tile — the image with one patch outlined — by a negative key of its own, since
+/// one image appears with different patches in different experts' galleries.
+qint64 thumbnailKey(qint64 sample, qint64 patch = -1);
+/// Inverse of thumbnailKey: {sample, patch}, patch −1 for a whole-sample key.
+std::pair<qint64, qint64> thumbnailSource(qint64 key);
 
 /// Scales a small image up by an integer factor without smoothing (crisp pixels) and a large one
 /// down smoothly, to fit side × side.

@@ -4,7 +4,7 @@
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the samples are tokens of the
 // validation split, shown inside ±--context tokens of their document with the token marked.
 // For a ViT's μMoE MLP (--layer blocks.L.mlp) the samples are images, each with its strongest
-// patch for the expert outlined (the paper's MLP-mixer galleries); the order is always top.
+// patch for the expert outlined (the paper's MLP-mixer galleries); the order is top unless asked.
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
@@ -26,7 +26,7 @@ namespace {
 struct GalleryOptions {
   AnalysisCliOptions analysis;
   analysis::GalleryRequest request;
-  std::string order;  ///< "" = random (the default), except for a ViT block (top only)
+  std::string order;  ///< "" = random (the default), except for a ViT block (top)
   std::string output;
   bool top = false;
   int64_t context = 24;
@@ -46,16 +46,9 @@ void write_png(const analysis::AnalysisSession& session, const analysis::Gallery
   if (!session.has_gallery_images())
     throw UsageError("--output needs images: " + session.options().data_spec +
                      " holds features, so name the images they were made from with --images SPEC");
-  std::vector<analysis::ContactSheetTile> tiles;
-  for (const auto& item : g.items)
-    tiles.push_back({session.sample_image(item.sample), class_name(session, item.label), two_decimals(item.coefficient)});
-  const std::string title = "expert " + std::to_string(g.request.expert) + " (mode " + std::to_string(g.request.mode) +
-                            "), " + (g.request.order == analysis::GalleryOrder::Top
-                                         ? "top " + std::to_string(g.items.size())
-                                         : std::to_string(g.items.size()) + " random with a >= " +
-                                               two_decimals(g.request.threshold)) +
-                            " of " + std::to_string(g.eligible);
-  analysis::write_contact_sheet(path, title, tiles);
+  analysis::write_gallery_sheet(
+      path, g, session.class_names(), [&](const analysis::GalleryItem& item) { return session.sample_image(item.sample); },
+      "");
 #else
   throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
@@ -87,60 +80,62 @@ int run_text_gallery(GalleryOptions& o) {
 }
 
 int run_block_gallery(GalleryOptions& o) {
-  if (o.request.mode != 0) throw UsageError("a ViT block's μMoE MLP has its galleries in mode 0");
   // What the block path does not do is refused, not ignored.
-  if (!o.order.empty() && o.order != "top")
-    throw UsageError("a ViT block's gallery is the top images by their strongest patch: --order " + o.order +
-                     " is for the head");
   if (!o.analysis.session.gallery_images.empty()) throw UsageError("--images is for feature data, not a ViT block");
   if (o.analysis.recompute) throw UsageError("--recompute: a ViT block's analysis is not cached; it is always computed afresh");
 #ifndef MUMOE_WITH_OPENCV
   if (!o.output.empty()) throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
+  // A block's default order is top: its images' strongest-patch coefficients rarely reach the
+  // random draw's threshold.
+  o.request.order = o.top || o.order.empty() ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
   auto a = open_vit_block_analysis(o.analysis, o.block);
-  const auto hits = a->top_patches(o.request.expert, o.request.count);
-  if (hits.empty() && !o.output.empty())
-    throw UsageError("expert " + std::to_string(o.request.expert) + " of " + a->layer_name() +
-                     " gives no patch of these " + std::to_string(a->samples()) +
-                     " images a coefficient above 0 (it may serve only the class token): no sheet to draw");
-  auto name = [&](int64_t sample) {
-    const auto label = static_cast<size_t>(a->labels()[static_cast<size_t>(sample)]);
-    return label < a->class_names().size() ? a->class_names()[label] : "class " + std::to_string(label);
+  const auto g = a->gallery(o.request);
+  auto name = [&](int64_t label) {
+    return label >= 0 && label < static_cast<int64_t>(a->class_names().size()) ? a->class_names()[label]
+                                                                               : "class " + std::to_string(label);
   };
   if (!o.output.empty()) {
+    if (g.items.empty())
+      throw UsageError("expert " + std::to_string(o.request.expert) + " of " + a->layer_name() +
+                       (o.request.order == analysis::GalleryOrder::Top
+                            ? " gives no patch of these " + std::to_string(a->samples()) +
+                                  " images a coefficient above 0 (it may serve only the class token)"
+                            : " reaches a >= " + two_decimals(o.request.threshold) + " in no patch of these " +
+                                  std::to_string(a->samples()) + " images (try --order top or a lower --threshold)") +
+                       ": no sheet to draw");
 #ifdef MUMOE_WITH_OPENCV
-    std::vector<analysis::ContactSheetTile> tiles;
-    for (const auto& hit : hits) tiles.push_back({a->patch_tile(hit), name(hit.sample), two_decimals(hit.coefficient)});
-    analysis::write_contact_sheet(o.output,
-                                  a->layer_name() + ", expert " + std::to_string(o.request.expert) + ": top " +
-                                      std::to_string(hits.size()) + " images by their strongest patch",
-                                  tiles);
-#else
-    throw UsageError("this build has no OpenCV: PNG galleries are not available");
+    analysis::write_gallery_sheet(
+        o.output, g, a->class_names(), [&](const analysis::GalleryItem& item) { return a->image(item.sample, item.patch); },
+        a->layer_name() + ", strongest patch per image");
 #endif
   }
   if (o.analysis.json) {
-    nlohmann::json j = {{"model", o.analysis.model.model}, {"data", o.analysis.session.data_spec},
-                        {"layer", a->layer_name()},        {"expert", o.request.expert},
-                        {"images", a->samples()},          {"patch_grid", a->grid()},
-                        {"items", nlohmann::json::array()}};
-    for (const auto& hit : hits)
-      j["items"].push_back({{"sample", hit.sample},
-                            {"patch", hit.patch},
-                            {"row", hit.patch / a->grid()},
-                            {"column", hit.patch % a->grid()},
-                            {"coefficient", hit.coefficient},
-                            {"label", a->labels()[static_cast<size_t>(hit.sample)]},
-                            {"class_name", name(hit.sample)}});
+    auto j = analysis::to_json(g);
+    for (auto& item : j["items"]) {
+      const auto patch = item["patch"].get<int64_t>();
+      item["row"] = patch / a->grid();
+      item["column"] = patch % a->grid();
+      item["class_name"] = name(item["label"].get<int64_t>());
+    }
+    j["model"] = o.analysis.model.model;
+    j["data"] = o.analysis.session.data_spec;
+    j["layer"] = a->layer_name();
+    j["images"] = a->samples();
+    j["patch_grid"] = a->grid();
     if (!o.output.empty()) j["output"] = o.output;
     std::cout << j.dump(2) << "\n";
     return kSuccess;
   }
-  std::cout << a->layer_name() << ", expert " << o.request.expert << ": the " << hits.size() << " images of "
-            << a->samples() << " whose patches use it most\n";
-  for (const auto& hit : hits)
-    std::cout << "  sample " << std::setw(6) << hit.sample << "  patch (" << hit.patch / a->grid() << ", "
-              << hit.patch % a->grid() << ")  a = " << two_decimals(hit.coefficient) << "  " << name(hit.sample) << "\n";
+  std::cout << a->layer_name() << ", expert " << o.request.expert << ": " << g.items.size() << " of " << g.eligible
+            << " images ("
+            << (o.request.order == analysis::GalleryOrder::Top
+                    ? "largest strongest-patch a_n"
+                    : "random with a patch of a_n >= " + two_decimals(o.request.threshold))
+            << ", " << a->samples() << " images)\n";
+  for (const auto& item : g.items)
+    std::cout << "  sample " << std::setw(6) << item.sample << "  patch (" << item.patch / a->grid() << ", "
+              << item.patch % a->grid() << ")  a = " << two_decimals(item.coefficient) << "  " << name(item.label) << "\n";
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
 }
@@ -182,7 +177,7 @@ Command add_gallery_command(CLI::App& parent) {
   app->add_option("--expert", o->request.expert, "Expert index")->required();
   app->add_option("--mode", o->request.mode, "Expert mode (default 0)");
   app->add_option("--order", o->order,
-                  "random (default: seeded draw among a_n ≥ threshold) or top (the only order of a ViT block)");
+                  "random (default: seeded draw among a_n ≥ threshold) or top (the default of a ViT block, whose images count by their strongest patch)");
   app->add_option("--threshold", o->request.threshold, "Minimum coefficient for random galleries (default 0.5)");
   app->add_option("--count", o->request.count, "Samples (default 32)");
   app->add_option("--seed", o->request.seed, "Seed of the random draw (default 0)");

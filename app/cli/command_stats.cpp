@@ -1,5 +1,7 @@
 // mumoe stats MODEL --data SPEC [--mode E] [--threshold 0.5]: expert load, dead experts, top
 // classes, gate sparsity H_s, utilisation H_u and I(E;Y) (spec §4).
+// For a ViT's μMoE MLP (--layer blocks.L.mlp) the samples are images, each counted by its
+// strongest patch for the expert (analysis::VitBlockAnalysis::statistics).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -9,26 +11,28 @@
 #include "analysis/result_json.h"
 #include "analysis_options.h"
 #include "cli_support.h"
+#include "io/errors.h"
 
 namespace mumoe::cli {
 namespace {
 
 struct StatsOptions {
   AnalysisCliOptions analysis;
+  BlockCliOptions block;
   int64_t mode = 0;
   double threshold = 0.5;
   int64_t show = 20;
 };
 
-int run_stats(StatsOptions& o) {
-  auto session = open_analysis(o.analysis);
-  const auto answer = session->statistics(o.mode, o.threshold);
-  const auto& s = answer.value;
+int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, const std::vector<std::string>& names,
+                     nlohmann::json extra) {
+  auto name = [&](int64_t c) {
+    return c >= 0 && c < static_cast<int64_t>(names.size()) ? names[c] : "class " + std::to_string(c);
+  };
   if (o.analysis.json) {
     auto j = analysis::to_json(s);
-    j["class_names"] = session->class_names();
-    j["from_cache"] = answer.from_cache;
-    j["seconds"] = answer.seconds;
+    j["class_names"] = names;
+    j.update(extra);
     std::cout << j.dump(2) << "\n";
     return kSuccess;
   }
@@ -46,10 +50,27 @@ int run_stats(StatsOptions& o) {
   for (int64_t i = 0; i < std::min<int64_t>(o.show, static_cast<int64_t>(order.size())); ++i) {
     const auto& e = order[i];
     std::cout << "    expert " << std::setw(4) << e.expert << "  load " << std::setw(6) << e.load << "  top:";
-    for (const auto& [c, n] : e.top_classes) std::cout << " " << class_name(*session, c) << " (" << n << ")";
+    for (const auto& [c, n] : e.top_classes) std::cout << " " << name(c) << " (" << n << ")";
     std::cout << "\n";
   }
   return kSuccess;
+}
+
+int run_stats(StatsOptions& o) {
+  if (is_vit_block_layer(o.analysis)) {
+    if (o.analysis.recompute) throw UsageError("--recompute: a ViT block's analysis is not cached; it is always computed afresh");
+    if (o.mode != 0) throw UsageError(o.analysis.session.layer + " has one expert mode (0), not " + std::to_string(o.mode));
+    auto block = open_vit_block_analysis(o.analysis, o.block);
+    if (!o.analysis.json)
+      std::cout << block->layer_name() << ": " << block->samples()
+                << " images, each counted by its strongest patch for an expert\n";
+    return print_statistics(o, block->statistics(o.threshold), block->class_names(),
+                            {{"layer", block->layer_name()}, {"images", block->samples()}, {"from_cache", false}});
+  }
+  auto session = open_analysis(o.analysis);
+  const auto answer = session->statistics(o.mode, o.threshold);
+  return print_statistics(o, answer.value, session->class_names(),
+                          {{"from_cache", answer.from_cache}, {"seconds", answer.seconds}});
 }
 
 }  // namespace
@@ -61,6 +82,7 @@ Command add_stats_command(CLI::App& parent) {
   app->add_option("--mode", o->mode, "Expert mode (hierarchical layers; default 0)");
   app->add_option("--threshold", o->threshold, "Coefficient that counts towards an expert's load (default 0.5)");
   app->add_option("--show", o->show, "Experts listed in the text output (default 20)");
+  o->block.add_to(app);
   return {app, [o]() { return run_stats(*o); }};
 }
 

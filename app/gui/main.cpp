@@ -3,6 +3,8 @@
 //   mumoe-studio [MODEL]                              open MODEL (default: the bundled demo model, on
 //                                                     fashion-mnist:test)
 //   mumoe-studio --data SPEC [MODEL]                  … on another data set (default: the last used)
+//   mumoe-studio --layer NAME [MODEL]                 … analysing that μMoE layer (e.g. a ViT block's
+//                                                     blocks.3.mlp) instead of the first
 //   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation,
 //                                                     bias — a multi-label model such as demo 2 —,
 //                                                     tokens — a μMoE GPT —, compare — every MODEL
@@ -13,6 +15,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QMessageBox>
 #include <QTextStream>
 #include <QTimer>
 
@@ -62,7 +65,10 @@ int main(int argc, char** argv) {
                           QStringLiteral("SPEC"));
   QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1400x860)."),
                           QStringLiteral("WxH"), QStringLiteral("1400x860"));
-  parser.addOptions({screenshot, view, data, size});
+  QCommandLineOption layer(QStringLiteral("layer"),
+                           QStringLiteral("μMoE layer to analyse (default: the model's first), e.g. blocks.3.mlp of a ViT."),
+                           QStringLiteral("NAME"));
+  parser.addOptions({screenshot, view, data, size, layer});
   parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("Model file to open (default: the demo); --view compare takes several"),
                                QStringLiteral("[MODEL...]"));
   parser.process(app);
@@ -94,13 +100,16 @@ int main(int argc, char** argv) {
       err.flush();
       app.exit(exitCode);
     });
-    driver.start(model, parser.positionalArguments());
+    driver.start(model, parser.positionalArguments(), parser.value(layer));
     app.exec();
     return code;
   }
 
   window.show();
   // Open after the event loop starts so an error dialog has a visible parent.
-  QTimer::singleShot(0, &window, [&window, model] { window.openModel(model); });
+  QTimer::singleShot(0, &window, [&window, model, name = parser.value(layer)] {
+    if (window.openModel(model) && !name.isEmpty() && !window.analyzeLayer(name))
+      QMessageBox::warning(&window, QObject::tr("No such layer"), window.lastError());
+  });
   return app.exec();
 }

@@ -4,6 +4,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "io/atomic_file.h"
 #include "io/errors.h"
@@ -64,6 +65,38 @@ void write_contact_sheet(const std::string& path, const std::string& title, cons
   io::AtomicFileWriter out(path);
   out.write(png.data(), png.size());
   out.commit();
+}
+
+namespace {
+std::string two_decimals(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", v);
+  return text;
+}
+}  // namespace
+
+std::string gallery_sheet_title(const Gallery& g, const std::string& source) {
+  const auto& r = g.request;
+  const auto shown = std::to_string(g.items.size());
+  return "expert " + std::to_string(r.expert) + " (mode " + std::to_string(r.mode) + "), " +
+         (r.order == GalleryOrder::Top ? "top " + shown : shown + " random with a >= " + two_decimals(r.threshold)) +
+         " of " + std::to_string(g.eligible) + (source.empty() ? "" : " · " + source);
+}
+
+void write_gallery_sheet(const std::string& path, const Gallery& g, const std::vector<std::string>& class_names,
+                         const std::function<SampleImage(const GalleryItem&)>& image_of, const std::string& source,
+                         const std::function<bool()>& cancelled) {
+  if (g.items.empty()) throw UsageError("the gallery of expert " + std::to_string(g.request.expert) + " is empty: no sheet to draw");
+  std::vector<ContactSheetTile> tiles;
+  tiles.reserve(g.items.size());
+  for (const auto& item : g.items) {
+    if (cancelled && cancelled()) throw Cancelled();
+    const auto label = item.label >= 0 && static_cast<size_t>(item.label) < class_names.size()
+                           ? class_names[static_cast<size_t>(item.label)]
+                           : "class " + std::to_string(item.label);
+    tiles.push_back({image_of(item), label, two_decimals(item.coefficient)});
+  }
+  write_contact_sheet(path, gallery_sheet_title(g, source), tiles);
 }
 
 }  // namespace mumoe::analysis

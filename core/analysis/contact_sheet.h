@@ -3,10 +3,12 @@
 // Needs OpenCV (built only when it is found).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "analysis/analysis_session.h"
+#include "analysis/gallery.h"
 
 namespace mumoe::analysis {
 
@@ -28,5 +30,17 @@ std::vector<unsigned char> render_contact_sheet(const std::string& title, const 
 /// Renders and writes atomically. Throws WriteError naming the path.
 void write_contact_sheet(const std::string& path, const std::string& title,
                          const std::vector<ContactSheetTile>& tiles, const ContactSheetStyle& style = {});
+
+/// The title of a gallery's sheet: "expert 5 (mode 0), top 16 of 812 · SOURCE" (or "16 random
+/// with a >= 0.50 of 812"; SOURCE left out when empty).
+std::string gallery_sheet_title(const Gallery& gallery, const std::string& source);
+
+/// The one way the CLI and the GUI draw a gallery: a tile per item (`image_of(item)`, labelled
+/// with its class name from `class_names` or "class N", the coefficient to two decimals), titled
+/// by gallery_sheet_title, written atomically. `cancelled` (may be empty) is polled between
+/// images and throws Cancelled. Throws UsageError for an empty gallery, WriteError naming the path.
+void write_gallery_sheet(const std::string& path, const Gallery& gallery, const std::vector<std::string>& class_names,
+                         const std::function<SampleImage(const GalleryItem&)>& image_of, const std::string& source,
+                         const std::function<bool()>& cancelled = {});
 
 }  // namespace mumoe::analysis

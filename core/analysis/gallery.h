@@ -29,6 +29,9 @@ struct GalleryItem {
   int64_t label = 0;
   int64_t prediction = 0;
   double coefficient = 0;
+  /// Galleries of a ViT block's experts: the image's strongest patch for the expert (row-major
+  /// in the patch grid), which the tile outlines; -1: the coefficient is the whole sample's.
+  int64_t patch = -1;
 };
 
 struct Gallery {

@@ -80,9 +80,11 @@ ModeStatistics mode_statistics_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const Gallery& g) {
   nlohmann::json items = nlohmann::json::array();
-  for (const auto& i : g.items)
+  for (const auto& i : g.items) {
     items.push_back(
         {{"sample", i.sample}, {"label", i.label}, {"prediction", i.prediction}, {"coefficient", i.coefficient}});
+    if (i.patch >= 0) items.back()["patch"] = i.patch;
+  }
   const auto& r = g.request;
   return {{"mode", r.mode},           {"expert", r.expert}, {"order", to_string(r.order)},
           {"threshold", r.threshold}, {"count", r.count},   {"seed", r.seed},
@@ -99,7 +101,7 @@ Gallery gallery_from_json(const nlohmann::json& j) {
   g.request.seed = j.at("seed");
   g.eligible = j.at("eligible");
   for (const auto& i : j.at("items"))
-    g.items.push_back({i.at("sample"), i.at("label"), i.at("prediction"), i.at("coefficient")});
+    g.items.push_back({i.at("sample"), i.at("label"), i.at("prediction"), i.at("coefficient"), i.value("patch", int64_t{-1})});
   return g;
 }
 

@@ -49,6 +49,8 @@ struct VitBlockAnalysis::Impl {
   // ablated as `ablation`.
   torch::Tensor logits_from_attended(const torch::Tensor& attended, const nn::ExpertAblation& ablation);
   std::vector<int64_t> predict(const torch::Tensor& logits) const;
+  /// Fills `images` and `strongest_patch` from `coefficients`, labels and predictions.
+  void build_image_run();
   nn::TokenBackbone* tokens() { return model.image_classifier()->backbone()->tokens(); }
   int64_t samples() const { return static_cast<int64_t>(labels.size()); }
 
@@ -65,6 +67,10 @@ struct VitBlockAnalysis::Impl {
   /// L is the last block and pooling reads the class token: only token 0's MLP output matters.
   bool class_token_only = false;
   torch::Tensor coefficients;  ///< [S, T, N] float64 CPU
+  /// Per image and expert, the strongest patch token: its coefficient (image_run's rows) and
+  /// where it is. [S, N] int64 CPU.
+  RunData images;
+  torch::Tensor strongest_patch;
   std::vector<int64_t> labels, predictions;
   ClassAccuracy before;
 };
@@ -152,6 +158,7 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   d.labels.assign(label_tensor.data_ptr<int64_t>(), label_tensor.data_ptr<int64_t>() + total);
   d.predictions = d.predict(torch::cat(logits));
   d.before = class_accuracy(d.labels, d.predictions, d.model.class_count());
+  d.build_image_run();
 }
 
 VitBlockAnalysis::~VitBlockAnalysis() = default;
@@ -304,32 +311,66 @@ SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback&
   return s;
 }
 
-std::vector<VitBlockAnalysis::PatchHit> VitBlockAnalysis::top_patches(int64_t expert, int64_t count) const {
-  const auto& d = *impl_;
-  d.check({expert});
-  // Each image's strongest patch for the expert, then the images by that coefficient.
-  const auto patch_coefficients = d.coefficients.select(2, expert).slice(1, d.prefix_tokens).contiguous();
-  const auto best = patch_coefficients.max(1);
-  const auto values = std::get<0>(best).contiguous();
-  const auto where = std::get<1>(best).contiguous();
+void VitBlockAnalysis::Impl::build_image_run() {
+  // Each image's strongest patch per expert; the class token is no place in the image.
+  const auto best = coefficients.slice(1, prefix_tokens).max(1);
+  const auto values = std::get<0>(best).contiguous();  // [S, N]
+  strongest_patch = std::get<1>(best).contiguous();
   const double* value = values.data_ptr<double>();
-  const int64_t* patch = where.data_ptr<int64_t>();
-  std::vector<PatchHit> hits;
-  for (int64_t s = 0; s < values.size(0); ++s)
-    if (value[s] > 0) hits.push_back({s, patch[s], value[s]});
-  std::stable_sort(hits.begin(), hits.end(),
-                   [](const PatchHit& a, const PatchHit& b) { return a.coefficient > b.coefficient; });
-  if (static_cast<int64_t>(hits.size()) > count) hits.resize(static_cast<size_t>(std::max<int64_t>(count, 0)));
-  return hits;
+  images = RunData{};
+  images.info.sample_count = samples();
+  images.info.chunk_size = samples();
+  images.info.output_dim = model.class_count();
+  images.info.expert_dims = {experts};
+  images.labels = labels;
+  images.predictions = predictions;
+  cache::SparseRows rows;
+  rows.offsets.reserve(static_cast<size_t>(samples()) + 1);
+  rows.offsets.push_back(0);
+  for (int64_t s = 0; s < samples(); ++s) {
+    for (int64_t n = 0; n < experts; ++n)
+      if (const double a = value[s * experts + n]; a > 0) {
+        rows.indices.push_back(static_cast<int32_t>(n));
+        rows.values.push_back(a);
+      }
+    rows.offsets.push_back(static_cast<int64_t>(rows.values.size()));
+  }
+  images.coefficients.push_back(std::move(rows));
+  images.finish();
 }
 
-SampleImage VitBlockAnalysis::patch_tile(const PatchHit& hit) const {
+const RunData& VitBlockAnalysis::image_run() const { return impl_->images; }
+
+ModeStatistics VitBlockAnalysis::statistics(double threshold) const {
+  return expert_statistics(impl_->images, 0, impl_->model.class_count(), threshold);
+}
+
+Gallery VitBlockAnalysis::gallery(const GalleryRequest& request) const {
+  if (request.mode != 0) throw UsageError(layer_name() + " has one expert mode (0), not " + std::to_string(request.mode));
+  auto g = select_gallery(impl_->images, request);
+  const int64_t* where = impl_->strongest_patch.data_ptr<int64_t>();
+  for (auto& item : g.items) item.patch = where[item.sample * impl_->experts + request.expert];
+  return g;
+}
+
+std::vector<double> VitBlockAnalysis::image_coefficients(int64_t sample) const {
   const auto& d = *impl_;
-  if (hit.sample < 0 || hit.sample >= d.samples() || hit.patch < 0 || hit.patch >= d.patches)
-    throw UsageError("no patch " + std::to_string(hit.patch) + " of sample " + std::to_string(hit.sample));
+  if (sample < 0 || sample >= d.samples())
+    throw UsageError("sample " + std::to_string(sample) + " was not analysed (0–" + std::to_string(d.samples() - 1) + ")");
+  std::vector<double> dense(static_cast<size_t>(d.experts), 0.0);
+  const auto& rows = d.images.coefficients.front();
+  for (auto k = rows.offsets[static_cast<size_t>(sample)]; k < rows.offsets[static_cast<size_t>(sample) + 1]; ++k)
+    dense[static_cast<size_t>(rows.indices[static_cast<size_t>(k)])] = rows.values[static_cast<size_t>(k)];
+  return dense;
+}
+
+SampleImage VitBlockAnalysis::image(int64_t sample, int64_t patch) const {
+  const auto& d = *impl_;
+  if (sample < 0 || sample >= d.samples() || patch >= d.patches)
+    throw UsageError("no patch " + std::to_string(patch) + " of sample " + std::to_string(sample));
   torch::NoGradGuard no_grad;
   const auto& b = d.model.image_classifier()->backbone_config();
-  auto x = d.model.backbone_inputs(d.data, torch::tensor({hit.sample}, torch::kLong), torch::kCPU)
+  auto x = d.model.backbone_inputs(d.data, torch::tensor({sample}, torch::kLong), torch::kCPU)
                .squeeze(0)
                .to(torch::kFloat64);
   if (b.preprocess.enabled) {  // undo the normalisation
@@ -339,13 +380,14 @@ SampleImage VitBlockAnalysis::patch_tile(const PatchHit& hit) const {
   }
   if (x.size(0) == 1) x = x.expand({3, -1, -1});
   auto rgb = (x.clamp(0, 1) * 255).round().to(torch::kUInt8).permute({1, 2, 0}).contiguous();
-  // A one-pixel yellow frame just inside the patch.
-  const int64_t p = b.vit.patch_size, top = hit.patch / d.grid * p, left = hit.patch % d.grid * p;
-  const auto yellow = torch::tensor({255, 220, 0}, torch::kUInt8);
-  rgb.slice(0, top, top + p).slice(1, left, left + 1).copy_(yellow.expand({p, 1, 3}));
-  rgb.slice(0, top, top + p).slice(1, left + p - 1, left + p).copy_(yellow.expand({p, 1, 3}));
-  rgb.slice(0, top, top + 1).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
-  rgb.slice(0, top + p - 1, top + p).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
+  if (patch >= 0) {  // a one-pixel yellow frame just inside the patch
+    const int64_t p = b.vit.patch_size, top = patch / d.grid * p, left = patch % d.grid * p;
+    const auto yellow = torch::tensor({255, 220, 0}, torch::kUInt8);
+    rgb.slice(0, top, top + p).slice(1, left, left + 1).copy_(yellow.expand({p, 1, 3}));
+    rgb.slice(0, top, top + p).slice(1, left + p - 1, left + p).copy_(yellow.expand({p, 1, 3}));
+    rgb.slice(0, top, top + 1).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
+    rgb.slice(0, top + p - 1, top + p).slice(1, left, left + p).copy_(yellow.expand({1, p, 3}));
+  }
   SampleImage image;
   image.height = rgb.size(0);
   image.width = rgb.size(1);

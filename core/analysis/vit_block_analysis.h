@@ -18,6 +18,9 @@
 // Predictions agree image for image up to floating-point near-ties: the sparse method re-runs
 // its images in batches of another shape, which can change the last bits of a float64 sum (the
 // tests compare both methods exactly, and with PyTorch).
+// Statistics and galleries see each image through its strongest patch per expert (image_run()),
+// so the head's expert_statistics and select_gallery serve the block unchanged; the CLI (stats,
+// gallery, ablate --layer blocks.L.mlp) and the GUI's SessionController both call this class.
 // Only the first expert mode is ablated (a hierarchical block's mode 0). Nothing is cached on
 // disk yet: the baseline pass runs when the object is made.
 //
@@ -31,6 +34,9 @@
 
 #include "analysis/ablation_results.h"
 #include "analysis/analysis_session.h"
+#include "analysis/expert_statistics.h"
+#include "analysis/gallery.h"
+#include "analysis/run_data.h"
 
 namespace mumoe::data {
 struct Dataset;
@@ -100,18 +106,23 @@ class VitBlockAnalysis {
   /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel.
   SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {});
 
-  struct PatchHit {
-    int64_t sample = 0;  ///< index into the data
-    int64_t patch = 0;   ///< row-major in the patch grid
-    double coefficient = 0;
-  };
-  /// The `count` images whose patch tokens give expert `expert` its largest coefficients, each
-  /// with its strongest patch, best first (ties: lower sample index). Class tokens are left out:
-  /// they are no place in the image.
-  std::vector<PatchHit> top_patches(int64_t expert, int64_t count) const;
-  /// What the ViT saw of `hit`'s image — after the eval transform's resize and crop, before
-  /// normalisation — as 8-bit RGB with the patch outlined in yellow (a gallery tile).
-  SampleImage patch_tile(const PatchHit& hit) const;
+  /// The images as galleries and statistics see them: image s's coefficient for expert n is
+  /// its strongest patch token's, max over patches of a_n (class tokens are left out: they are
+  /// no place in the image), as the one expert mode of a RunData with the labels and the
+  /// predictions before ablation. An image counts towards an expert's load when one of its
+  /// patches reaches the threshold.
+  const RunData& image_run() const;
+  /// Load, dead experts, top classes, I(E;Y), … of the experts over image_run().
+  ModeStatistics statistics(double threshold = 0.5) const;
+  /// select_gallery over image_run() (mode 0; random among images whose strongest patch reaches
+  /// the threshold, or the top images), each item's `patch` its strongest patch for the expert.
+  Gallery gallery(const GalleryRequest& request) const;
+  /// Image `sample`'s strongest-patch coefficients, one per expert (a row of image_run()).
+  std::vector<double> image_coefficients(int64_t sample) const;
+  /// What the ViT saw of image `sample` — after the eval transform's resize and crop, before
+  /// normalisation — as 8-bit RGB, with patch `patch` (row-major in the patch grid) outlined in
+  /// yellow unless it is negative: a gallery tile.
+  SampleImage image(int64_t sample, int64_t patch = -1) const;
 
  private:
   /// The same, with affected_samples(experts) already known (the sparse method needs it).

@@ -200,7 +200,11 @@ TEST_P(VitMumoeBlockAblation, PredictsAsPyTorchWithBothMethods) {
       EXPECT_EQ(sweep.experts[n].changed_predictions, differ);
     }
     // Galleries: each image's strongest patch, best first, never the class token.
-    const auto hits = analysis.top_patches(0, 5);
+    analysis::GalleryRequest top;
+    top.expert = 0;
+    top.order = analysis::GalleryOrder::Top;
+    top.count = 5;
+    const auto hits = analysis.gallery(top).items;
     ASSERT_FALSE(hits.empty());
     const auto block_coefficients = expected.at("block" + b);
     for (size_t i = 0; i < hits.size(); ++i) {
@@ -211,9 +215,31 @@ TEST_P(VitMumoeBlockAblation, PredictsAsPyTorchWithBothMethods) {
         EXPECT_GE(hits[i - 1].coefficient, hits[i].coefficient);
       }
     }
-    const auto tile = analysis.patch_tile(hits[0]);
+    const auto tile = analysis.image(hits[0].sample, hits[0].patch);
     EXPECT_EQ(tile.height, 32);
     EXPECT_EQ(tile.channels, 3);
+    // Statistics count an image towards an expert's load when one of its patches reaches the
+    // threshold: a brute-force count over Python's coefficients.
+    const double threshold = 0.2;
+    const auto statistics = analysis.statistics(threshold);
+    const auto patches_only = block_coefficients.slice(1, 1);  // [images, patches, experts]
+    for (int64_t n = 0; n < 6; ++n) {
+      int64_t load = 0, support = 0;
+      for (int64_t i = 0; i < patches_only.size(0); ++i) {
+        const double strongest = patches_only[i].select(1, n).max().item<double>();
+        load += strongest >= threshold;
+        support += strongest > 0;
+      }
+      EXPECT_EQ(statistics.experts[static_cast<size_t>(n)].load, load) << "block " << block << " expert " << n;
+      EXPECT_EQ(statistics.experts[static_cast<size_t>(n)].support, support) << "block " << block << " expert " << n;
+    }
+    // A random gallery draws only images with a patch at or above its threshold.
+    analysis::GalleryRequest random;
+    random.expert = 1;
+    random.threshold = threshold;
+    random.count = 100;
+    for (const auto& item : analysis.gallery(random).items)
+      EXPECT_GE(patches_only[item.sample].select(1, 1).max().item<double>(), threshold - 1e-9);
   }
   // The test can fail: removing these experts changes predictions Python computed, in the last
   // block too.
@@ -289,6 +315,15 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   ASSERT_EQ(g.at("items").size(), 4u);
   EXPECT_EQ(g.at("patch_grid"), 4);
   EXPECT_TRUE(std::filesystem::file_size(sheet) > 0);
+  for (const auto& item : g.at("items")) EXPECT_EQ(item.at("patch").get<int64_t>() / 4, item.at("row").get<int64_t>());
+  // A random draw is a block's gallery too, among images with a patch at a >= threshold.
+  const auto r = run_json("gallery " + common + "--layer blocks.1.mlp --expert 0 --order random --threshold 0.1 --json");
+  EXPECT_EQ(r.at("order"), "random");
+  for (const auto& item : r.at("items")) EXPECT_GE(item.at("coefficient").get<double>(), 0.1);
+  // And its statistics.
+  const auto st = run_json("stats " + common + "--layer blocks.1.mlp --threshold 0.1 --json");
+  EXPECT_EQ(st.at("experts").size(), 6u);
+  EXPECT_EQ(st.at("samples"), 24);
   // The sheet may not be written over the model it reads.
   const auto model_bytes = testkit::read_bytes(dir.file("vit_blocks.pth"));
   const auto over = testkit::run_cli("gallery " + common + "--layer blocks.1.mlp --expert 0 --output " +
@@ -307,7 +342,6 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   // --max-images takes the first images; what the block path does not do is refused.
   EXPECT_EQ(run_json("ablate " + common + "--layer blocks.1.mlp --experts 1 --max-images 10 --json").at("images"), 10);
   for (const std::string& refused : {"ablate " + common + "--layer blocks.1.mlp --experts 1 --max-images -1",
-                                    "gallery " + common + "--layer blocks.1.mlp --expert 1 --order random",
                                     "gallery " + common + "--layer blocks.1.mlp --expert 1 --recompute"}) {
     const auto r = testkit::run_cli(refused);
     EXPECT_NE(r.code, 0) << refused << "\n" << r.out;

@@ -13,7 +13,16 @@
 
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
+#include "ablation_chart.h"
+#include "cli_runner.h"
+#include "data/image_data.h"
+#include "expert_table_model.h"
 #include "experts_page.h"
+#include "gallery_model.h"
+#include "gallery_view.h"
+#include "thumbnail_store.h"
 #include "io/safetensors.h"
 #include "io/errors.h"
 #include "main_window.h"
@@ -53,6 +62,24 @@ std::string writeModel(const testkit::TempDir& dir, const std::string& name,
   const auto path = dir.file(name);
   model::save_model_file(path, manifest, tensors);
   return path;
+}
+
+// The first `count` Fashion-MNIST test images as an IDX "test" split in `dir`; returns its spec.
+std::string writeFashionMnistIdx(const testkit::TempDir& dir, int64_t count) {
+  const auto test = data::load_image_data("fashion-mnist:test");
+  auto be32 = [](int64_t v) {
+    std::string b(4, '\0');
+    for (int i = 0; i < 4; ++i) b[static_cast<size_t>(i)] = static_cast<char>((v >> (24 - 8 * i)) & 0xff);
+    return b;
+  };
+  const auto images = test.images.slice(0, 0, count).contiguous();
+  std::string img = std::string("\0\0\x08\x03", 4) + be32(count) + be32(images.size(2)) + be32(images.size(3));
+  img.append(static_cast<const char*>(images.data_ptr()), static_cast<size_t>(images.numel()));
+  std::string lab = std::string("\0\0\x08\x01", 4) + be32(count);
+  for (int64_t i = 0; i < count; ++i) lab += static_cast<char>(test.labels[i].item<int64_t>());
+  testkit::write_bytes(dir.file("t10k-images-idx3-ubyte"), img);
+  testkit::write_bytes(dir.file("t10k-labels-idx1-ubyte"), lab);
+  return "idx:" + dir.path().string() + ":test";
 }
 
 }  // namespace
@@ -152,18 +179,94 @@ class MainWindowTest : public QObject {
 
   // A ViT block's μMoE MLP (demo 4b) is analysed by the CLI: choosing it says so and opens
   // nothing (no session runs).
-  void aVitBlockLayerPointsToTheCli() {
+  // A ViT block's μMoE MLP on the Experts and Ablation pages (demo 4b's first block on the first
+  // 300 test images): the table has its experts, the gallery outlines each image's strongest
+  // patch (a thumbnail per patch, not per image), and an ablation is the CLI's, number for number
+  // (both front ends run the core's VitBlockAnalysis; it is checked against PyTorch in
+  // tests/core/test_vit_mumoe_blocks.cpp). The demo's MLPs matter little: only removing the
+  // whole block's experts changes predictions on so few images, so that is what is compared.
+  void aVitBlockLayerIsBrowsedAndAblatedAsInTheCli() {
     testkit::TempDir dir;
+    const auto spec = writeFashionMnistIdx(dir, 300);
     ui::MainWindow window;
     window.setErrorDialogsEnabled(false);
     window.setCachePath(QString::fromStdString(dir.file("cache.sqlite")));
-    window.setDataSpec(QStringLiteral("features:") + QString::fromStdString(dir.file("none.safetensors")));
+    window.setDataSpec(QString::fromStdString(spec));
     const auto demo = QStringLiteral(MUMOE_DEMO_VIT_BLOCKS_PATH);
     QVERIFY2(window.openModel(demo), qPrintable(window.lastError()));
     QCOMPARE(window.overviewModel()->summary().layers.size(), size_t{5});
-    window.analyzeLayer(QStringLiteral("blocks.2.mlp"));
-    QVERIFY2(window.expertsPage()->message().contains(QStringLiteral("mumoe ablate MODEL --layer blocks.2.mlp")),
-             qPrintable(window.expertsPage()->message()));
+    QSignalSpy opened(window.controller(), &ui::SessionController::sessionOpened);
+    QSignalSpy stats(window.controller(), &ui::SessionController::statisticsReady);
+    QSignalSpy failed(window.controller(), &ui::SessionController::jobFailed);
+    QVERIFY(!window.analyzeLayer(QStringLiteral("blocks.7.mlp")));
+    QVERIFY2(window.lastError().contains(QStringLiteral("blocks.3.mlp")), qPrintable(window.lastError()));
+    QVERIFY(window.analyzeLayer(QStringLiteral("blocks.0.mlp")));
+    QVERIFY2(opened.wait(120'000), qPrintable(failed.isEmpty() ? QStringLiteral("timeout") : failed.first().at(1).toString()));
+    const auto info = window.controller()->info();
+    QCOMPARE(info.layer, QStringLiteral("blocks.0.mlp"));
+    QCOMPARE(info.samples, qint64{300});
+    QVERIFY(info.patchGrid > 0);
+    QVERIFY(stats.wait(60'000) || !stats.isEmpty());
+    const auto statistics = stats.first().first().value<analysis::ModeStatistics>();
+    QCOMPARE(window.expertsPage()->model()->rowCount(), static_cast<int>(info.expertDims.value(0)));
+    QCOMPARE(statistics.samples, qint64{300});
+
+    // The busiest expert's gallery: top images, each with its strongest patch outlined.
+    qint64 expert = 0;
+    for (const auto& e : statistics.experts)
+      if (e.support > statistics.experts[static_cast<size_t>(expert)].support) expert = e.expert;
+    QSignalSpy galleries(window.controller(), &ui::SessionController::galleryReady);
+    window.expertsPage()->gallery()->setOrder(analysis::GalleryOrder::Top);
+    QVERIFY(window.expertsPage()->selectExpert(expert));
+    QTRY_VERIFY_WITH_TIMEOUT(window.expertsPage()->gallery()->model()->rowCount() > 0, 30'000);
+    const auto& gallery = window.expertsPage()->gallery()->model()->gallery();
+    QCOMPARE(gallery.request.expert, expert);
+    const auto& item = gallery.items.front();
+    QVERIFY(item.patch >= 0 && item.patch < info.patchGrid * info.patchGrid);
+    auto* store = window.thumbnails();
+    const qint64 key = ui::thumbnailKey(item.sample, item.patch);
+    QVERIFY(key != item.sample);
+    QCOMPARE(ui::thumbnailSource(key), std::make_pair(qint64{item.sample}, qint64{item.patch}));
+    (void)store->image(key);
+    QTRY_VERIFY_WITH_TIMEOUT(store->contains(key), 30'000);
+    const QImage tile = store->image(key).convertToFormat(QImage::Format_RGB888);
+    const int side = tile.width() / static_cast<int>(info.patchGrid);
+    const int top = static_cast<int>(item.patch / info.patchGrid) * side, left = static_cast<int>(item.patch % info.patchGrid) * side;
+    QCOMPARE(tile.pixelColor(left, top), QColor(255, 220, 0));  // the outline's corner
+    QCOMPARE(tile.pixelColor(left + side - 1, top + side - 1), QColor(255, 220, 0));
+
+    // Every expert removed together; the outcome is the CLI's.
+    QSignalSpy ablations(window.controller(), &ui::SessionController::ablationReady);
+    QVector<qint64> all;
+    std::string list;
+    for (qint64 n = 0; n < info.expertDims.value(0); ++n) {
+      all << n;
+      list += (n ? "," : "") + std::to_string(n);
+    }
+    window.ablate(all);
+    QVERIFY(ablations.wait(60'000));
+    const auto outcome = ablations.first().first().value<analysis::AblationOutcome>();
+    QVERIFY(window.ablationChart()->hasOutcome());
+    QVERIFY(outcome.changed_predictions > 0);  // else the comparison below could not fail
+    const auto cli = testkit::run_cli("ablate " + std::string(MUMOE_DEMO_VIT_BLOCKS_PATH) + " --data " + spec +
+                                      " --layer blocks.0.mlp --experts " + list + " --json --quiet");
+    QCOMPARE(cli.code, 0);
+    const auto j = nlohmann::json::parse(cli.out.substr(cli.out.find('{'))).at("experts").at(0);
+    QCOMPARE(outcome.changed_predictions, j.at("changed_predictions").get<int64_t>());
+    QCOMPARE(outcome.affected_samples, j.at("affected_samples").get<int64_t>());
+    const auto after = j.at("per_class_accuracy_after").get<std::vector<double>>();
+    QCOMPARE(outcome.after.per_class.size(), after.size());
+    for (size_t c = 0; c < after.size(); ++c) QCOMPARE(outcome.after.per_class[c], after[c]);
+    // The CLI's statistics of the block are the page's.
+    const auto cliStats = testkit::run_cli("stats " + std::string(MUMOE_DEMO_VIT_BLOCKS_PATH) + " --data " + spec +
+                                           " --layer blocks.0.mlp --json --quiet");
+    QCOMPARE(cliStats.code, 0);
+    const auto js = nlohmann::json::parse(cliStats.out.substr(cliStats.out.find('{')));
+    QCOMPARE(js.at("experts").at(static_cast<size_t>(expert)).at("load").get<int64_t>(),
+             statistics.experts[static_cast<size_t>(expert)].load);
+    QCOMPARE(js.at("mutual_information_bits").get<double>(), statistics.mutual_information_bits);
+    window.controller()->cancel();
+    window.controller()->waitForIdle();
   }
 
   void aBadFileKeepsTheOpenModelAndNamesTheFile() {
