@@ -45,6 +45,7 @@
 #include "steering_page.h"
 #include "token_page.h"
 #include "worker_queue.h"
+#include "expert_table_model.h"
 #include "experts_page.h"
 #include "format.h"
 #include "gallery_view.h"
@@ -347,15 +348,21 @@ void MainWindow::connectController() {
   connect(c, &SessionController::jobCancelled, this, [this](const QString& task) {
     statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000);
     if (task == QLatin1String("open")) {  // replace "Opening …", which would otherwise stay
-      experts_->setMessage(tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
-                              "is kept in the cache.</i>"));
+      experts_->setMessage(model::vit_mlp_block(analysedLayer_.toStdString())
+                               ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a ViT block's "
+                                    "analysis is not cached: it starts from the first image).</i>")
+                               : tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
+                                    "is kept in the cache.</i>"));
       statusLabel_->setText(tr("%1 · analysis cancelled").arg(QFileInfo(currentPath_).fileName()));
     }
   });
 
   connect(experts_, &ExpertsPage::statisticsWanted, this, [this](qint64 mode, double threshold) {
+    // A new threshold keeps the table's sweep (it is the mode's); another mode needs its own,
+    // at once only where it is cheap (an early ViT block's waits for Run Sweep).
+    const bool modeChanged = mode != experts_->model()->statistics().mode || experts_->model()->rowCount() == 0;
     controller_->requestStatistics(mode, threshold);
-    controller_->requestSweep(mode);
+    if (modeChanged && controller_->info().sweepIsCheap) controller_->requestSweep(mode);
   });
   connect(experts_, &ExpertsPage::ablateRequested, this, &MainWindow::ablate);
   connect(experts_, &ExpertsPage::layerWanted, this, &MainWindow::analyzeLayer);
@@ -370,7 +377,7 @@ void MainWindow::connectController() {
   });
 }
 
-bool MainWindow::openModel(const QString& path) {
+bool MainWindow::openModel(const QString& path, const QString& layer) {
   model::ModelSummary summary;
   try {
     summary = model::summarize_model_file(path.toStdString());
@@ -378,6 +385,20 @@ bool MainWindow::openModel(const QString& path) {
     lastError_ = QString::fromUtf8(e.what());
     showError(tr("Cannot open model"), lastError_);
     return false;
+  }
+  int layerRow = 0;
+  if (!layer.isEmpty()) {
+    QStringList names;
+    layerRow = -1;
+    for (size_t row = 0; row < summary.layers.size(); ++row) {
+      names << QString::fromStdString(summary.layers[row].name);
+      if (names.back() == layer) layerRow = static_cast<int>(row);
+    }
+    if (layerRow < 0) {
+      lastError_ = tr("%1 has no layer %2 (layers: %3)").arg(path, layer, names.join(QStringLiteral(", ")));
+      showError(tr("Cannot open model"), lastError_);
+      return false;
+    }
   }
   Kind kind = Kind::MultiClass;
   try {
@@ -394,7 +415,10 @@ bool MainWindow::openModel(const QString& path) {
   currentPath_ = QFileInfo(path).absoluteFilePath();
   overview_->setSummary(summary);
   setWindowTitle(tr("%1 — mumoe-studio").arg(QFileInfo(path).fileName()));
-  table_->selectRow(0);
+  // startAnalysis() analyses the layer selected here.
+  if (layer.isEmpty()) table_->selectRow(0);
+  else
+    table_->setCurrentIndex(static_cast<QSortFilterProxyModel*>(table_->model())->mapFromSource(overview_->index(layerRow, 0)));
   showLayerDetails();
   rememberRecent(currentPath_);
   modelOptionsAction_->setEnabled(true);
@@ -574,6 +598,7 @@ void MainWindow::startAnalysis() {
   accuracy_ = {};
   classNames_.clear();
   statusLabel_->setText(tr("Opening %1 on %2…").arg(currentPath_, dataSpec()));
+  analysedLayer_ = layer;
   controller_->open(currentPath_, dataSpec(), layer);
   comparison_->setData(dataSpec(), controller_->cachePath());
 }
@@ -592,7 +617,10 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
                             .arg(modes == 1 ? tr("%1 experts").arg(info.expertDims.value(0))
                                             : tr("experts %1").arg(joinDims(std::vector<int64_t>(info.expertDims.begin(),
                                                                                                  info.expertDims.end()))))
-                            .arg(groupedNumber(info.samples))
+                            .arg(info.samplesAvailable > info.samples
+                                     ? tr("%1 (of %2: the rest would not fit in memory)")
+                                           .arg(groupedNumber(info.samples), groupedNumber(info.samplesAvailable))
+                                     : groupedNumber(info.samples))
                             .arg(info.dataSpec)
                             .arg(info.accuracy.overall * 100, 0, 'f', 2)
                             .arg(info.patchGrid > 0 ? tr("ViT block analysed in %1 (not cached)").arg(durationText(info.openSeconds))

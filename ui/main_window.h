@@ -64,7 +64,9 @@ class MainWindow : public QMainWindow {
   /// model stays open, lastError() names the file and the problem, and (if enabled) an error
   /// dialog shows it. Never throws. Returns once the file's header is read; the analysis
   /// follows (sessionReady / analysisFailed).
-  bool openModel(const QString& path);
+  /// `layer` (optional): the μMoE layer to analyse instead of the first (e.g. a ViT block's
+  /// "blocks.3.mlp"); a name the model lacks fails like an unreadable file, naming its layers.
+  bool openModel(const QString& path, const QString& layer = {});
   /// Saves how the open model is to be opened (model/open_options.h: preset, heads, TorchScript
   /// backbone, class names, …) beside it, or forgets them, then reopens it. Errors as openModel.
   bool applyModelOptions(const model::LayoutOverrides& options, bool forget = false);
@@ -145,6 +147,7 @@ class MainWindow : public QMainWindow {
   QString demoModelPath_;
   QString currentPath_;
   QString lastError_;
+  QString analysedLayer_;  ///< the layer the last analysis was started for ("" = the only one)
   bool errorDialogs_ = true;
   SessionController* controller_ = nullptr;
   ThumbnailStore* thumbnails_ = nullptr;

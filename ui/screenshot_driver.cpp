@@ -91,7 +91,7 @@ void ScreenshotDriver::start(const QString& modelPath, const QStringList& compar
                     : view_ == StudioView::Tokens  ? MainWindow::Page::Tokens
                     : view_ == StudioView::Compare ? MainWindow::Page::Compare
                                                    : MainWindow::Page::Ablation);
-  if (!window_->openModel(modelPath) || (!layer.isEmpty() && !window_->analyzeLayer(layer))) {
+  if (!window_->openModel(modelPath, layer)) {
     const QString error = window_->lastError();
     QTimer::singleShot(0, this, [this, error] { finish(2, error); });
     return;
@@ -139,7 +139,9 @@ bool ScreenshotDriver::ready() {
       return gallery->model()->rowCount() > 0 && !gallery->detail()->bars().isEmpty() &&
              window_->thumbnails()->pendingCount() == 0;
     }
-    case StudioView::Ablation: return ablationSeen_ && sweepSeen_ && window_->ablationChart()->hasOutcome();
+    case StudioView::Ablation:  // an early ViT block's sweep waits for Run Sweep: not shown
+      return ablationSeen_ && (sweepSeen_ || !window_->controller()->info().sweepIsCheap) &&
+             window_->ablationChart()->hasOutcome();
     default: return false;
   }
 }

@@ -164,7 +164,10 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
         if (analysis::names_vit_block(options)) {
           // A ViT block's μMoE MLP: not cached, so its baseline pass (every image through the
           // ViT) runs at every open.
-          auto block = VitBlockAnalysis::open(options, 0, [&](int64_t done, int64_t total) {
+          // Where the kept streams of every image would not fit (4 GB), the first images that do.
+          analysis::VitBlockOptions blockOptions;
+          blockOptions.fit_in_memory = true;
+          auto block = VitBlockAnalysis::open(options, blockOptions, [&](int64_t done, int64_t total) {
             postProgress(QStringLiteral("block"), done, total, -1);
             return !cancelled();
           });
@@ -173,6 +176,7 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           info.classNames = toQStringList(block->class_names());
           info.expertDims << block->experts();
           info.samples = block->samples();
+          if (block->images_available() > block->samples()) info.samplesAvailable = block->images_available();
           info.hasImages = true;
           info.accuracy = block->accuracy_before();
           info.patchGrid = block->grid();
@@ -251,12 +255,12 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
   std::vector<int64_t> list(experts.begin(), experts.end());
   std::sort(list.begin(), list.end());
   list.erase(std::unique(list.begin(), list.end()), list.end());
-  submit(QStringLiteral("ablation"), [this, mode, list](Slot& slot, const std::function<bool()>&) -> Deliver {
+  submit(QStringLiteral("ablation"), [this, mode, list](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
     if (slot.block) {
       checkBlockMode(*slot.block, mode);
       QElapsedTimer clock;
       clock.start();
-      auto outcome = slot.block->ablate(list, analysis::AblationMethod::Sparse);
+      auto outcome = slot.block->ablate(list, analysis::AblationMethod::Sparse, cancelled);
       return [this, outcome = std::move(outcome), seconds = secondsSince(clock)](double ms) {
         Q_EMIT ablationReady(outcome, timing(false, seconds, ms));
       };

@@ -50,6 +50,9 @@ struct SessionInfo {
   QStringList classNames;
   QVector<qint64> expertDims;
   qint64 samples = 0;
+  /// The data's samples when fewer were analysed (a ViT block keeps the first images whose
+  /// streams fit in memory); 0 when every sample was.
+  qint64 samplesAvailable = 0;
   bool hasImages = false;
   bool extractedNow = false;       ///< false: the run was already in the cache
   double openSeconds = 0;          ///< open + extraction
@@ -103,8 +106,9 @@ class SessionController : public QObject {
   void requestSweep(qint64 mode);
   /// The full coefficient vector of one sample (dense, one entry per expert of `mode`).
   void requestCoefficients(qint64 mode, qint64 sample);
-  /// Sample images for galleries (8-bit gray or RGB). Requests made in one event-loop turn are
-  /// batched into one job; a sample already asked for and not yet answered is not asked twice.
+  /// Gallery images (8-bit gray or RGB) by ThumbnailStore key (thumbnailKey: a sample, or a ViT
+  /// block's tile with a patch outlined). Requests made in one event-loop turn are batched into
+  /// one job; a key already asked for and not yet answered is not asked twice.
   void requestImages(const QVector<qint64>& samples);
 
   /// Writes the whole gallery (every item, not only what is on screen) as a PNG contact sheet:

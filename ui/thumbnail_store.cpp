@@ -80,7 +80,10 @@ constexpr qint64 kPatchKeys = qint64{1} << 24;  // patches per image a tile key 
 }
 
 qint64 thumbnailKey(qint64 sample, qint64 patch) {
-  return patch < 0 ? sample : -1 - (sample * kPatchKeys + std::min(patch, kPatchKeys - 1));
+  // Samples are indices (≥ 0) and a ViT has far fewer than 2^24 patches; 2^39 samples would
+  // overflow the code.
+  Q_ASSERT(sample >= 0 && patch < kPatchKeys && sample < (qint64{1} << 39));
+  return patch < 0 ? sample : -1 - (sample * kPatchKeys + patch);
 }
 
 std::pair<qint64, qint64> thumbnailSource(qint64 key) {

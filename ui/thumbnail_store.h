@@ -1,4 +1,5 @@
-// ThumbnailStore: the gallery's images, fetched lazily and kept with bounded memory.
+// ThumbnailStore: the gallery's images, fetched lazily and kept with bounded memory. Pictures are
+// keyed by thumbnailKey (below): a sample index, or a ViT block's tile of a sample and a patch.
 //
 // Two levels: the samples' source images (QImage, 8-bit, small) in an LRU QCache bounded by
 // bytes, and the scaled, ready-to-paint pixmaps in QPixmapCache (the process-wide LRU, keyed by

@@ -144,7 +144,9 @@ std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliO
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
   const auto start = std::chrono::steady_clock::now();
-  return analysis::VitBlockAnalysis::open(o.session, block.max_images, [&](int64_t done, int64_t total) {
+  analysis::VitBlockOptions options;
+  options.limit = block.max_images;
+  return analysis::VitBlockAnalysis::open(o.session, options, [&](int64_t done, int64_t total) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report_progress("baseline pass (images)", done, total, elapsed, elapsed / done * (total - done), o.quiet);
   });

@@ -86,6 +86,9 @@ int run_block_gallery(GalleryOptions& o) {
 #ifndef MUMOE_WITH_OPENCV
   if (!o.output.empty()) throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
+  // Checked before the baseline pass, which takes a while.
+  if (o.request.mode != 0) throw UsageError("a ViT block's μMoE MLP has its galleries in mode 0");
+  if (o.request.count <= 0) throw UsageError("a gallery needs a positive sample count");
   // A block's default order is top: its images' strongest-patch coefficients rarely reach the
   // random draw's threshold.
   o.request.order = o.top || o.order.empty() ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);

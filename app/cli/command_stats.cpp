@@ -67,6 +67,7 @@ int run_stats(StatsOptions& o) {
     return print_statistics(o, block->statistics(o.threshold), block->class_names(),
                             {{"layer", block->layer_name()}, {"images", block->samples()}, {"from_cache", false}});
   }
+  if (o.block.max_images != 0) throw UsageError("--max-images is for a ViT block's MLP (--layer blocks.L.mlp)");
   auto session = open_analysis(o.analysis);
   const auto answer = session->statistics(o.mode, o.threshold);
   return print_statistics(o, answer.value, session->class_names(),

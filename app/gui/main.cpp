@@ -15,7 +15,6 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
-#include <QMessageBox>
 #include <QTextStream>
 #include <QTimer>
 
@@ -107,9 +106,6 @@ int main(int argc, char** argv) {
 
   window.show();
   // Open after the event loop starts so an error dialog has a visible parent.
-  QTimer::singleShot(0, &window, [&window, model, name = parser.value(layer)] {
-    if (window.openModel(model) && !name.isEmpty() && !window.analyzeLayer(name))
-      QMessageBox::warning(&window, QObject::tr("No such layer"), window.lastError());
-  });
+  QTimer::singleShot(0, &window, [&window, model, name = parser.value(layer)] { window.openModel(model, name); });
   return app.exec();
 }

@@ -86,7 +86,13 @@ std::string gallery_sheet_title(const Gallery& g, const std::string& source) {
 void write_gallery_sheet(const std::string& path, const Gallery& g, const std::vector<std::string>& class_names,
                          const std::function<SampleImage(const GalleryItem&)>& image_of, const std::string& source,
                          const std::function<bool()>& cancelled) {
-  if (g.items.empty()) throw UsageError("the gallery of expert " + std::to_string(g.request.expert) + " is empty: no sheet to draw");
+  if (g.items.empty())
+    throw UsageError("the gallery of expert " + std::to_string(g.request.expert) + " is empty" +
+                     (g.request.order == GalleryOrder::Random
+                          ? " (no sample reaches a >= " + two_decimals(g.request.threshold) +
+                                "; try --order top or a lower --threshold)"
+                          : " (no sample gives it a coefficient above 0)") +
+                     ": no sheet to draw");
   std::vector<ContactSheetTile> tiles;
   tiles.reserve(g.items.size());
   for (const auto& item : g.items) {

@@ -84,15 +84,13 @@ bool names_vit_block(const SessionOptions& options) {
   return false;
 }
 
-std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& options, int64_t limit,
+std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& options, VitBlockOptions o,
                                                          const SweepCallback& progress) {
   const auto block = model::vit_mlp_block(options.layer);
   if (!block) throw UsageError("'" + options.layer + "' names no ViT block's MLP (blocks.{i}.mlp)");
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   file.layer(options.layer);  // names the file's layers when it has no such block
   const auto classifier = model::ClassifierModel::load(file);
-  VitBlockOptions o;
-  o.limit = limit;
   o.device = options.device;
   return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec), *block, o, progress);
 }
@@ -123,22 +121,24 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   d.patches = d.grid * d.grid;
   d.prefix_tokens = tokens->prefix_tokens();
 
-  const int64_t total = limit > 0 ? std::min(limit, d.data.size()) : d.data.size();
+  int64_t total = limit > 0 ? std::min(limit, d.data.size()) : d.data.size();
   if (total == 0) throw UsageError("the data has no samples");
   // The kept streams are the memory this analysis needs (twice, while the batches are joined):
-  // refuse what cannot fit.
+  // refuse what cannot fit, or (fit_in_memory) take the first images that do.
   d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
   const int64_t kept_tokens = d.class_token_only ? 1 : d.patches + d.prefix_tokens;
   const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(kept_tokens) *
                               static_cast<double>(b.vit.width);
-  if (stream_bytes > kMaxStreamBytes) {
+  const auto fitting = static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes);
+  if (stream_bytes > kMaxStreamBytes && options.fit_in_memory && fitting > 0) {
+    total = fitting;
+  } else if (stream_bytes > kMaxStreamBytes) {
     char need[32];
     std::snprintf(need, sizeof need, "%.1f GB", stream_bytes / 1e9);
     throw UsageError("analysing block " + std::to_string(block) + " keeps each image's stream after its attention: " +
                      std::to_string(total) + " images need " + need + ", more than " +
                      std::to_string(static_cast<int64_t>(kMaxStreamBytes / 1e9)) + " GB; analyse at most " +
-                     std::to_string(static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes)) +
-                     " images");
+                     std::to_string(fitting) + " images");
   }
   std::vector<torch::Tensor> attended, coefficients, logits;
   torch::NoGradGuard no_grad;
@@ -167,6 +167,7 @@ int64_t VitBlockAnalysis::block() const { return impl_->block; }
 std::string VitBlockAnalysis::layer_name() const { return model::vit_mlp_layer_name(impl_->block); }
 const std::vector<std::string>& VitBlockAnalysis::class_names() const { return impl_->class_names; }
 int64_t VitBlockAnalysis::samples() const { return impl_->samples(); }
+int64_t VitBlockAnalysis::images_available() const { return impl_->data.size(); }
 int64_t VitBlockAnalysis::experts() const { return impl_->experts; }
 int64_t VitBlockAnalysis::patches() const { return impl_->patches; }
 int64_t VitBlockAnalysis::prefix_tokens() const { return impl_->prefix_tokens; }
@@ -231,12 +232,13 @@ std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& mlp, const std::v
 }  // namespace
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
-  return predictions_after(experts, method, method == AblationMethod::Sparse ? affected_samples(experts)
-                                                                             : std::vector<int64_t>{});
+  return predictions_after(experts, method,
+                           method == AblationMethod::Sparse ? affected_samples(experts) : std::vector<int64_t>{}, {});
 }
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method,
-                                                         const std::vector<int64_t>& affected) {
+                                                         const std::vector<int64_t>& affected,
+                                                         const std::function<bool()>& cancelled) {
   auto& d = *impl_;
   d.check(experts);
   torch::NoGradGuard no_grad;
@@ -253,6 +255,7 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
     }
     try {
       for (int64_t begin = 0; begin < d.samples(); begin += d.batch) {
+        if (cancelled && cancelled()) throw Cancelled();
         const auto indices = torch::arange(begin, std::min(d.samples(), begin + d.batch), torch::kLong);
         const auto features = classifier->backbone_features(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
         const auto predicted = d.predict(classifier->head()->forward(features).output);
@@ -268,6 +271,7 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
   const auto ablation = nn::ExpertAblation::first_mode(experts);
   const auto batch = static_cast<size_t>(d.batch);
   for (size_t begin = 0; begin < affected.size(); begin += batch) {
+    if (cancelled && cancelled()) throw Cancelled();
     const std::vector<int64_t> ids(affected.begin() + static_cast<std::ptrdiff_t>(begin),
                                    affected.begin() + static_cast<std::ptrdiff_t>(std::min(affected.size(), begin + batch)));
     const auto index = torch::tensor(ids, torch::kLong).to(d.device);
@@ -277,12 +281,13 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
   return out;
 }
 
-AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, AblationMethod method) {
+AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, AblationMethod method,
+                                         const std::function<bool()>& cancelled) {
   const auto& d = *impl_;
   AblationOutcome o;
   o.experts = experts;
   const auto affected = affected_samples(experts);
-  const auto after = predictions_after(experts, method, affected);
+  const auto after = predictions_after(experts, method, affected, cancelled);
   o.after = class_accuracy(d.labels, after, d.model.class_count());
   o.drop = accuracy_drop(d.before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
@@ -298,7 +303,8 @@ SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback&
   s.method = method;
   double polysemanticity_sum = 0;
   for (int64_t n = 0; n < impl_->experts; ++n) {
-    s.experts.push_back(ablate({n}, method));
+    // Cancel between batches too: an early block's expert re-runs thousands of images.
+    s.experts.push_back(ablate({n}, method, [&] { return progress && !progress(n, impl_->experts); }));
     if (s.experts.back().has_effect) {
       ++s.experts_with_effect;
       polysemanticity_sum += s.experts.back().polysemanticity;
@@ -366,8 +372,11 @@ std::vector<double> VitBlockAnalysis::image_coefficients(int64_t sample) const {
 
 SampleImage VitBlockAnalysis::image(int64_t sample, int64_t patch) const {
   const auto& d = *impl_;
-  if (sample < 0 || sample >= d.samples() || patch >= d.patches)
-    throw UsageError("no patch " + std::to_string(patch) + " of sample " + std::to_string(sample));
+  if (sample < 0 || sample >= d.samples())
+    throw UsageError("sample " + std::to_string(sample) + " was not analysed (0–" + std::to_string(d.samples() - 1) + ")");
+  if (patch < -1 || patch >= d.patches)
+    throw UsageError("patch " + std::to_string(patch) + " is outside the " + std::to_string(d.grid) + "×" +
+                     std::to_string(d.grid) + " patch grid");
   torch::NoGradGuard no_grad;
   const auto& b = d.model.image_classifier()->backbone_config();
   auto x = d.model.backbone_inputs(d.data, torch::tensor({sample}, torch::kLong), torch::kCPU)

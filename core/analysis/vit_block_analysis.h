@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +58,9 @@ struct VitBlockOptions {
   int64_t limit = 0;           ///< the first `limit` samples of the data (0 = all)
   std::string device = "cpu";
   int64_t batch_size = 256;    ///< images per forward pass
+  /// When the kept streams of `limit` (or all) images would not fit in memory: analyse the first
+  /// images that do (images_available() tells how many there were) instead of refusing.
+  bool fit_in_memory = false;
 };
 
 class VitBlockAnalysis {
@@ -70,8 +74,9 @@ class VitBlockAnalysis {
   VitBlockAnalysis(const VitBlockAnalysis&) = delete;
   VitBlockAnalysis& operator=(const VitBlockAnalysis&) = delete;
   /// Opens options.model_path (with options.overrides) and options.data_spec as an
-  /// AnalysisSession would, for the block options.layer names ("blocks.{i}.mlp").
-  static std::unique_ptr<VitBlockAnalysis> open(const SessionOptions& options, int64_t limit = 0,
+  /// AnalysisSession would, for the block options.layer names ("blocks.{i}.mlp"), on
+  /// options.device (block.device is ignored).
+  static std::unique_ptr<VitBlockAnalysis> open(const SessionOptions& options, VitBlockOptions block = {},
                                                 const SweepCallback& progress = {});
   /// True when L is the last block and the ViT pools its class token: then only class tokens
   /// can change the predictions (affected_samples counts those images only).
@@ -83,6 +88,8 @@ class VitBlockAnalysis {
   /// The model's label names, else the data's, else class indices.
   const std::vector<std::string>& class_names() const;
   int64_t samples() const;
+  /// The data's images: more than samples() when a limit or fit_in_memory left some out.
+  int64_t images_available() const;
   int64_t experts() const;
   /// Patch tokens per image, and where they start in the token axis (1 after a class token).
   int64_t patches() const;
@@ -101,8 +108,10 @@ class VitBlockAnalysis {
   /// a_n > 0 for some n in `experts` (only the class token counts after the last block when the
   /// ViT pools it).
   std::vector<int64_t> affected_samples(const std::vector<int64_t>& experts) const;
-  /// One outcome: `experts` removed together.
-  AblationOutcome ablate(const std::vector<int64_t>& experts, AblationMethod method);
+  /// One outcome: `experts` removed together. `cancelled` (may be empty) is polled between
+  /// batches of re-run images; when it returns true, Cancelled is thrown.
+  AblationOutcome ablate(const std::vector<int64_t>& experts, AblationMethod method,
+                         const std::function<bool()>& cancelled = {});
   /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel.
   SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {});
 
@@ -121,13 +130,14 @@ class VitBlockAnalysis {
   std::vector<double> image_coefficients(int64_t sample) const;
   /// What the ViT saw of image `sample` — after the eval transform's resize and crop, before
   /// normalisation — as 8-bit RGB, with patch `patch` (row-major in the patch grid) outlined in
-  /// yellow unless it is negative: a gallery tile.
+  /// yellow unless it is -1: a gallery tile. Throws UsageError for a sample not analysed or a
+  /// patch outside the grid.
   SampleImage image(int64_t sample, int64_t patch = -1) const;
 
  private:
   /// The same, with affected_samples(experts) already known (the sparse method needs it).
   std::vector<int64_t> predictions_after(const std::vector<int64_t>& experts, AblationMethod method,
-                                         const std::vector<int64_t>& affected);
+                                         const std::vector<int64_t>& affected, const std::function<bool()>& cancelled);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -26,7 +26,9 @@ void expect_matches_bisection(const torch::Tensor& rows) {
 
 TEST(Entmax15, MatchesBisectionOnRandomRows) {
   torch::manual_seed(1);
-  for (int64_t d : {1, 2, 3, 7, 64, 257}) {
+  // d ≥ 65 with small scales: supports wider than the first top-k window (64), so the forward
+  // widens it; large scales keep the support inside it.
+  for (int64_t d : {1, 2, 3, 7, 64, 65, 257, 1024}) {
     for (double scale : {0.1, 1.0, 5.0, 50.0}) {
       expect_matches_bisection(torch::randn({6, d}, torch::kFloat64) * scale);
     }
@@ -44,6 +46,39 @@ TEST(Entmax15, HandlesTiesShiftsAndConstantRows) {
   EXPECT_NEAR(p[0][0].item<double>(), 0.25, 1e-15);
   EXPECT_EQ(p[3][3].item<double>(), 1.0);  // a gap of 5 > 2 leaves one expert
   EXPECT_EQ(p[3][0].item<double>(), 0.0);
+}
+
+// A row whose support is every score (constant), one whose support is exactly the first window
+// (64 equal maxima), and rows mixing both in one batch, at the gate count of the large heads.
+TEST(Entmax15, SupportsOfEveryWidthAtAThousandGates) {
+  auto rows = torch::full({4, 1024}, -100.0, torch::kFloat64);
+  rows[0].fill_(2.0);
+  rows[1].slice(0, 0, 64).fill_(1.0);
+  rows[2].slice(0, 100, 165).fill_(1.0);
+  rows[3] = torch::linspace(0, 0.5, 1024, torch::kFloat64);
+  expect_matches_bisection(rows);
+  const auto p = entmax15(rows);
+  EXPECT_EQ((p[0] > 0).sum().item<int64_t>(), 1024);
+  EXPECT_EQ((p[1] > 0).sum().item<int64_t>(), 64);
+  EXPECT_EQ((p[2] > 0).sum().item<int64_t>(), 65);
+}
+
+// The top-k forward gives the full sort's numbers to the bit (the spec's formula over all d
+// sorted scores, transcribed here), so caches written by either agree.
+TEST(Entmax15, EqualsTheFullSortFormulaToTheBit) {
+  torch::manual_seed(3);
+  for (const auto dtype : {torch::kFloat64, torch::kFloat32}) {
+    const auto scores = torch::randn({300, 1024}, dtype) * torch::logspace(-1, 1.5, 300, 10, dtype).unsqueeze(1);
+    const auto x = (scores - std::get<0>(scores.max(-1, true))) / 2;
+    const auto sorted = std::get<0>(x.sort(-1, true));
+    const auto k = torch::arange(1, 1025, x.options()).expand_as(sorted);
+    const auto mean = sorted.cumsum(-1) / k, mean_sq = sorted.pow(2).cumsum(-1) / k;
+    const auto tau = mean - ((1 - k * (mean_sq - mean.pow(2))) / k).clamp_min(0).sqrt();
+    const auto support = (tau <= sorted).sum(-1, true);
+    const auto expected = (x - tau.gather(-1, support - 1)).clamp_min(0).pow(2);
+    EXPECT_TRUE(torch::equal(entmax15(scores), expected)) << dtype;
+    EXPECT_GT(support.max().item<int64_t>(), 64);  // some rows needed a wider window
+  }
 }
 
 TEST(Entmax15, IsSparseAndSumsToOneInFloat32AndHigherRank) {
