@@ -19,6 +19,8 @@ PACKAGES=(
   dataset-fashion-mnist fortunes
   # screenshots without a display
   xvfb xauth
+  # the install test's validators (desktop entry, AppStream metainfo), manual pages, the .deb
+  desktop-file-utils appstream man-db dpkg-dev
   # the tests' independent reference: real PyTorch writes checkpoints and expected outputs at test
   # time (run as /usr/bin/python3; the programs themselves never need Python)
   python3-torch python3-torchvision python3-pil

@@ -2,6 +2,8 @@
 // the starting point for training from scratch and a small demo model.
 #include <torch/torch.h>
 
+#include <nlohmann/json.hpp>
+
 #include <iostream>
 
 #include "cli_support.h"
@@ -15,7 +17,7 @@ struct InitOptions {
   std::string output, variant = "cp", experts = "128", tr_ranks = "4,4,64", gate_norm = "batchnorm",
               activation = "entmax15", labels, name = "mumoe";
   int64_t input_dim = 0, output_dim = 0, rank = 64, second_dim = 0, seed = 0;
-  bool no_bias = false, input_ln = false, overwrite = false;
+  bool no_bias = false, input_ln = false, overwrite = false, json = false;
 };
 
 int run_init(const InitOptions& o) {
@@ -46,6 +48,15 @@ int run_init(const InitOptions& o) {
   manifest.label_names = parse_name_list(o.labels);
   manifest.provenance = {{"created_by", "mumoe init"}, {"seed", o.seed}, {"trained", false}};
   model::save_model_file(o.output, manifest, model::layer_tensors(layer, block));
+  if (o.json) {
+    std::cout << nlohmann::json({{"output", o.output},
+                                 {"variant", c.variant_name()},
+                                 {"layer", o.name},
+                                 {"parameters", nn::count_parameters(c).total()}})
+                     .dump(2)
+              << "\n";
+    return 0;
+  }
   std::cout << "wrote " << o.output << " (" << c.variant_name() << ", "
             << nn::count_parameters(c).total() << " parameters)\n";
   return 0;
@@ -72,6 +83,7 @@ Command add_init_command(CLI::App& parent) {
   app->add_option("--name", o->name, "Layer name; its tensors get the prefix NAME. (default: top level)");
   app->add_option("--seed", o->seed, "Random seed (default 0)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
+  app->add_flag("--json", o->json, "Print what was written as JSON");
   return {app, [o]() { return run_init(*o); }};
 }
 

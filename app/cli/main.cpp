@@ -4,7 +4,10 @@
 #include <torch/torch.h>
 
 #include <csignal>
+#include <functional>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "cli_support.h"
 #include "io/allocator_tuning.h"
@@ -32,8 +35,26 @@ int main(int argc, char** argv) {
     commands.push_back(add(app));
   commands.push_back(add_steer_command(app));
 #endif
+  // --quiet everywhere: commands without progress output accept it too, so scripts can pass it
+  // to any command.
+  std::function<void(CLI::App*)> accept_quiet = [&](CLI::App* command) {
+    const auto subcommands = command->get_subcommands({});
+    for (auto* sub : subcommands) accept_quiet(sub);
+    if (command != &app && subcommands.empty() && !command->get_option_no_throw("--quiet"))
+      command->add_flag("--quiet", "No progress on stderr (this command reports none; accepted so that every command takes it)");
+  };
+  accept_quiet(&app);
+  app.footer("Run 'mumoe help COMMAND' or 'mumoe COMMAND --help' for a command's options; man mumoe for more.");
+  // `mumoe help [COMMAND]` is `mumoe [COMMAND] --help`.
+  std::vector<std::string> args(argv, argv + argc);
+  if (args.size() >= 2 && args[1] == "help") {
+    args.erase(args.begin() + 1);
+    args.push_back("--help");
+  }
+  std::vector<char*> arg_pointers;
+  for (auto& a : args) arg_pointers.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? kSuccess : kUsage;

@@ -19,6 +19,7 @@
 #include <QTimer>
 
 #include <csignal>
+#include <cstring>
 
 #include "main_window.h"
 #include "io/allocator_tuning.h"
@@ -37,39 +38,75 @@ QString demoModelPath() {
   return QStringLiteral(MUMOE_SOURCE_RESOURCES "/") + name;
 }
 
+// The command line, parsed the same way whether a display exists or not.
+struct StudioCommandLine {
+  QCommandLineParser parser;
+  QCommandLineOption screenshot{QStringLiteral("screenshot"),
+                                QStringLiteral("Render the view offscreen to FILE (PNG) once its data is there, and exit."),
+                                QStringLiteral("FILE")};
+  QCommandLineOption view{QStringLiteral("view"),
+                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens, compare (every MODEL given)."),
+                          QStringLiteral("VIEW"), QStringLiteral("gallery")};
+  QCommandLineOption data{QStringLiteral("data"), QStringLiteral("Data SPEC (default: the last used, fashion-mnist:test)."),
+                          QStringLiteral("SPEC")};
+  QCommandLineOption size{QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1400x860)."),
+                          QStringLiteral("WxH"), QStringLiteral("1400x860")};
+  QCommandLineOption layer{QStringLiteral("layer"),
+                           QStringLiteral("μMoE layer to analyse (default: the model's first), e.g. blocks.3.mlp of a ViT."),
+                           QStringLiteral("NAME")};
+
+  StudioCommandLine() {
+    parser.setApplicationDescription(QStringLiteral("Inspect, test and edit μMoE models"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addOptions({screenshot, view, data, size, layer});
+    parser.addPositionalArgument(
+        QStringLiteral("MODEL"),
+        QStringLiteral("Model file to open (default: the demo, %1); --view compare takes several").arg(demoModelPath()),
+        QStringLiteral("[MODEL...]"));
+  }
+};
+
+void setApplicationNames() {
+  QCoreApplication::setOrganizationName(QStringLiteral("mumoe"));
+  QCoreApplication::setApplicationName(QStringLiteral("mumoe-studio"));
+  QCoreApplication::setApplicationVersion(QStringLiteral(MUMOE_VERSION));
+}
+
+// --help and --version print text only: they must work without a display, where creating the
+// window's QApplication aborts.
+bool asksForTextOnly(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    for (const char* flag : {"-h", "--help", "--help-all", "-?", "-v", "--version"})
+      if (std::strcmp(argv[i], flag) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the core reports and
   // cleans up after, instead of killing the program with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
+  if (asksForTextOnly(argc, argv)) {
+    QCoreApplication app(argc, argv);
+    setApplicationNames();
+    StudioCommandLine commandLine;
+    commandLine.parser.process(app);  // prints the help or version and exits
+    return 0;
+  }
   mumoe::io::tune_allocator_for_tensors();
   QApplication app(argc, argv);
-  QApplication::setOrganizationName(QStringLiteral("mumoe"));
-  QApplication::setApplicationName(QStringLiteral("mumoe-studio"));
-  QApplication::setApplicationVersion(QStringLiteral(MUMOE_VERSION));
+  setApplicationNames();
   QApplication::setStyle(QStringLiteral("Fusion"));
 
-  QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral("Inspect, test and edit μMoE models"));
-  parser.addHelpOption();
-  parser.addVersionOption();
-  QCommandLineOption screenshot(QStringLiteral("screenshot"),
-                                QStringLiteral("Render the view offscreen to FILE (PNG) once its data is there, and exit."),
-                                QStringLiteral("FILE"));
-  QCommandLineOption view(QStringLiteral("view"),
-                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens, compare (every MODEL given)."),
-                          QStringLiteral("VIEW"), QStringLiteral("gallery"));
-  QCommandLineOption data(QStringLiteral("data"), QStringLiteral("Data SPEC (default: the last used, fashion-mnist:test)."),
-                          QStringLiteral("SPEC"));
-  QCommandLineOption size(QStringLiteral("size"), QStringLiteral("Window size for --screenshot (default 1400x860)."),
-                          QStringLiteral("WxH"), QStringLiteral("1400x860"));
-  QCommandLineOption layer(QStringLiteral("layer"),
-                           QStringLiteral("μMoE layer to analyse (default: the model's first), e.g. blocks.3.mlp of a ViT."),
-                           QStringLiteral("NAME"));
-  parser.addOptions({screenshot, view, data, size, layer});
-  parser.addPositionalArgument(QStringLiteral("MODEL"), QStringLiteral("Model file to open (default: the demo); --view compare takes several"),
-                               QStringLiteral("[MODEL...]"));
+  StudioCommandLine commandLine;
+  auto& parser = commandLine.parser;
+  const auto& screenshot = commandLine.screenshot;
+  const auto& view = commandLine.view;
+  const auto& data = commandLine.data;
+  const auto& size = commandLine.size;
+  const auto& layer = commandLine.layer;
   parser.process(app);
 
   const QString demo = demoModelPath();
