@@ -15,6 +15,7 @@
 #include <QCommandLineParser>
 #include <QDir>
 #include <QFileInfo>
+#include <QIcon>
 #include <QTextStream>
 #include <QTimer>
 
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   setApplicationNames();
   QApplication::setStyle(QStringLiteral("Fusion"));
+  QApplication::setWindowIcon(QIcon(QStringLiteral(":/org.mumoe.Studio.svg")));
+  QGuiApplication::setDesktopFileName(QStringLiteral("org.mumoe.Studio"));  // Wayland: the entry's icon and name
 
   StudioCommandLine commandLine;
   auto& parser = commandLine.parser;
