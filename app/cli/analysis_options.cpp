@@ -8,15 +8,10 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli_support.h"
 #include "data/dataset.h"
 
 namespace mumoe::cli {
-namespace {
-
-std::atomic<bool> g_interrupted{false};
-void on_sigint(int) { g_interrupted = true; }
-
-}  // namespace
 
 void AnalysisCliOptions::add_to(CLI::App* app) {
   model.add_to(app);
@@ -65,11 +60,11 @@ bool report_progress(const std::string& label, int64_t done, int64_t total, doub
       std::fflush(stderr);
     }
   }
-  return !g_interrupted;
+  return !interrupted();
 }
 
 std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, analysis::ExtractionSummary* summary) {
-  std::signal(SIGINT, on_sigint);
+  catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
   auto session = analysis::AnalysisSession::open(o.session);
@@ -107,7 +102,7 @@ bool is_text_model(const AnalysisCliOptions& o) { return analysis::is_gpt_model_
 
 std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOptions& o, const TextCliOptions& text,
                                                                   bool extract) {
-  std::signal(SIGINT, on_sigint);
+  catch_interrupts();
   analysis::TextSessionOptions t;
   t.model_path = o.model.model;
   // The image default means "not given": a GPT reads the fortunes it was trained on.
@@ -140,7 +135,7 @@ bool is_vit_block_layer(const AnalysisCliOptions& o) {
 }
 
 std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
-  std::signal(SIGINT, on_sigint);
+  catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
   const auto start = std::chrono::steady_clock::now();

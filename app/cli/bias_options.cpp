@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "cli_support.h"
 #include "data/dataset.h"
 #ifdef MUMOE_WITH_ANALYSIS
 #include "editing/cached_bias_study.h"
@@ -14,13 +15,6 @@
 #include "model/classifier_model.h"
 
 namespace mumoe::cli {
-namespace {
-
-std::atomic<bool> interrupted{false};
-extern "C" void on_sigint(int) { interrupted = true; }
-
-}  // namespace
-
 void BiasCliOptions::add_to(CLI::App* app, bool with_train) {
   app->add_option("MODEL", model, "Multi-label model file (e.g. resources/demo/biased-fmnist.mumoe.safetensors)")->required();
   app->add_option("--data", data, "Test data SPEC where metrics are measured (default biased-fmnist:test)");
@@ -64,8 +58,8 @@ editing::BiasStudy open_bias_study(const BiasCliOptions& o, bool with_train,
           throw UsageError(d->identity + " has no attribute '" + name + "'" +
                            (have.empty() ? " (it has no attributes)" : " (it has: " + have + ")"));
         }
-  interrupted = false;
-  auto previous = std::signal(SIGINT, on_sigint);
+  clear_interrupted();
+  const auto previous = catch_interrupts();
   const auto start = std::chrono::steady_clock::now();
   int last_decile = -1;
   auto progress = [&](int64_t done, int64_t total) {
@@ -76,7 +70,7 @@ editing::BiasStudy open_bias_study(const BiasCliOptions& o, bool with_train,
       std::fprintf(stderr, "computing the layer's inputs %lld/%lld (%d%%) %.1f s\n", static_cast<long long>(done),
                    static_cast<long long>(total), decile * 10, s);
     }
-    return !interrupted.load();
+    return !interrupted();
   };
   try {
 #ifdef MUMOE_WITH_ANALYSIS

@@ -1,6 +1,8 @@
 #include "cli_support.h"
 
 #include <algorithm>
+#include <atomic>
+#include <csignal>
 #include <sstream>
 
 #include "io/errors.h"
@@ -8,6 +10,16 @@
 #include "nn/backbone_config.h"
 
 namespace mumoe::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted = true; }
+
+}  // namespace
+
+SignalHandler catch_interrupts() { return std::signal(SIGINT, on_sigint); }
+bool interrupted() { return g_interrupted.load(); }
+void clear_interrupted() { g_interrupted = false; }
 
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int64_t> out;

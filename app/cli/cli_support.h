@@ -23,6 +23,15 @@ std::vector<std::string> parse_name_list(const std::string& text);
 /// "3,17" ablates experts 3 and 17 of the first expert mode; "1:5" expert 5 of mode 1.
 nn::ExpertAblation parse_ablation(const std::string& text);
 
+/// Ctrl-C during long work: catch_interrupts() makes SIGINT set a flag instead of killing the
+/// process (idempotent; returns the handler it replaced), interrupted() tells whether it came, so
+/// progress callbacks can cancel cleanly (exit 130, everything saved so far kept).
+using SignalHandler = void (*)(int);
+SignalHandler catch_interrupts();
+bool interrupted();
+/// Forgets an earlier Ctrl-C (before a new piece of work that may be interrupted).
+void clear_interrupted();
+
 /// Every subcommand registers itself on the app; `run` is called after parsing succeeded.
 struct Command {
   CLI::App* app = nullptr;

@@ -10,11 +10,6 @@
 namespace mumoe::nn {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 void require_positive(int64_t value, const char* name) {
   if (value <= 0) throw UsageError(std::string("backbone: ") + name + " must be positive, got " + std::to_string(value));
 }
@@ -302,7 +297,7 @@ void apply_backbone_preset(BackboneConfig& c, const std::string& name) {
 std::string to_string(MlpActivation a) { return a == MlpActivation::QuickGelu ? "quick_gelu" : "gelu"; }
 
 MlpActivation parse_mlp_activation(const std::string& text) {
-  const auto t = lower(text);
+  const auto t = lowercase(text);
   if (t == "gelu") return MlpActivation::Gelu;
   if (t == "quick_gelu" || t == "quickgelu") return MlpActivation::QuickGelu;
   throw UsageError("unknown MLP activation '" + text + "' (expected gelu or quick_gelu)");

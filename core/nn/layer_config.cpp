@@ -8,11 +8,6 @@
 namespace mumoe::nn {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError("invalid μMoE layer configuration: " + message);
 }
@@ -24,6 +19,11 @@ int64_t product(const std::vector<int64_t>& shape) {
 }
 
 }  // namespace
+
+std::string lowercase(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
 
 int64_t LayerConfig::total_experts() const {
   int64_t total = 1;
@@ -95,14 +95,14 @@ std::string to_string(GateActivationKind a) {
 }
 
 Factorization parse_factorization(const std::string& text) {
-  auto t = lower(text);
+  auto t = lowercase(text);
   if (t == "cp") return Factorization::CP;
   if (t == "tr" || t == "tt") return Factorization::TR;
   throw UsageError("unknown factorization '" + text + "' (expected CP, TR or TT)");
 }
 
 GateNorm parse_gate_norm(const std::string& text) {
-  auto t = lower(text);
+  auto t = lowercase(text);
   if (t == "batchnorm" || t == "bn") return GateNorm::BatchNorm;
   if (t == "layernorm" || t == "ln") return GateNorm::LayerNorm;
   if (t == "none") return GateNorm::None;
@@ -110,7 +110,7 @@ GateNorm parse_gate_norm(const std::string& text) {
 }
 
 GateActivationKind parse_gate_activation(const std::string& text) {
-  auto t = lower(text);
+  auto t = lowercase(text);
   if (t == "entmax15" || t == "entmax") return GateActivationKind::Entmax15;
   if (t == "softmax") return GateActivationKind::Softmax;
   throw UsageError("unknown gate activation '" + text + "' (expected entmax15 or softmax)");

@@ -65,6 +65,9 @@ struct ParameterCount {
 
 ParameterCount count_parameters(const LayerConfig& config);
 
+/// ASCII lower case: option values (factorisations, gates, presets) match case-insensitively.
+std::string lowercase(std::string text);
+
 std::string to_string(Factorization f);
 std::string to_string(GateNorm n);
 std::string to_string(GateActivationKind a);

@@ -19,7 +19,7 @@ using testkit::TempDir;
 
 namespace {
 
-std::pair<int, std::string> mumoe_cli(const std::string& args) {
+std::pair<int, std::string> cli_code_and_output(const std::string& args) {
   auto run = testkit::run_cli(args);
   return {run.code, run.out};
 }
@@ -65,7 +65,7 @@ class CliClassifier : public ::testing::Test {
 };
 
 TEST_F(CliClassifier, EvaluateMatchesTheLibrary) {
-  auto [code, out] = mumoe_cli("evaluate " + model_ + " --data " + spec_ + " --json --ablate 1");
+  auto [code, out] = cli_code_and_output("evaluate " + model_ + " --data " + spec_ + " --json --ablate 1");
   ASSERT_EQ(code, 0) << out;
   const auto j = nlohmann::json::parse(out);
   const auto data = data::load_image_data(spec_);
@@ -77,14 +77,14 @@ TEST_F(CliClassifier, EvaluateMatchesTheLibrary) {
 
 TEST_F(CliClassifier, FeaturesThenForwardOfTheHeadReproducesTheLogits) {
   const auto features = dir_.file("f.safetensors"), out = dir_.file("o.safetensors");
-  auto [code, text] = mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features);
+  auto [code, text] = cli_code_and_output("features " + model_ + " --data " + spec_ + " --output " + features);
   ASSERT_EQ(code, 0) << text;
   auto f = io::SafetensorsFile::open(features);
   const auto x = data::to_float_images(images_.unsqueeze(1));
   torch::NoGradGuard g;
   EXPECT_TRUE(torch::allclose(f.read("features"), classifier_->features(x), 1e-6, 1e-6));
   EXPECT_TRUE(torch::equal(f.read("labels"), labels_));
-  auto [code2, text2] = mumoe_cli("forward " + model_ + " --layer head --tensor features --input " + features +
+  auto [code2, text2] = cli_code_and_output("forward " + model_ + " --layer head --tensor features --input " + features +
                                   " --output " + out);
   ASSERT_EQ(code2, 0) << text2;
   EXPECT_TRUE(torch::allclose(io::SafetensorsFile::open(out).read("output"), classifier_->forward(x).output, 1e-5, 1e-5));
@@ -92,8 +92,8 @@ TEST_F(CliClassifier, FeaturesThenForwardOfTheHeadReproducesTheLogits) {
 
 TEST_F(CliClassifier, EvaluateALayerOnlyModelOnImagesIsAClearError) {
   const auto layer_model = dir_.file("layer.safetensors");
-  ASSERT_EQ(mumoe_cli("init --output " + layer_model + " --input-dim 4 --output-dim 3").first, 0);
-  auto [code, out] = mumoe_cli("evaluate " + layer_model + " --data " + spec_);
+  ASSERT_EQ(cli_code_and_output("init --output " + layer_model + " --input-dim 4 --output-dim 3").first, 0);
+  auto [code, out] = cli_code_and_output("evaluate " + layer_model + " --data " + spec_);
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("bare μMoE layer: give it a features:FILE SPEC"), std::string::npos) << out;
 }
@@ -101,9 +101,9 @@ TEST_F(CliClassifier, EvaluateALayerOnlyModelOnImagesIsAClearError) {
 TEST_F(CliClassifier, TrainsAndEvaluatesABareHeadOnAFeatureFile) {
   // The classifier's features become the training data of a head of its own.
   const auto features = dir_.file("f.safetensors");
-  ASSERT_EQ(mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
+  ASSERT_EQ(cli_code_and_output("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
   const auto head = dir_.file("head.safetensors");
-  auto [code, out] = mumoe_cli("train --data features:" + features + " --test-data features:" + features +
+  auto [code, out] = cli_code_and_output("train --data features:" + features + " --test-data features:" + features +
                                " --output " + head + " --experts 8 --rank 4 --epochs 2 --batch-size 16 --quiet --json");
   ASSERT_EQ(code, 0) << out;
   const auto file = model::ModelFile::load(head);
@@ -112,7 +112,7 @@ TEST_F(CliClassifier, TrainsAndEvaluatesABareHeadOnAFeatureFile) {
   EXPECT_EQ(file.layer("head").config.input_dim, 6);
   EXPECT_EQ(file.layer("head").config.expert_dims, (std::vector<int64_t>{8}));
 
-  auto [ecode, eout] = mumoe_cli("evaluate " + head + " --data features:" + features + " --json");
+  auto [ecode, eout] = cli_code_and_output("evaluate " + head + " --data features:" + features + " --json");
   ASSERT_EQ(ecode, 0) << eout;
   const auto reported = nlohmann::json::parse(eout);
   // Independently: the layer's predictions on the feature rows.
@@ -137,7 +137,7 @@ std::pair<uint32_t, uint32_t> png_size(const std::string& png) {
 TEST_F(CliClassifier, GalleryContactSheets) {
   const std::string cache = " --cache " + dir_.file("cache.sqlite") + " --quiet";
   const auto sheet = dir_.file("sheet.png");
-  auto [code, out] = mumoe_cli("gallery " + model_ + " --data " + spec_ + cache +
+  auto [code, out] = cli_code_and_output("gallery " + model_ + " --data " + spec_ + cache +
                                " --expert 0 --order top --count 6 --output " + sheet + " --json");
   ASSERT_EQ(code, 0) << out;
   const auto j = nlohmann::json::parse(out);
@@ -151,15 +151,15 @@ TEST_F(CliClassifier, GalleryContactSheets) {
 
   // A head trained on the classifier's features shows the images they came from.
   const auto features = dir_.file("f.safetensors");
-  ASSERT_EQ(mumoe_cli("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
+  ASSERT_EQ(cli_code_and_output("features " + model_ + " --data " + spec_ + " --output " + features).first, 0);
   const auto head = dir_.file("head.safetensors");
-  ASSERT_EQ(mumoe_cli("train --data features:" + features + " --test-data '' --output " + head +
+  ASSERT_EQ(cli_code_and_output("train --data features:" + features + " --test-data '' --output " + head +
                       " --experts 4 --rank 4 --epochs 1 --quiet").first, 0);
   const std::string on_features = "gallery " + head + " --data features:" + features + cache + " --expert 1 --order top";
-  auto [no_images, msg] = mumoe_cli(on_features + " --output " + sheet);
+  auto [no_images, msg] = cli_code_and_output(on_features + " --output " + sheet);
   EXPECT_EQ(no_images, 1);
   EXPECT_NE(msg.find("--images"), std::string::npos) << msg;
-  auto [with_images, out2] = mumoe_cli(on_features + " --images " + spec_ + " --output " + dir_.file("s2.png"));
+  auto [with_images, out2] = cli_code_and_output(on_features + " --images " + spec_ + " --output " + dir_.file("s2.png"));
   EXPECT_EQ(with_images, 0) << out2;
   // Images that are not the feature file's samples are refused.
   const auto other = dir_.file("other");
@@ -170,7 +170,7 @@ TEST_F(CliClassifier, GalleryContactSheets) {
   lab_shuffled[8] = static_cast<char>((lab[8] + 1) % 3);
   testkit::write_bytes(other + "/t10k-images-idx3-ubyte", img);
   testkit::write_bytes(other + "/t10k-labels-idx1-ubyte", lab_shuffled);
-  auto [mismatch, out3] = mumoe_cli(on_features + " --images idx:" + other + ":test --output " + dir_.file("s3.png"));
+  auto [mismatch, out3] = cli_code_and_output(on_features + " --images idx:" + other + ":test --output " + dir_.file("s3.png"));
   EXPECT_EQ(mismatch, 1);
   EXPECT_NE(out3.find("is not the image set of"), std::string::npos) << out3;
 }

@@ -20,13 +20,9 @@ class CliLmAnalysis : public ::testing::Test {
   std::string common_ = " --data fortunes --max-sequences 6 --quiet --json --cache " + dir_.file("cache.sqlite");
 };
 
-nlohmann::json parse(const testkit::CliRun& run) {
-  EXPECT_EQ(run.code, 0) << run.out;
-  return nlohmann::json::parse(run.out);
-}
 
 TEST_F(CliLmAnalysis, TokenGalleryWithContext) {
-  const auto g = parse(testkit::run_cli("gallery " + model_ + " --layer transformer.h.2.mlp.MuMoE_layer --expert 5" +
+  const auto g = testkit::json_output(testkit::run_cli("gallery " + model_ + " --layer transformer.h.2.mlp.MuMoE_layer --expert 5" +
                                         " --top --count 5 --context 10" + common_));
   EXPECT_EQ(g["layer"], "transformer.h.2.mlp.MuMoE_layer");
   EXPECT_EQ(g["tokens"], 6 * 128);
@@ -45,7 +41,7 @@ TEST_F(CliLmAnalysis, TokenGalleryWithContext) {
   EXPECT_FALSE(g["from_cache"]);
   const auto again = testkit::run_cli("gallery " + model_ + " --layer 2 --expert 5 --order top --count 5 --context 10" +
                                       common_);
-  EXPECT_TRUE(parse(again)["from_cache"]);
+  EXPECT_TRUE(testkit::json_output(again)["from_cache"]);
   const auto text = testkit::run_cli("gallery " + model_ + " --layer 2 --expert 5 --top --count 3 --data fortunes" +
                                      " --max-sequences 6 --quiet --cache " + dir_.file("cache.sqlite"));
   EXPECT_EQ(text.code, 0) << text.out;
@@ -54,8 +50,8 @@ TEST_F(CliLmAnalysis, TokenGalleryWithContext) {
 
 TEST_F(CliLmAnalysis, SparseAndNaiveAblationAgree) {
   const std::string layer = " --layer transformer.h.1.mlp.MuMoE_layer";
-  const auto sparse = parse(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17" + common_));
-  const auto naive = parse(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17 --method naive" + common_));
+  const auto sparse = testkit::json_output(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17" + common_));
+  const auto naive = testkit::json_output(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17 --method naive" + common_));
   for (const auto* key : {"class_names", "per_class_accuracy_before", "accuracy_before", "loss_before"})
     EXPECT_EQ(sparse[key], naive[key]) << key;
   ASSERT_EQ(sparse["experts"].size(), 1u);
@@ -67,7 +63,7 @@ TEST_F(CliLmAnalysis, SparseAndNaiveAblationAgree) {
   EXPECT_EQ(s["experts"], (nlohmann::json{3, 17}));
   EXPECT_GT(s["affected_tokens"].get<int64_t>(), 0);
   EXPECT_EQ(sparse["per_class_accuracy_before"].size(), sparse["class_names"].size());
-  EXPECT_TRUE(parse(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17" + common_))["from_cache"]);
+  EXPECT_TRUE(testkit::json_output(testkit::run_cli("ablate " + model_ + layer + " --experts 3,17" + common_))["from_cache"]);
 }
 
 TEST_F(CliLmAnalysis, UsageErrors) {

@@ -20,17 +20,13 @@ class CliSteer : public ::testing::Test {
   std::string common_ = " --data fortunes --max-sequences 6 --quiet --cache " + dir_.file("cache.sqlite");
 };
 
-nlohmann::json parse(const testkit::CliRun& run) {
-  EXPECT_EQ(run.code, 0) << run.out;
-  return nlohmann::json::parse(run.out);
-}
 
 }  // namespace
 
 TEST_F(CliSteer, SteeredBesideUnsteered) {
   const std::string base = "steer " + model_ + " --layer transformer.h.2.mlp.MuMoE_layer --expert 5 --prompt 'The '" +
                            " --tokens 40 --seed 1 --threshold 0.3 --json" + common_;
-  const auto zero = parse(testkit::run_cli(base + " --alpha 0"));
+  const auto zero = testkit::json_output(testkit::run_cli(base + " --alpha 0"));
   EXPECT_EQ(zero["layer"], "transformer.h.2.mlp.MuMoE_layer");
   EXPECT_EQ(zero["expert"], 5);
   EXPECT_EQ(zero["prompt"], "The ");
@@ -41,10 +37,10 @@ TEST_F(CliSteer, SteeredBesideUnsteered) {
   EXPECT_EQ(zero["steered"], zero["unsteered"]);
   EXPECT_EQ(zero["first_difference"], -1);
   // The unsteered text is exactly `mumoe generate` with the same seed and sampling options.
-  const auto generated = parse(testkit::run_cli("generate " + model_ + " --prompt 'The ' --tokens 40 --seed 1 --json"));
+  const auto generated = testkit::json_output(testkit::run_cli("generate " + model_ + " --prompt 'The ' --tokens 40 --seed 1 --json"));
   EXPECT_EQ(zero["unsteered_tokens"], generated["tokens"]);
 
-  const auto steered = parse(testkit::run_cli(base + " --alpha 8 --site residual"));
+  const auto steered = testkit::json_output(testkit::run_cli(base + " --alpha 8 --site residual"));
   EXPECT_EQ(steered["unsteered"], zero["unsteered"]);
   EXPECT_NE(steered["steered"], steered["unsteered"]);
   EXPECT_EQ(steered["site"], "residual");

@@ -39,7 +39,6 @@ namespace {
 
 // The PyTorch models, images and transforms (tests/support/reference_models.py), prepended to
 // each fixture's script.
-std::string models() { return testkit::reference_models(); }
 using testkit::expect_close;
 using testkit::read_expected;
 
@@ -74,7 +73,7 @@ TEST(VisionBackbones, ClipVitWithMumoeHeadFromPthMatchesPyTorch) {
   TempDir dir;
   // 35 px images: the CLIP transform (crop_pct 0.9, 32 px) keeps the size and crops the centre,
   // so resizing cannot blur the comparison (the resize itself is measured below).
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
 write_images("img", (35, 35), 3, 1)
@@ -100,7 +99,7 @@ save_expected(model, load_images("img", clip_transform()), "expected.pth")
 TEST(VisionBackbones, PlainVitWithAveragePoolingAndFcNormMatchesPyTorch) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = nn.Sequential(ViT(32, 8, 128, 2, 2, clip=False), MuMoE(128, 4, 5, 8)).eval()
 torch.save({"model": model.state_dict(), "epoch": 7}, "vit_plain.pth")
 write_images("img", (35, 35), 2, 2)
@@ -116,7 +115,7 @@ TEST(VisionBackbones, TorchvisionResNet18WithMumoeFcMatchesPyTorch) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   // torchvision's eval transform: 256 → centre 224 (256 px images keep their size).
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = torchvision.models.resnet18()
 for m in model.modules():
     if isinstance(m, nn.BatchNorm2d):
@@ -149,7 +148,7 @@ with torch.no_grad():
 TEST(VisionBackbones, EvalTransformIsCloseToPilsAndKeepsPredictions) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
 write_images("img", (61, 47), 8, 4)
@@ -190,7 +189,7 @@ save_expected(model, x, "expected.pth")
 TEST(VisionBackbones, StreamedFolderOfMixedSizesMatchesPyTorchAndResumes) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 import torchvision.transforms.functional as TF
 model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
@@ -251,7 +250,7 @@ save_expected(model, load_images("img", tensor_transform), "expected.pth")
 TEST(VisionBackbones, RememberedOptionsOpenTheModelTheSameWayEverywhere) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = clip_vit_with_head()
 torch.save(model.state_dict(), "vit_clip.pth")
 write_images("img", (35, 35), 2, 3)
@@ -286,7 +285,7 @@ save_expected(model, load_images("img", clip_transform()), "expected.pth")
 TEST(VisionBackbones, RememberedOptionsKeepTheCheckpointKey) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 torch.manual_seed(1)
 model, ema = clip_vit_with_head(), clip_vit_with_head()
 torch.save({"model": model.state_dict(), "ema": ema.state_dict(), "epoch": 9}, "two.pth")
@@ -319,7 +318,7 @@ torch.save({"head": ema.state_dict()["1.MuMoE.factors.2"]}, "ema_factor.pth")
 TEST(VisionBackbones, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = clip_vit_with_head()
 torch.save({"model": model.state_dict(), "epoch": 3}, "vit_clip.pth")   # a training script's checkpoint
 write_images("img", (35, 35), 3, 5)
@@ -340,7 +339,7 @@ save_expected(model, load_images("img", clip_transform()), "expected.pth")
   ASSERT_TRUE(std::filesystem::exists(model::manifest_sidecar_path(dir.file("edited.pth"))));
 
   // The user's own script: the same model class, the rank the export reports, strict=True.
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 state = torch.load("edited.pth")["model"]   # nested as the source was
 rank = state["1.MuMoE.factors.0"].shape[1]
 model = clip_vit_with_head(rank)
@@ -374,7 +373,7 @@ TEST(VisionBackbones, PartlyRecognisedBackbonesOpenAsTheirBareLayers) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   // A CIFAR-style ResNet (3×3 stem) is not torchvision's: its head opens as a bare μMoE layer.
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 model = torchvision.models.resnet18()
 model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
 model.fc = MuMoE(512, 6, 8, 16)
@@ -401,7 +400,7 @@ TEST(VisionBackbones, TorchScriptBackboneWithAMumoeHeadMatchesPyTorch) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   // The "imagenet" preset at 64 px resizes to floor(64 / 0.875) = 73: 73 px images keep their size.
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 backbone = torchvision.models.resnet18()
 for m in backbone.modules():
     if isinstance(m, nn.BatchNorm2d):
@@ -444,7 +443,7 @@ torch.save(MuMoE(256, 4, 6, 8).state_dict(), "narrow_head.pth")
 TEST(VisionBackbones, ATimmModelWithItsOwnClassifierIsRefusedNamingTheTensor) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 vit = ViT(32, 8, 128, 1, 2, clip=False)
 vit.head = nn.Linear(128, 10)   # timm num_classes=10: not a feature extractor
 torch.save(nn.Sequential(vit, MuMoE(128, 4, 5, 8)).state_dict(), "with_head.pth")

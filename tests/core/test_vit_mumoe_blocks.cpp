@@ -35,7 +35,6 @@ namespace {
 
 // The PyTorch models, images and transforms (tests/support/reference_models.py), prepended to
 // each fixture's script.
-std::string models() { return testkit::reference_models(); }
 using testkit::expect_close;
 using testkit::read_expected;
 
@@ -75,7 +74,7 @@ torch.save(out, "expected.pth")
 TEST(VitMumoeBlocks, OpensFromNamesAndShapesAndMatchesPyTorch) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + kFixture);
+  run_python(dir, testkit::reference_models() + kFixture);
   const auto expected = read_expected(dir.file("expected.pth"));
 
   const auto summary = model::summarize_model_file(dir.file("vit_blocks.pth"));
@@ -124,7 +123,7 @@ TEST(VitMumoeBlocks, OpensFromNamesAndShapesAndMatchesPyTorch) {
   EXPECT_TRUE(analysis::names_vit_block(options));
   options.layer = "blocks.01.mlp";
   EXPECT_FALSE(analysis::names_vit_block(options));
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 head = MuMoE(8, 3, 4, 5)   # bare μMoE layers that happen to be named like a ViT's block MLPs
 torch.save({f"blocks.1.mlp.{k}": v for k, v in head.state_dict().items()}, "bare.pth")
 )py");
@@ -153,7 +152,7 @@ TEST_P(VitMumoeBlockAblation, PredictsAsPyTorchWithBothMethods) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
   const bool clip = GetParam();
-  run_python(dir, models() + (clip ? "CLIP = True\n" : "") + kFixture);
+  run_python(dir, testkit::reference_models() + (clip ? "CLIP = True\n" : "") + kFixture);
   const auto expected = read_expected(dir.file("expected.pth"));
   model::LayoutOverrides o;
   o.vit_heads = 2;
@@ -253,7 +252,7 @@ INSTANTIATE_TEST_SUITE_P(Pooling, VitMumoeBlockAblation, ::testing::Values(false
 TEST(VitMumoeBlocks, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + kFixture);
+  run_python(dir, testkit::reference_models() + kFixture);
   model::LayoutOverrides o;
   o.vit_heads = 2;
   const auto source = model::ModelFile::load(dir.file("vit_blocks.pth"), o);
@@ -268,7 +267,7 @@ TEST(VitMumoeBlocks, ExportedEditsLoadIntoTheUsersModelWithStrictTrue) {
   const auto report = editing::export_edited_model(source, {edit}, data, request);
   EXPECT_EQ(report.layout, editing::ExportLayout::Source);
   EXPECT_LE(report.max_abs_difference, 1e-5);
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 state = torch.load("edited.pth")
 model = vit_with_mumoe_mlps(state["1.MuMoE.factors.0"].shape[1])
 model.load_state_dict(state, strict=True)
@@ -288,7 +287,7 @@ with torch.no_grad():
 TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + kFixture);
+  run_python(dir, testkit::reference_models() + kFixture);
   const auto expected = read_expected(dir.file("expected.pth"));
   const std::string common = dir.file("vit_blocks.pth") + " --heads 2 --data folder:" + dir.file("img") + " --quiet ";
   auto run_json = [](const std::string& args) {
@@ -355,7 +354,7 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
 TEST(VitMumoeBlocks, AMalformedBlockMlpIsNamedNotRun) {
   REQUIRE_PYTHON("torch torchvision PIL");
   TempDir dir;
-  run_python(dir, models() + R"py(
+  run_python(dir, testkit::reference_models() + R"py(
 vit = ViT(32, 8, 64, 2, 2, clip=False)
 vit.blocks[1].mlp = MuMoE(64, 64, 6, 8)   # one layer, no MuMoE2
 torch.save(nn.Sequential(vit, MuMoE(64, 5, 6, 16)).state_dict(), "single.pth")

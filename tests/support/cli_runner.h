@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <string>
 
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 namespace mumoe::testkit {
 
 struct CliRun {
@@ -30,5 +33,11 @@ inline CliRun run_shell(const std::string& command) {
 }
 
 inline CliRun run_cli(const std::string& args) { return run_shell(std::string(MUMOE_CLI_PATH) + " " + args); }
+
+/// The run's output as JSON, after checking that it succeeded (a failed run's output is shown).
+inline nlohmann::json json_output(const CliRun& run) {
+  EXPECT_EQ(run.code, 0) << run.out;
+  return nlohmann::json::parse(run.out);
+}
 
 }  // namespace mumoe::testkit

@@ -32,14 +32,13 @@
 #include "screenshot_driver.h"
 #include "session_controller.h"
 #include "token_page.h"
+#include "demo_paths.h"
 #include "ui_test_registry.h"
 #include "worker_queue.h"
 
 using namespace mumoe;
 
 namespace {
-const QString kDemo = QStringLiteral(MUMOE_DEMO_MODEL_PATH);
-const QString kGpt = QStringLiteral(MUMOE_DEMO_GPT_PATH);
 
 void saveHead(const std::string& path, uint64_t seed, bool multilabel) {
   nn::LayerConfig c;
@@ -64,7 +63,7 @@ class BiasTokensTest : public QObject {
   QString head_, train_, test_;
 
   std::unique_ptr<ui::MainWindow> makeWindow() {
-    auto w = std::make_unique<ui::MainWindow>(kDemo);
+    auto w = std::make_unique<ui::MainWindow>(testkit::kDemoModel);
     w->setErrorDialogsEnabled(false);
     w->setCachePath(dir_.filePath(QStringLiteral("analysis.sqlite")));
     w->setBiasDataSpecs(QStringLiteral("features:") + test_, QStringLiteral("features:") + train_);
@@ -309,7 +308,7 @@ class BiasTokensTest : public QObject {
     auto* page = window->tokenPage();
     QSignalSpy opened(page, &ui::TokenPage::opened);
     QSignalSpy gallery(page, &ui::TokenPage::galleryReady);
-    QVERIFY2(window->openModel(kGpt), qPrintable(window->lastError()));
+    QVERIFY2(window->openModel(testkit::kDemoGpt), qPrintable(window->lastError()));
     QCOMPARE(window->modelKind(), ui::MainWindow::Kind::Gpt);
     QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Tokens));
     QVERIFY(opened.wait(60'000));
@@ -353,7 +352,7 @@ class BiasTokensTest : public QObject {
     const QString out = dir_.filePath(QStringLiteral("tokens.png"));
     ui::ScreenshotDriver driver(window.get(), ui::StudioView::Tokens, out, 60'000);
     QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
-    driver.start(kGpt);
+    driver.start(testkit::kDemoGpt);
     QVERIFY(finished.wait(60'000));
     QCOMPARE(finished.first().first().toInt(), 0);
     QCOMPARE(QImage(out).size(), QSize(1400, 860));

@@ -27,12 +27,12 @@
 #include "session_controller.h"
 #include "sweep_chart.h"
 #include "thumbnail_store.h"
+#include "demo_paths.h"
 #include "ui_test_registry.h"
 
 using namespace mumoe;
 
 namespace {
-const QString kDemo = QStringLiteral(MUMOE_DEMO_MODEL_PATH);
 constexpr int kExtractionTimeoutMs = 90'000;
 }  // namespace
 
@@ -48,8 +48,8 @@ class StudioTest : public QObject {
  private Q_SLOTS:
   void initTestCase() {
     QVERIFY(dir_.isValid());
-    QVERIFY2(QFile::exists(kDemo), qPrintable(kDemo));
-    window_ = std::make_unique<ui::MainWindow>(kDemo);
+    QVERIFY2(QFile::exists(testkit::kDemoModel), qPrintable(testkit::kDemoModel));
+    window_ = std::make_unique<ui::MainWindow>(testkit::kDemoModel);
     window_->setErrorDialogsEnabled(false);
     window_->setCachePath(cacheFile());
     window_->resize(1400, 860);
@@ -62,7 +62,7 @@ class StudioTest : public QObject {
     QSignalSpy stats(window_->controller(), &ui::SessionController::statisticsReady);
     QSignalSpy busy(window_->controller(), &ui::SessionController::busyChanged);
     QSignalSpy progress(window_->controller(), &ui::SessionController::progress);
-    QVERIFY2(window_->openModel(kDemo), qPrintable(window_->lastError()));
+    QVERIFY2(window_->openModel(testkit::kDemoModel), qPrintable(window_->lastError()));
     QVERIFY(window_->controller()->isBusy());  // the GUI thread returned at once
     QVERIFY(ready.wait(kExtractionTimeoutMs));
     QVERIFY(progress.count() > 0);  // extraction reported progress
@@ -224,12 +224,12 @@ class StudioTest : public QObject {
 
   void reopeningShowsCachedResultsAtOnce() {
     // A second window on the same cache: no extraction, statistics straight from the cache.
-    ui::MainWindow again(kDemo);
+    ui::MainWindow again(testkit::kDemoModel);
     again.setErrorDialogsEnabled(false);
     again.setCachePath(cacheFile());
     QSignalSpy opened(again.controller(), &ui::SessionController::sessionOpened);
     QSignalSpy stats(again.controller(), &ui::SessionController::statisticsReady);
-    QVERIFY(again.openModel(kDemo));
+    QVERIFY(again.openModel(testkit::kDemoModel));
     QVERIFY(opened.wait(20'000));
     QVERIFY(!opened.first().first().value<ui::SessionInfo>().extractedNow);
     QTRY_VERIFY_WITH_TIMEOUT(stats.count() == 1, 10'000);
@@ -250,7 +250,7 @@ class StudioTest : public QObject {
             [&controller](const QString&, qint64 done) {
               if (done > 0) controller.cancel();
             });
-    controller.open(kDemo, QStringLiteral("fashion-mnist:test"));
+    controller.open(testkit::kDemoModel, QStringLiteral("fashion-mnist:test"));
     QVERIFY(cancelled.wait(30'000));
     QCOMPARE(cancelled.first().first().toString(), QStringLiteral("open"));
     QCOMPARE(opened.count(), 0);
@@ -259,7 +259,7 @@ class StudioTest : public QObject {
   }
 
   void badInputIsReportedNotCrashed() {
-    ui::MainWindow window(kDemo);
+    ui::MainWindow window(testkit::kDemoModel);
     window.setErrorDialogsEnabled(false);
     window.setCachePath(dir_.filePath(QStringLiteral("bad.sqlite")));
     // An unreadable model keeps nothing open and names the file.
@@ -268,7 +268,7 @@ class StudioTest : public QObject {
     // A data set that does not exist: the model opens, the analysis says why it cannot run.
     QSignalSpy failed(&window, &ui::MainWindow::analysisFailed);
     window.setDataSpec(QStringLiteral("folder:") + dir_.filePath(QStringLiteral("no-such-folder")));
-    QVERIFY(window.openModel(kDemo));
+    QVERIFY(window.openModel(testkit::kDemoModel));
     QVERIFY(failed.wait(20'000));
     QVERIFY2(failed.first().first().toString().contains(QStringLiteral("no-such-folder")),
              qPrintable(failed.first().first().toString()));
@@ -282,7 +282,7 @@ class StudioTest : public QObject {
   }
 
   void screenshotDriverRendersTheAblationView() {
-    ui::MainWindow window(kDemo);
+    ui::MainWindow window(testkit::kDemoModel);
     window.setCachePath(cacheFile());
     window.setErrorDialogsEnabled(false);
     window.resize(1200, 760);
@@ -290,7 +290,7 @@ class StudioTest : public QObject {
     const QString out = dir_.filePath(QStringLiteral("shot.png"));
     ui::ScreenshotDriver driver(&window, ui::StudioView::Ablation, out, 30'000);
     QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
-    driver.start(kDemo);
+    driver.start(testkit::kDemoModel);
     QVERIFY(finished.wait(30'000));
     QCOMPARE(finished.first().first().toInt(), 0);
     QCOMPARE(QImage(out).size(), QSize(1200, 760));
