@@ -298,20 +298,10 @@ void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
   submit(
       QStringLiteral("coefficients"),
       [this, mode, sample](Slot& slot, const std::function<bool()>&) -> Deliver {
-        if (slot.block) {
-          checkBlockMode(*slot.block, mode);
-          const auto row = slot.block->image_coefficients(sample);
-          const QVector<double> dense(row.begin(), row.end());
-          return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
-        }
-        auto& session = slot.get();
-        const auto& run = session.run();
-        if (mode < 0 || mode >= run.modes() || sample < 0 || sample >= run.samples())
-          throw UsageError("sample " + std::to_string(sample) + " of mode " + std::to_string(mode) + " does not exist");
-        const auto& rows = run.coefficients[static_cast<size_t>(mode)];
-        QVector<double> dense(static_cast<int>(run.info.expert_dims[static_cast<size_t>(mode)]), 0.0);
-        for (auto k = rows.offsets[static_cast<size_t>(sample)]; k < rows.offsets[static_cast<size_t>(sample) + 1]; ++k)
-          dense[rows.indices[static_cast<size_t>(k)]] = rows.values[static_cast<size_t>(k)];
+        // A ViT block's images count by their strongest patch: its image run has one mode.
+        const auto& run = slot.block ? slot.block->image_run() : slot.get().run();
+        const auto row = analysis::dense_coefficients(run, mode, sample);
+        const QVector<double> dense(row.begin(), row.end());
         return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
       },
       JobFlags{true, false, false});

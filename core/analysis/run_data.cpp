@@ -25,6 +25,17 @@ void RunData::append(const cache::ChunkRecord& chunk) {
   }
 }
 
+std::vector<double> dense_coefficients(const RunData& run, int64_t mode, int64_t sample) {
+  if (mode < 0 || mode >= run.modes() || sample < 0 || sample >= run.samples())
+    throw UsageError("sample " + std::to_string(sample) + " of mode " + std::to_string(mode) + " does not exist (" +
+                     std::to_string(run.samples()) + " samples, " + std::to_string(run.modes()) + " mode(s))");
+  const auto& rows = run.coefficients[static_cast<size_t>(mode)];
+  std::vector<double> dense(static_cast<size_t>(run.info.expert_dims[static_cast<size_t>(mode)]), 0.0);
+  for (auto k = rows.offsets[static_cast<size_t>(sample)]; k < rows.offsets[static_cast<size_t>(sample) + 1]; ++k)
+    dense[static_cast<size_t>(rows.indices[static_cast<size_t>(k)])] = rows.values[static_cast<size_t>(k)];
+  return dense;
+}
+
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts) {
   ExpertColumns c;
   c.offsets.assign(experts + 1, 0);

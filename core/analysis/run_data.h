@@ -49,6 +49,10 @@ RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id);
 std::string class_index_problem(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
                                 int64_t class_count, int64_t first_sample = 0);
 
+/// Sample `sample`'s coefficients of expert mode `mode`, dense (one per expert, 0 where the
+/// sparse rows hold none). Throws UsageError for a mode or sample the run lacks.
+std::vector<double> dense_coefficients(const RunData& run, int64_t mode, int64_t sample);
+
 /// The CSR rows of one mode turned into columns (what finish() does for every mode).
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts);
 

@@ -359,17 +359,6 @@ Gallery VitBlockAnalysis::gallery(const GalleryRequest& request) const {
   return g;
 }
 
-std::vector<double> VitBlockAnalysis::image_coefficients(int64_t sample) const {
-  const auto& d = *impl_;
-  if (sample < 0 || sample >= d.samples())
-    throw UsageError("sample " + std::to_string(sample) + " was not analysed (0–" + std::to_string(d.samples() - 1) + ")");
-  std::vector<double> dense(static_cast<size_t>(d.experts), 0.0);
-  const auto& rows = d.images.coefficients.front();
-  for (auto k = rows.offsets[static_cast<size_t>(sample)]; k < rows.offsets[static_cast<size_t>(sample) + 1]; ++k)
-    dense[static_cast<size_t>(rows.indices[static_cast<size_t>(k)])] = rows.values[static_cast<size_t>(k)];
-  return dense;
-}
-
 SampleImage VitBlockAnalysis::image(int64_t sample, int64_t patch) const {
   const auto& d = *impl_;
   if (sample < 0 || sample >= d.samples())

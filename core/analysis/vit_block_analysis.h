@@ -119,15 +119,13 @@ class VitBlockAnalysis {
   /// its strongest patch token's, max over patches of a_n (class tokens are left out: they are
   /// no place in the image), as the one expert mode of a RunData with the labels and the
   /// predictions before ablation. An image counts towards an expert's load when one of its
-  /// patches reaches the threshold.
+  /// patches reaches the threshold. (dense_coefficients(image_run(), 0, s): one image's.)
   const RunData& image_run() const;
   /// Load, dead experts, top classes, I(E;Y), … of the experts over image_run().
   ModeStatistics statistics(double threshold = 0.5) const;
   /// select_gallery over image_run() (mode 0; random among images whose strongest patch reaches
   /// the threshold, or the top images), each item's `patch` its strongest patch for the expert.
   Gallery gallery(const GalleryRequest& request) const;
-  /// Image `sample`'s strongest-patch coefficients, one per expert (a row of image_run()).
-  std::vector<double> image_coefficients(int64_t sample) const;
   /// What the ViT saw of image `sample` — after the eval transform's resize and crop, before
   /// normalisation — as 8-bit RGB, with patch `patch` (row-major in the patch grid) outlined in
   /// yellow unless it is -1: a gallery tile. Throws UsageError for a sample not analysed or a
