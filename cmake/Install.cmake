@@ -3,8 +3,27 @@
 # Layout (FHS, relative to the prefix): bin/mumoe, bin/mumoe-studio; the demo models in
 # share/mumoe-studio/demo/ (the GUI finds them as ../share/mumoe-studio relative to its
 # executable, so a relocated install works); the desktop entry, its MIME type for the project's
-# model files, the icon and the AppStream metainfo; manual pages; bash completion.
+# model files, the icon and the AppStream metainfo; manual pages (gzipped); bash completion.
 include(GNUInstallDirs)
+
+# Manual pages are installed gzipped, as Debian policy (and lintian) expects; -n keeps the archive
+# free of a timestamp, so rebuilds give the same bytes.
+set(MUMOE_MAN_PAGES mumoe)
+if(TARGET mumoe-studio)
+  list(APPEND MUMOE_MAN_PAGES mumoe-studio)
+endif()
+set(MUMOE_MAN_GZ)
+foreach(page IN LISTS MUMOE_MAN_PAGES)
+  set(gz ${PROJECT_BINARY_DIR}/man/${page}.1.gz)
+  add_custom_command(OUTPUT ${gz}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${PROJECT_BINARY_DIR}/man
+    COMMAND gzip -9nc ${PROJECT_SOURCE_DIR}/docs/man/${page}.1 > ${gz}
+    DEPENDS ${PROJECT_SOURCE_DIR}/docs/man/${page}.1
+    COMMENT "Compressing the manual page ${page}.1")
+  list(APPEND MUMOE_MAN_GZ ${gz})
+endforeach()
+add_custom_target(man_pages ALL DEPENDS ${MUMOE_MAN_GZ})
+install(FILES ${MUMOE_MAN_GZ} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 
 if(TARGET mumoe)
   install(TARGETS mumoe RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
@@ -16,11 +35,9 @@ if(TARGET mumoe-studio)
   install(FILES ${desktop}/org.mumoe.Studio.metainfo.xml DESTINATION ${CMAKE_INSTALL_DATADIR}/metainfo)
   install(FILES ${desktop}/org.mumoe.Studio.svg DESTINATION ${CMAKE_INSTALL_DATADIR}/icons/hicolor/scalable/apps)
   install(FILES ${desktop}/org.mumoe.Studio.mime.xml DESTINATION ${CMAKE_INSTALL_DATADIR}/mime/packages)
-  install(FILES ${PROJECT_SOURCE_DIR}/docs/man/mumoe-studio.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 endif()
 file(GLOB MUMOE_DEMO_MODELS ${PROJECT_SOURCE_DIR}/resources/demo/*.mumoe.safetensors)
 install(FILES ${MUMOE_DEMO_MODELS} DESTINATION ${CMAKE_INSTALL_DATADIR}/mumoe-studio/demo)
-install(FILES ${PROJECT_SOURCE_DIR}/docs/man/mumoe.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${PROJECT_SOURCE_DIR}/resources/completion/mumoe ${PROJECT_SOURCE_DIR}/resources/completion/mumoe-studio
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 

@@ -24,7 +24,7 @@ for f in bin/mumoe bin/mumoe-studio share/mumoe-studio/demo/demo.mumoe.safetenso
          share/mumoe-studio/demo/vit-blocks-fmnist.mumoe.safetensors \
          share/applications/org.mumoe.Studio.desktop share/metainfo/org.mumoe.Studio.metainfo.xml \
          share/icons/hicolor/scalable/apps/org.mumoe.Studio.svg share/mime/packages/org.mumoe.Studio.mime.xml \
-         share/man/man1/mumoe.1 share/man/man1/mumoe-studio.1 \
+         share/man/man1/mumoe.1.gz share/man/man1/mumoe-studio.1.gz \
          share/bash-completion/completions/mumoe share/bash-completion/completions/mumoe-studio; do
   check "installed $f" test -e "$prefix/$f"
 done
@@ -64,12 +64,12 @@ fi
 # Manual pages: no groff warnings, every subcommand documented.
 if command -v man >/dev/null; then
   for page in mumoe mumoe-studio; do
-    warnings=$(MANWIDTH=80 man --warnings -l "$prefix/share/man/man1/$page.1" 2>&1 >/dev/null || true)
+    warnings=$(MANWIDTH=80 man --warnings -l "$prefix/share/man/man1/$page.1.gz" 2>&1 >/dev/null || true)
     check "man $page renders without warnings" test -z "$warnings"
   done
 fi
 while read -r sub; do
-  check "mumoe.1 documents $sub" grep -qx "\.B $sub" "$prefix/share/man/man1/mumoe.1"
+  check "mumoe.1 documents $sub" zgrep -qx "\.B $sub" "$prefix/share/man/man1/mumoe.1.gz"
 done < <("$prefix/bin/mumoe" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }')
 
 # Bash completion, as bash calls it.
