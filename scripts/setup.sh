@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package mumoe-studio needs to build, test and run. Idempotent: only
-# missing packages are installed, and apt is not touched when nothing is missing.
-# Runs as root, or through sudo.
+# Installs the Debian 12 packages mumoe-studio needs. Idempotent: only missing packages are
+# installed, and apt is not touched when nothing is missing. Runs as root, or through sudo.
+#   scripts/setup.sh              everything: build, run, and test (scripts/check.sh, CI)
+#   scripts/setup.sh --programs   only what building and running the programs needs
+#                                 (scripts/start.sh: no test references, validators or Xvfb)
 set -euo pipefail
 
 PACKAGES=(
@@ -13,10 +15,13 @@ PACKAGES=(
   qt6-base-dev qt6-charts-dev libqt6opengl6-dev libqt6sql6-sqlite qt6-svg-dev
   # images, the analysis cache (SQLite) and its content hashes (xxHash)
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev libsqlite3-dev libxxhash-dev
-  # header-only helpers: JSON, command line; tests
+  # header-only helpers: JSON, command line; GoogleTest (small, and the default build configures
+  # the tests, so that scripts/check.sh later reuses the same build)
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev
-  # data the demos and tests use
+  # data the demos open
   dataset-fashion-mnist fortunes
+)
+TEST_PACKAGES=(
   # screenshots without a display
   xvfb xauth
   # the install test's validators (desktop entry, AppStream metainfo), manual pages, the .deb
@@ -25,6 +30,11 @@ PACKAGES=(
   # time (run as /usr/bin/python3; the programs themselves never need Python)
   python3-torch python3-torchvision python3-pil
 )
+case "${1:-}" in
+  --programs) ;;
+  "") PACKAGES+=("${TEST_PACKAGES[@]}") ;;
+  *) echo "usage: scripts/setup.sh [--programs]" >&2; exit 1 ;;
+esac
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -4,8 +4,10 @@
 # Without a display (ssh, CI) the window is rendered offscreen to build/mumoe-studio.png instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-scripts/build.sh default
+# Only what opening the demo needs: the programs' packages and the GUI target (the tests, the
+# CLI and the benchmarks are built by scripts/check.sh, in the same build directory).
+scripts/setup.sh --programs
+scripts/build.sh default mumoe-studio
 if [ -z "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ] && [ -z "${QT_QPA_PLATFORM:-}" ]; then
   echo "start: no display found; rendering the main window to build/mumoe-studio.png instead"
   QT_QPA_PLATFORM=offscreen build/app/gui/mumoe-studio --screenshot build/mumoe-studio.png "$@"

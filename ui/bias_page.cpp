@@ -35,6 +35,7 @@
 #include <QValueAxis>
 
 #include <cmath>
+#include <limits>
 
 #include "chart_style.h"
 #include "io/errors.h"
@@ -93,19 +94,22 @@ double metricValue(const editing::VariantMetrics& m, int row) {
     case MaxMin: return m.report.max_min;
     case TargetAcc: return m.report.target_accuracy;
     case TestAcc: return m.test_accuracy;
-    default: return m.mrs;
+    default: return m.mrs.value_or(std::numeric_limits<double>::quiet_NaN());
   }
 }
 
 /// +1 when larger is better, −1 when smaller is better.
 int better(int row) { return row == EqOpp || row == StdBias ? -1 : 1; }
 
+/// MRS is relative already (to the Before column): the reference shows a dash, and so does the
+/// difference.
 QString metricText(double v, int row) {
+  if (std::isnan(v)) return QStringLiteral("—");
   return row == Mrs ? QString::number(v, 'f', 4) : pct(v);
 }
 
 QString deltaText(double d, int row) {
-  if (row == Mrs) return QStringLiteral("%1%2").arg(d >= 0 ? QStringLiteral("+") : QString()).arg(d, 0, 'f', 4);
+  if (row == Mrs || std::isnan(d)) return QStringLiteral("—");
   return signedPoints(d);
 }
 
@@ -117,7 +121,7 @@ QTableWidgetItem* item(const QString& text, Qt::Alignment align = Qt::AlignRight
 }
 
 void colourDelta(QTableWidgetItem* it, double d, int direction) {
-  if (std::fabs(d) < 5e-5) return;
+  if (std::isnan(d) || std::fabs(d) < 5e-5) return;
   it->setForeground(d * direction > 0 ? QColor(0x1b, 0x7f, 0x3b) : QColor(0xb0, 0x2a, 0x2a));
 }
 
@@ -138,15 +142,8 @@ void fitTableHeight(QTableWidget* t) {
 BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
   worker_ = new WorkerQueue(this);
   undo_ = new QUndoStack(this);
-  connect(worker_, &WorkerQueue::failed, this, &BiasPage::reportError);
-  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString& task) {
-    if (task == QLatin1String("export")) {
-      exportResult_->setText(tr("Export cancelled; nothing was written."));
-      Q_EMIT exportFinished(false, tr("cancelled"));
-    } else if (task == QLatin1String("bias")) {
-      note_->setText(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
-    }
-  });
+  // Each job shows its own failure (WorkerQueue::Handlers); the signal is for observers.
+  connect(worker_, &WorkerQueue::failed, this, &BiasPage::failed);
 
   note_ = new QLabel;
   note_->setWordWrap(true);
@@ -255,14 +252,10 @@ QWidget* BiasPage::buildControls() {
   edits_->setToolTip(tr("The model's edit stack, kept in the edit session database; undone edits are greyed"));
   lv->addWidget(edits_, 1);
   auto* eb = new QHBoxLayout;
+  // The buttons only: Ctrl+Z / Ctrl+Shift+Z belong to the main window's Edit menu, which works
+  // on this stack from every page (a second shortcut here would make the keys ambiguous).
   auto* undoAction = undo_->createUndoAction(this, tr("Undo"));
-  undoAction->setShortcut(QKeySequence::Undo);
-  undoAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
   auto* redoAction = undo_->createRedoAction(this, tr("Redo"));
-  redoAction->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
-  redoAction->setShortcutContext(Qt::WidgetWithChildrenShortcut);
-  addAction(undoAction);
-  addAction(redoAction);
   auto* undoButton = new QToolButton;
   undoButton->setDefaultAction(undoAction);
   undoButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
@@ -314,7 +307,7 @@ QWidget* BiasPage::buildResults() {
   metrics_->setHorizontalHeaderLabels({tr("Before"), tr("After"), tr("Difference")});
   metrics_->setVerticalHeaderLabels({tr("Target subpopulation accuracy"), tr("Equality of opportunity (gap, ↓)"),
                                      tr("STD bias (↓)"), tr("Max-Min (lowest cell, ↑)"), tr("Target output accuracy"),
-                                     tr("Test accuracy (all outputs)"), tr("MRS (vs. unedited)")});
+                                     tr("Test accuracy (all outputs)"), tr("MRS (vs. Before)")});
   metrics_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   metrics_->setSelectionMode(QAbstractItemView::NoSelection);
   metrics_->setFocusPolicy(Qt::NoFocus);
@@ -392,6 +385,15 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
   options.session_db = sessionDb.toStdString();
   options.cache_path = cachePath.toStdString();
   auto slot = slot_;
+  WorkerQueue::Handlers endings;
+  endings.failed = [this](const QString& message) {
+    note_->setText(tr("<h3>Bias correction</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
+    stackWidget_->setCurrentIndex(0);
+    Q_EMIT openFailed(message);
+  };
+  endings.cancelled = [this] {
+    note_->setText(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
+  };
   worker_->submit(QStringLiteral("bias"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
@@ -417,7 +419,7 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
     return [this, targets, attributes, experts, stack, initial, seconds](double) {
       onOpened(targets, attributes, experts, stack, initial, seconds);
     };
-  });
+  }, /*cancellable=*/true, /*visible=*/true, endings);
 }
 
 void BiasPage::onOpened(const QStringList& targets, const QStringList& attributes, int experts,
@@ -551,18 +553,15 @@ void BiasPage::submitEvaluation() {
       [this, slot, task = *task, lambda](const std::function<bool()>&) -> WorkerQueue::Deliver {
         QElapsedTimer clock;
         clock.start();
-        auto& session = slot->get();
+        // The comparison `mumoe rewrite --session` prints: the note and the Propose button
+        // follow the proposed λ even when the user's λ is evaluated.
+        auto comparison = slot->get().preview(task, lambda);
         BiasEvaluation e;
         e.task = task;
-        // One proposal (ā and the signed N) serves both: the note and the Propose button follow
-        // the task even when the user's λ is evaluated, and ā does not depend on λ.
-        e.edit = session.propose(task);
-        e.proposedLambda = e.edit.lambda;
-        if (lambda) e.edit.lambda = *lambda;
-        auto applied = session.stack().applied();
-        e.before = session.evaluate(task, applied);
-        applied.push_back(e.edit);
-        e.after = session.evaluate(task, applied);
+        e.edit = std::move(comparison.edit);
+        e.proposedLambda = comparison.proposed_lambda;
+        e.before = std::move(comparison.before);
+        e.after = std::move(comparison.after);
         e.coreMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
         const bool proposedNow = !lambda;
         return [this, e, proposedNow](double ms) mutable {
@@ -585,7 +584,14 @@ void BiasPage::submitEvaluation() {
           if (dirty_) submitEvaluation();
         };
       },
-      /*cancellable=*/false, /*visible=*/false);
+      /*cancellable=*/false, /*visible=*/false, {[this](const QString& message) { evaluationFailed(message); }, {}});
+}
+
+void BiasPage::evaluationFailed(const QString& message) {
+  evaluating_ = false;
+  editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
+  applyButton_->setEnabled(false);
+  if (dirty_) submitEvaluation();
 }
 
 void BiasPage::showEvaluation() {
@@ -697,12 +703,9 @@ void BiasPage::compareBlind() {
   const int epoch = comparisonEpoch_;
   worker_->submit(QStringLiteral("blind threshold"),
                   [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
-                    auto& session = slot->get();
-                    auto applied = session.stack().applied();
-                    applied.push_back(session.propose(task, std::nullopt, /*blind=*/true));
-                    const auto m = session.evaluate(task, applied);
+                    const auto m = slot->get().blind_threshold(task);
                     return [this, m, epoch](double) { showComparison(tr("Blind threshold"), m, epoch); };
-                  });
+                  }, true, true, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void BiasPage::compareOversample() {
@@ -716,7 +719,7 @@ void BiasPage::compareOversample() {
                     int64_t factor = 0;
                     const auto m = slot->get().oversample(task, {}, &factor);
                     return [this, m, factor, epoch](double) { showComparison(tr("Oversample ×%1").arg(factor), m, epoch); };
-                  });
+                  }, true, true, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void BiasPage::clearComparisons() {
@@ -732,7 +735,7 @@ void BiasPage::resyncWithCore() {
       setStack(stack);
       seedUndoStack();
     };
-  }, false, false);
+  }, false, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void BiasPage::applyEdit() {
@@ -746,7 +749,7 @@ void BiasPage::corePush(const editing::LogitEdit& edit) {
     slot->get().push(edit);
     const auto stack = slot->get().stack();
     return [this, stack](double) { setStack(stack); };
-  }, false, false);
+  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
 }
 
 void BiasPage::coreUndo() {
@@ -755,7 +758,7 @@ void BiasPage::coreUndo() {
     slot->get().undo();
     const auto stack = slot->get().stack();
     return [this, stack](double) { setStack(stack); };
-  }, false, false);
+  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
 }
 
 void BiasPage::coreRedo() {
@@ -764,7 +767,7 @@ void BiasPage::coreRedo() {
     slot->get().redo();
     const auto stack = slot->get().stack();
     return [this, stack](double) { setStack(stack); };
-  }, false, false);
+  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
 }
 
 void BiasPage::setStack(const editing::EditStack& stack) {
@@ -815,6 +818,15 @@ void BiasPage::exportModel(const editing::BiasExportRequest& request) {
   }
   exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));
   auto slot = slot_;
+  WorkerQueue::Handlers endings;
+  endings.failed = [this](const QString& message) {
+    exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
+    Q_EMIT exportFinished(false, message);
+  };
+  endings.cancelled = [this] {
+    exportResult_->setText(tr("Export cancelled; nothing was written."));
+    Q_EMIT exportFinished(false, tr("cancelled"));
+  };
   worker_->submit(QStringLiteral("export"), [this, slot, request](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     const auto report = slot->get().export_model(request, [&](uint64_t done, uint64_t total) {
       worker_->postProgress(QStringLiteral("export"), static_cast<qint64>(done), static_cast<qint64>(total));
@@ -832,7 +844,7 @@ void BiasPage::exportModel(const editing::BiasExportRequest& request) {
       Q_EMIT exportFinished(true, text);
       if (errorDialogs_) QMessageBox::information(this, tr("Export verified"), text);
     };
-  });
+  }, /*cancellable=*/true, /*visible=*/true, endings);
 }
 
 void BiasPage::chooseExport() {
@@ -901,26 +913,14 @@ void BiasPage::chooseExport() {
   exportModel(request);
 }
 
-void BiasPage::reportError(const QString& task, const QString& message) {
-  if (task == QLatin1String("evaluate")) {
-    evaluating_ = false;
-    editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
-    applyButton_->setEnabled(false);
-    if (dirty_) submitEvaluation();
-  } else if (task == QLatin1String("bias")) {
-    note_->setText(tr("<h3>Bias correction</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
-    stackWidget_->setCurrentIndex(0);
-  } else if (task == QLatin1String("export")) {
-    exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
-    Q_EMIT exportFinished(false, message);
-  } else {
-    if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
-    // The undo stack moved before the core did; the core rolled back: show what it holds.
-    if (hasSession_ && (task == QLatin1String("apply edit") || task == QLatin1String("undo") ||
-                        task == QLatin1String("redo")))
-      resyncWithCore();
-  }
-  Q_EMIT failed(task, message);
+void BiasPage::showErrorDialog(const QString& message) {
+  if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
+}
+
+void BiasPage::stackChangeFailed(const QString& message) {
+  showErrorDialog(message);
+  // The undo stack moved before the core did; the core rolled back: show what it holds.
+  if (hasSession_) resyncWithCore();
 }
 
 void BiasPage::setControlsEnabled(bool enabled) {

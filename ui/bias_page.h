@@ -9,7 +9,8 @@
 //     accuracy, MRS — before (the applied edits) / after (plus this edit) / difference, the
 //     four cell accuracies as a table and a before/after bar chart; "Blind threshold" and
 //     "Oversample" add the baselines as comparison columns;
-//   * "Apply edit" pushes onto a QUndoStack (Ctrl+Z / Ctrl+Shift+Z) mirrored into the core's
+//   * "Apply edit" pushes onto a QUndoStack (the main window's Edit menu and Ctrl+Z / Ctrl+Shift+Z
+//     undo it from any page; the page has Undo/Redo buttons) mirrored into the core's
 //     EditStack, which the session saves in SQLite at every change (edits survive reopening);
 //   * "Export…" folds the applied edits into a new model file on the worker and shows the
 //     verification (max |difference| on N test samples).
@@ -48,7 +49,7 @@ struct BiasEvaluation {
   editing::LogitEdit edit;
   double proposedLambda = 0;       ///< the proposed signed N for `task` (whatever λ `edit` uses)
   editing::VariantMetrics before;  ///< the model with the applied edits
-  editing::VariantMetrics after;   ///< … plus `edit`
+  editing::VariantMetrics after;   ///< … plus `edit`; its MRS is measured against `before`
   double coreMs = 0;
   double latencyMs = 0;            ///< request to answer on the GUI thread
 };
@@ -107,7 +108,10 @@ class BiasPage : public QWidget {
   void stackChanged();
   void comparisonReady(const QString& name);
   void exportFinished(bool ok, const QString& message);
+  /// Any job failed (task = its display name); the page has shown the error where it belongs.
   void failed(const QString& task, const QString& message);
+  /// Opening the session failed: the page shows why instead of the controls.
+  void openFailed(const QString& message);
 
  private:
   friend class EditCommand;
@@ -135,7 +139,10 @@ class BiasPage : public QWidget {
   void coreRedo();
   void onSliderMoved(int value);
   void onSpinChanged(double value);
-  void reportError(const QString& task, const QString& message);
+  void evaluationFailed(const QString& message);
+  /// An apply/undo/redo the core refused: says why and shows the core's stack again.
+  void stackChangeFailed(const QString& message);
+  void showErrorDialog(const QString& message);
   void setControlsEnabled(bool enabled);
 
   WorkerQueue* worker_ = nullptr;

@@ -31,6 +31,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QUndoStack>
 #include <QToolBar>
 #include <QToolButton>
 
@@ -147,6 +148,10 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   connectWorker(bias_->worker());
   connectWorker(tokens_->worker());
   connectWorker(comparison_->worker());
+  connectWorker(steering_->worker());  // Esc and the progress bar reach steering too
+  // A page that could not open its session: the model's analysis is unavailable.
+  connect(bias_, &BiasPage::openFailed, this, &MainWindow::pageFailedToOpen);
+  connect(tokens_, &TokenPage::openFailed, this, &MainWindow::pageFailedToOpen);
   connect(bias_, &BiasPage::opened, this, [this] {
     QSettings().setValue(kDataKey, dataSpec());  // it opened: remember the SPEC
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
@@ -211,6 +216,16 @@ void MainWindow::buildActions() {
                                                QLineEdit::Normal, dataSpec(), &ok);
     if (ok && !spec.trimmed().isEmpty()) setDataSpec(spec.trimmed());
   });
+
+  // Edit: the model's edit stack (the Bias page's QUndoStack, mirrored into the core's and saved
+  // at every change), undoable from any page; the texts name the edit ("Undo long_sleeves += …").
+  auto* edit = menuBar()->addMenu(tr("&Edit"));
+  undoEditAction_ = bias_->undoStack()->createUndoAction(this, tr("Undo Edit"));
+  undoEditAction_->setShortcut(QKeySequence::Undo);
+  redoEditAction_ = bias_->undoStack()->createRedoAction(this, tr("Redo Edit"));
+  redoEditAction_->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
+  edit->addAction(undoEditAction_);
+  edit->addAction(redoEditAction_);
 
   auto* analysis = menuBar()->addMenu(tr("&Analysis"));
   reloadAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserReload), tr("&Analyze"), this,
@@ -400,17 +415,12 @@ bool MainWindow::openModel(const QString& path, const QString& layer) {
       return false;
     }
   }
-  Kind kind = Kind::MultiClass;
-  try {
-    switch (editing::probe_model_kind(path.toStdString())) {
-      case editing::ModelKind::MultiLabel: kind = Kind::MultiLabel; break;
-      case editing::ModelKind::Gpt: kind = Kind::Gpt; break;
-      default: break;
-    }
-  } catch (const std::exception&) {
-    // The summary read it; let the analysis report what is wrong.
+  // The one header read above also tells which pages apply.
+  switch (summary.kind) {
+    case model::ModelKind::MultiLabel: kind_ = Kind::MultiLabel; break;
+    case model::ModelKind::Gpt: kind_ = Kind::Gpt; break;
+    default: kind_ = Kind::MultiClass; break;
   }
-  kind_ = kind;
   lastError_.clear();
   currentPath_ = QFileInfo(path).absoluteFilePath();
   overview_->setSummary(summary);
@@ -491,14 +501,15 @@ void MainWindow::connectWorker(WorkerQueue* worker) {
   connect(cancelAction_, &QAction::triggered, worker, &WorkerQueue::cancel);
   connect(worker, &WorkerQueue::failed, this, [this](const QString& task, const QString& message) {
     statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
-    if (task == QLatin1String("bias") || task == QLatin1String("tokens")) {
-      statusLabel_->setText(tr("Unavailable — %1").arg(message));
-      lastError_ = message;
-      Q_EMIT analysisFailed(message);
-    }
   });
   connect(worker, &WorkerQueue::cancelled, this,
           [this](const QString& task) { statusBar()->showMessage(tr("%1 cancelled").arg(task), 5000); });
+}
+
+void MainWindow::pageFailedToOpen(const QString& message) {
+  statusLabel_->setText(tr("Unavailable — %1").arg(message));
+  lastError_ = message;
+  Q_EMIT analysisFailed(message);
 }
 
 void MainWindow::startBias() {
@@ -508,13 +519,14 @@ void MainWindow::startBias() {
     test = dataSpec().startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : dataSpec();
   }
   if (train.isEmpty()) {
-    train = test;
-    if (train.endsWith(QLatin1String(":test"))) train = train.left(train.size() - 5) + QStringLiteral(":train");
+    // The CLI's default (editing::training_spec_for); where the SPEC names no split, ā comes
+    // from the test data itself rather than refusing to open the page.
+    const auto named = editing::training_spec_for(test.toStdString());
+    train = named ? QString::fromStdString(*named) : test;
   }
-  const QString cache = controller_->cachePath();
-  const QString db = cache.isEmpty() ? QString() : QFileInfo(cache).absolutePath() + QStringLiteral("/edits.sqlite");
   statusLabel_->setText(tr("Opening %1 for bias correction on %2 (training split %3)…").arg(currentPath_, test, train));
-  bias_->open(currentPath_, test, train, db, cache);
+  // The edit session database: the core's default, beside the analysis cache.
+  bias_->open(currentPath_, test, train, {}, controller_->cachePath());
 }
 
 bool MainWindow::analyzeLayer(const QString& layer) {

@@ -101,6 +101,11 @@ class MainWindow : public QMainWindow {
   BiasPage* biasPage() const { return bias_; }
   TokenPage* tokenPage() const { return tokens_; }
   SteeringPage* steeringPage() const { return steering_; }
+  /// Analysis ▸ Cancel Job (Esc): cancels the running jobs of every page; enabled while one runs.
+  QAction* cancelAction() const { return cancelAction_; }
+  /// Edit ▸ Undo Edit / Redo Edit (Ctrl+Z / Ctrl+Shift+Z): the model's edit stack, from any page.
+  QAction* undoEditAction() const { return undoEditAction_; }
+  QAction* redoEditAction() const { return redoEditAction_; }
   ModelComparisonPage* comparisonPage() const { return comparison_; }
   ModelOverviewModel* overviewModel() const { return overview_; }
   QTableView* layerTable() const { return table_; }
@@ -172,6 +177,8 @@ class MainWindow : public QMainWindow {
   QAction* ablateAction_ = nullptr;
   QAction* sweepAction_ = nullptr;
   QAction* cancelAction_ = nullptr;
+  QAction* undoEditAction_ = nullptr;
+  QAction* redoEditAction_ = nullptr;
   QAction* exportAction_ = nullptr;
   QAction* modelOptionsAction_ = nullptr;
   BiasPage* bias_ = nullptr;
@@ -182,6 +189,8 @@ class MainWindow : public QMainWindow {
   QString biasTestSpec_, biasTrainSpec_;
   void startBias();
   void connectWorker(WorkerQueue* worker);
+  /// The Bias or Tokens page could not open its session (the page shows why).
+  void pageFailedToOpen(const QString& message);
   QVector<WorkerQueue*> workers_;  ///< the pages' queues (besides the controller's)
   analysis::ClassAccuracy accuracy_;
   QStringList classNames_;

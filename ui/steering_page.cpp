@@ -15,31 +15,22 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
-#include <QtConcurrent/QtConcurrentRun>
 
-#include <atomic>
 #include <cmath>
 #include <exception>
 
 #include "analysis/lm_steering.h"
 #include "analysis/text_analysis_session.h"
+#include "worker_queue.h"
 
 namespace mumoe::ui {
 
 /// The worker's state: the session of the last generation (reused while model, data, layer and
 /// cache stay the same, so the extraction and the loaded model are not redone).
-struct SteeringPage::Worker {
-  std::atomic<bool> stop{false};  ///< set by the page's destructor: an extraction stops at its next chunk
+struct SteeringPage::Engine {
   std::unique_ptr<analysis::TextAnalysisSession> session;
   std::string model, data, cache;
   int layer = -1;
-};
-
-struct SteeringPage::Outcome {
-  QString error;  ///< empty on success
-  int generation = 0;
-  int layers = 0, experts = 0;
-  QString unsteered, steered, info;
 };
 
 namespace {
@@ -50,8 +41,19 @@ QString layerName(int layer) { return QStringLiteral("transformer.h.%1.mlp.MuMoE
 
 }  // namespace
 
-SteeringPage::SteeringPage(QWidget* parent) : QWidget(parent), worker_(std::make_shared<Worker>()) {
-  pool_.setMaxThreadCount(1);  // the session is not thread-safe: one job at a time, in order
+SteeringPage::SteeringPage(QWidget* parent)
+    : QWidget(parent), worker_(new WorkerQueue(this)), engine_(std::make_shared<Engine>()) {
+  // A cancelled or failed generation frees the button again; the panes keep the last texts.
+  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString&) {
+    setBusy(false);
+    status_->setText(tr("Generation cancelled"));
+    Q_EMIT cancelled();
+  });
+  connect(worker_, &WorkerQueue::failed, this, [this](const QString&, const QString& message) {
+    setBusy(false);
+    status_->setText(tr("Steering failed: %1").arg(message));
+    Q_EMIT failed(message);
+  });
 
   layer_ = new QComboBox;
   layer_->setObjectName(QStringLiteral("steeringLayer"));
@@ -148,13 +150,10 @@ SteeringPage::SteeringPage(QWidget* parent) : QWidget(parent), worker_(std::make
   setAlpha(4.0);
   connect(generate_, &QPushButton::clicked, this, &SteeringPage::generate);
   connect(prompt_, &QLineEdit::returnPressed, this, &SteeringPage::generate);
-  connect(&describeWatcher_, &QFutureWatcherBase::finished, this, &SteeringPage::onDescribed);
-  connect(&generateWatcher_, &QFutureWatcherBase::finished, this, &SteeringPage::onGenerated);
 }
 
 SteeringPage::~SteeringPage() {
-  worker_->stop = true;  // closing must not wait for a whole first extraction
-  pool_.waitForDone();
+  worker_->shutdown();  // closing must not wait for a whole first extraction: it is cancelled
 }
 
 void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec) {
@@ -165,32 +164,33 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
   steered_->clear();
   generate_->setEnabled(false);
   status_->setText(tr("Reading %1 …").arg(gptModelPath));
-  const int generation = ++describeGeneration_;
+  const int generation = ++modelGeneration_;
   const auto path = gptModelPath.toStdString();
-  describeWatcher_.setFuture(QtConcurrent::run(&pool_, [path, generation] {
-    auto out = std::make_shared<Outcome>();
-    out->generation = generation;
-    try {
-      const auto summary = analysis::describe_gpt(path);
-      out->layers = static_cast<int>(summary.n_layer);
-      out->experts = static_cast<int>(summary.experts);
-    } catch (const std::exception& e) {
-      out->error = QString::fromUtf8(e.what());
-    }
-    return out;
-  }));
+  // Reading the header is quick and not worth a progress bar; its errors are the page's to show.
+  worker_->submit(
+      QStringLiteral("Reading the GPT"),
+      [this, path, generation](const std::function<bool()>&) -> WorkerQueue::Deliver {
+        try {
+          const auto summary = analysis::describe_gpt(path);
+          const int layers = static_cast<int>(summary.n_layer), experts = static_cast<int>(summary.experts);
+          return [this, generation, layers, experts](double) {
+            if (generation == modelGeneration_) onDescribed(layers, experts);
+          };
+        } catch (const std::exception& e) {
+          const QString error = QString::fromUtf8(e.what());
+          return [this, generation, error](double) {
+            if (generation != modelGeneration_) return;  // a newer setModel is on its way
+            status_->setText(tr("Cannot steer this model: %1").arg(error));
+            Q_EMIT failed(error);
+          };
+        }
+      },
+      /*cancellable=*/false, /*visible=*/false);
 }
 
-void SteeringPage::onDescribed() {
-  const auto out = describeWatcher_.result();
-  if (out->generation != describeGeneration_) return;  // a newer setModel is on its way
-  if (!out->error.isEmpty()) {
-    status_->setText(tr("Cannot steer this model: %1").arg(out->error));
-    Q_EMIT failed(out->error);
-    return;
-  }
-  layers_ = out->layers;
-  experts_ = out->experts;
+void SteeringPage::onDescribed(int layers, int experts) {
+  layers_ = layers;
+  experts_ = experts;
   {
     const QSignalBlocker block(layer_);
     layer_->clear();
@@ -250,68 +250,64 @@ void SteeringPage::generate() {
                        .arg(layer)
                        .arg(request.expert)
                        .arg(request.alpha));
-  auto worker = worker_;
-  const int generation = describeGeneration_;  // the model this generation is for
-  generateWatcher_.setFuture(QtConcurrent::run(&pool_, [worker, request, layer, model, data, cache, generation] {
-    auto out = std::make_shared<Outcome>();
-    out->generation = generation;
-    try {
-      if (!worker->session || worker->model != model || worker->data != data || worker->cache != cache ||
-          worker->layer != layer) {
-        worker->session.reset();
-        analysis::TextSessionOptions o;
-        o.model_path = model;
-        o.data_spec = data;
-        o.layer = std::to_string(layer);
-        o.cache_path = cache;
-        worker->session = analysis::TextAnalysisSession::open(o);
-        worker->model = model;
-        worker->data = data;
-        worker->cache = cache;
-        worker->layer = layer;
-      }
-      // A lookup once the layer is in the cache; the first time, stoppable by closing the window.
-      worker->session->extract([worker](const analysis::ExtractionProgress&) { return !worker->stop.load(); });
-      const auto r = worker->session->steer(request);
-      const auto prompt = QString::fromStdString(request.prompt);
-      out->unsteered = prompt + QString::fromUtf8(r.unsteered.data(), static_cast<qsizetype>(r.unsteered.size()));
-      out->steered = prompt + QString::fromUtf8(r.steered.data(), static_cast<qsizetype>(r.steered.size()));
-      out->info = QObject::tr("%1, expert %2: centre = mean input of %3 tokens with a_n ≥ %4, |c| = %5; α = %6; %7 "
-                              "(%8 s)")
-                      .arg(QString::fromStdString(r.layer_name))
-                      .arg(request.expert)
-                      .arg(r.vector.tokens_used)
-                      .arg(request.centre.threshold)
-                      .arg(r.vector.norm, 0, 'f', 3)
-                      .arg(request.alpha)
-                      .arg(r.first_difference < 0
-                               ? QObject::tr("the texts are identical")
-                               : QObject::tr("first difference at byte %1").arg(r.first_difference))
-                      .arg(r.seconds, 0, 'f', 2);
-    } catch (const std::exception& e) {
-      out->error = QString::fromUtf8(e.what());
-    }
-    return out;
-  }));
-}
-
-void SteeringPage::onGenerated() {
-  const auto out = generateWatcher_.result();
-  setBusy(false);
-  if (out->generation != describeGeneration_) {
-    // Another model was set while this ran: its text must not appear under the new model.
-    generate_->setEnabled(layers_ > 0);
-    return;
-  }
-  if (!out->error.isEmpty()) {
-    status_->setText(tr("Steering failed: %1").arg(out->error));
-    Q_EMIT failed(out->error);
-    return;
-  }
-  unsteered_->setPlainText(out->unsteered);
-  steered_->setPlainText(out->steered);
-  status_->setText(out->info);
-  Q_EMIT generationFinished(out->unsteered, out->steered);
+  const int generation = modelGeneration_;  // the model this generation is for
+  auto engine = engine_;
+  auto* queue = worker_;
+  worker_->submit(
+      QStringLiteral("Steering"),
+      [this, engine, queue, request, layer, model, data, cache, generation](
+          const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+        if (!engine->session || engine->model != model || engine->data != data || engine->cache != cache ||
+            engine->layer != layer) {
+          engine->session.reset();
+          analysis::TextSessionOptions o;
+          o.model_path = model;
+          o.data_spec = data;
+          o.layer = std::to_string(layer);
+          o.cache_path = cache;
+          engine->session = analysis::TextAnalysisSession::open(o);
+          engine->model = model;
+          engine->data = data;
+          engine->cache = cache;
+          engine->layer = layer;
+        }
+        // A lookup once the layer is in the cache; the first time, a pass over the text.
+        const QString extracting = QObject::tr("Extracting tokens");
+        engine->session->extract([&](const analysis::ExtractionProgress& p) {
+          queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
+          return !cancelled();
+        });
+        const QString generating = QObject::tr("Generating");
+        const auto r = engine->session->steer(request, [&](int64_t done, int64_t total) {
+          if (done % 8 == 0 || done == total) queue->postProgress(generating, done, total);
+          return !cancelled();
+        });
+        const auto prompt = QString::fromStdString(request.prompt);
+        const QString unsteered =
+            prompt + QString::fromUtf8(r.unsteered.data(), static_cast<qsizetype>(r.unsteered.size()));
+        const QString steered = prompt + QString::fromUtf8(r.steered.data(), static_cast<qsizetype>(r.steered.size()));
+        const QString info =
+            QObject::tr("%1, expert %2: centre = mean input of %3 tokens with a_n ≥ %4, |c| = %5; α = %6; %7 (%8 s)")
+                .arg(QString::fromStdString(r.layer_name))
+                .arg(request.expert)
+                .arg(r.vector.tokens_used)
+                .arg(request.centre.threshold)
+                .arg(r.vector.norm, 0, 'f', 3)
+                .arg(request.alpha)
+                .arg(r.first_difference < 0 ? QObject::tr("the texts are identical")
+                                            : QObject::tr("first difference at byte %1").arg(r.first_difference))
+                .arg(r.seconds, 0, 'f', 2);
+        return [this, generation, unsteered, steered, info](double) {
+          setBusy(false);
+          // Another model was set while this ran: its text must not appear under the new model.
+          if (generation != modelGeneration_) return;
+          unsteered_->setPlainText(unsteered);
+          steered_->setPlainText(steered);
+          status_->setText(info);
+          Q_EMIT generationFinished(unsteered, steered);
+        };
+      },
+      /*cancellable=*/true, /*visible=*/true);
 }
 
 }  // namespace mumoe::ui

@@ -160,16 +160,7 @@ QTableWidgetItem* sortable(double v, const QString& text) {
 
 TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
   worker_ = new WorkerQueue(this);
-  connect(worker_, &WorkerQueue::failed, this, &TokenPage::reportError);
-  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString& task) {
-    // Replace the "working…" text the cancelled job left.
-    if (task == QLatin1String("tokens")) {
-      note_->setText(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
-      stack_->setCurrentIndex(0);
-    } else if (task == QLatin1String("token ablation")) {
-      ablation_->setText(tr("<i>Ablation cancelled.</i>"));
-    }
-  });
+  connect(worker_, &WorkerQueue::failed, this, &TokenPage::failed);
 
   note_ = new QLabel;
   note_->setWordWrap(true);
@@ -331,6 +322,17 @@ void TokenPage::openLayer() {
   options.layer = layer_->currentText().toStdString();
   options.cache_path = cachePath_.toStdString();
   auto slot = slot_;
+  // The endings replace the "Extracting…" note the job leaves.
+  WorkerQueue::Handlers endings;
+  endings.failed = [this](const QString& message) {
+    note_->setText(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
+    stack_->setCurrentIndex(0);
+    Q_EMIT openFailed(message);
+  };
+  endings.cancelled = [this] {
+    note_->setText(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
+    stack_->setCurrentIndex(0);
+  };
   worker_->submit(QStringLiteral("tokens"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
@@ -341,20 +343,11 @@ void TokenPage::openLayer() {
         worker_->postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
         return !cancelled();
       });
-    const auto& run = session->run();
-    const int64_t n = session->expert_count();
-    std::vector<ExpertRow> rows(static_cast<size_t>(n));
-    const auto& c = run.coefficients.at(0);
-    for (size_t k = 0; k < c.values.size(); ++k) {
-      auto& row = rows[static_cast<size_t>(c.indices[k])];
-      ++row.support;
-      if (c.values[k] >= 0.5) ++row.load;
-      row.mean += c.values[k];
-    }
-    const double tokens = static_cast<double>(std::max<int64_t>(run.samples(), 1));
-    for (auto& r : rows) r.mean /= tokens;
+    const auto statistics = session->statistics(0.5);
+    std::vector<ExpertRow> rows;
+    for (const auto& e : statistics.experts) rows.push_back({e.load, e.support, e.mean_coefficient});
     const QString identity = QString::fromStdString(session->eval_set().identity);
-    const qint64 tokenCount = run.samples();
+    const qint64 tokenCount = statistics.samples;
     slot->session = std::move(session);
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
     return [this, rows, identity, tokenCount, seconds](double) {
@@ -381,7 +374,7 @@ void TokenPage::openLayer() {
       Q_EMIT opened();
       selectExpert(best);
     };
-  });
+  }, /*cancellable=*/true, /*visible=*/true, endings);
 }
 
 qint64 TokenPage::currentExpert() const {
@@ -422,13 +415,18 @@ void TokenPage::requestGallery() {
                                  .arg(fromCache ? tr(" (cached)") : QString()));
       Q_EMIT galleryReady();
     };
-  }, true, false);
+  }, true, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void TokenPage::ablate(qint64 expert) {
   if (!hasSession_) return;
   ablation_->setText(tr("<i>Ablating expert %1…</i>").arg(expert));
   auto slot = slot_;
+  WorkerQueue::Handlers ablationEndings;
+  ablationEndings.failed = [this](const QString& message) {
+    ablation_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
+  };
+  ablationEndings.cancelled = [this] { ablation_->setText(tr("<i>Ablation cancelled.</i>")); };
   worker_->submit(QStringLiteral("token ablation"), [this, slot, expert](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     auto answer = slot->get().ablate({expert}, analysis::AblationMethod::Sparse, false, [&](int64_t done, int64_t total) {
       worker_->postProgress(QStringLiteral("ablation"), done, total);
@@ -457,19 +455,11 @@ void TokenPage::ablate(qint64 expert) {
               .arg(fromCache ? tr("cached, %1 ms").arg(ms, 0, 'f', 0) : tr("%1 ms").arg(ms, 0, 'f', 0)));
       Q_EMIT ablationReady();
     };
-  });
+  }, /*cancellable=*/true, /*visible=*/true, ablationEndings);
 }
 
-void TokenPage::reportError(const QString& task, const QString& message) {
-  if (task == QLatin1String("tokens")) {
-    note_->setText(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
-    stack_->setCurrentIndex(0);
-  } else if (task == QLatin1String("token ablation")) {
-    ablation_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
-  } else if (errorDialogs_) {
-    QMessageBox::warning(this, tr("Tokens"), message);
-  }
-  Q_EMIT failed(task, message);
+void TokenPage::showErrorDialog(const QString& message) {
+  if (errorDialogs_) QMessageBox::warning(this, tr("Tokens"), message);
 }
 
 }  // namespace mumoe::ui

@@ -82,13 +82,16 @@ class TokenPage : public QWidget {
   void opened();
   void galleryReady();
   void ablationReady();
+  /// Any job failed (task = its display name); the page has shown the error where it belongs.
   void failed(const QString& task, const QString& message);
+  /// Opening the layer (extraction included) failed: the page shows why instead of the view.
+  void openFailed(const QString& message);
 
  private:
   struct Slot;
   void openLayer();
   void requestGallery();
-  void reportError(const QString& task, const QString& message);
+  void showErrorDialog(const QString& message);
 
   WorkerQueue* worker_ = nullptr;
   std::shared_ptr<Slot> slot_;

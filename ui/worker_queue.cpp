@@ -20,26 +20,37 @@ WorkerQueue::~WorkerQueue() {
   pool_.waitForDone();
 }
 
-void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool visible) {
+void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool visible, Handlers handlers) {
   const int epoch = cancelEpoch_.load();
   const int generation = generation_;
   ++pending_;
   if (visible && ++visiblePending_ == 1) Q_EMIT busyChanged(true);
   QElapsedTimer clock;
   clock.start();
-  auto run = [this, job = std::move(job), task, epoch, generation, cancellable, visible, clock] {
+  auto run = [this, job = std::move(job), task, epoch, generation, cancellable, visible, clock,
+              handlers = std::move(handlers)] {
     const std::function<bool()> isCancelled = [this, epoch] { return cancelEpoch_.load() != epoch; };
     Deliver deliver;
     try {
       if (cancellable && isCancelled()) throw Cancelled();
       deliver = job(isCancelled);
     } catch (const Cancelled&) {
-      deliver = [this, task](double) { Q_EMIT cancelled(task); };
+      deliver = [this, task, handlers](double) {
+        if (handlers.cancelled) handlers.cancelled();
+        Q_EMIT cancelled(task);
+      };
     } catch (const std::exception& e) {
       const QString message = QString::fromUtf8(e.what());
-      deliver = [this, task, message](double) { Q_EMIT failed(task, message); };
+      deliver = [this, task, message, handlers](double) {
+        if (handlers.failed) handlers.failed(message);
+        Q_EMIT failed(task, message);
+      };
     } catch (...) {
-      deliver = [this, task](double) { Q_EMIT failed(task, tr("unknown error")); };
+      deliver = [this, task, handlers](double) {
+        const QString message = tr("unknown error");
+        if (handlers.failed) handlers.failed(message);
+        Q_EMIT failed(task, message);
+      };
     }
     QMetaObject::invokeMethod(
         this,

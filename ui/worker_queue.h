@@ -1,9 +1,13 @@
 // WorkerQueue: one private worker thread for a page's core session (the bias session, the text
-// analysis session) — the SessionController pattern in a reusable form. Jobs run on the worker
-// one at a time, in order; each returns a continuation that runs on the GUI thread. cancel()
-// flips a flag that long jobs poll (their core callbacks then throw mumoe::Cancelled) and drops
-// queued cancellable jobs; invalidate() drops the answers of everything submitted before it (a
-// replaced session). Errors come back as failed(task, message).
+// analysis session, steering, model comparison). Jobs run on the worker one at a time, in order;
+// each returns a continuation that runs on the GUI thread. cancel() flips a flag that long jobs
+// poll (their core callbacks then throw mumoe::Cancelled) and drops queued cancellable jobs;
+// invalidate() drops the answers of everything submitted before it (a replaced session).
+//
+// A job that does not deliver ends in its own Handlers (GUI thread): the page that submitted it
+// shows the error or the cancellation where it belongs, without routing by task name. Every
+// ending is also announced as failed(task, message) / cancelled(task), with the task's display
+// name, for the main window's status bar.
 #pragma once
 
 #include <QObject>
@@ -23,12 +27,18 @@ class WorkerQueue : public QObject {
   using Deliver = std::function<void(double latencyMs)>;
   /// Runs on the worker; `cancelled` polls the cancel flag. Throws to fail the job.
   using Job = std::function<Deliver(const std::function<bool()>& cancelled)>;
+  /// The job's own endings, run on the GUI thread before the signals (unless invalidated).
+  struct Handlers {
+    std::function<void(const QString& message)> failed;  ///< it threw (anything but Cancelled)
+    std::function<void()> cancelled;                      ///< it was cancelled
+  };
 
   explicit WorkerQueue(QObject* parent = nullptr);
   ~WorkerQueue() override;  ///< cancels and waits for the running job
 
-  /// `visible`: counts for busyChanged (the status bar's progress).
-  void submit(const QString& task, Job job, bool cancellable = true, bool visible = true);
+  /// `task`: the display name ("Steering", "bias"); `visible`: counts for busyChanged (the status
+  /// bar's progress).
+  void submit(const QString& task, Job job, bool cancellable = true, bool visible = true, Handlers handlers = {});
   /// Thread-safe: reports progress of a long job (from the worker).
   void postProgress(const QString& task, qint64 done, qint64 total, double etaSeconds = -1);
   void cancel() { ++cancelEpoch_; }

@@ -31,9 +31,7 @@ void BiasCliOptions::add_to(CLI::App* app, bool with_train) {
 
 std::string BiasCliOptions::training_spec() const {
   if (!train_data.empty()) return train_data;
-  const std::string suffix = ":test";
-  if (data.size() > suffix.size() && data.compare(data.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return data.substr(0, data.size() - suffix.size()) + ":train";
+  if (auto train = editing::training_spec_for(data)) return *train;
   throw UsageError("cannot tell the training split of '" + data + "': give --train-data");
 }
 

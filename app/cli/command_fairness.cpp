@@ -26,9 +26,9 @@ int run_fairness(const FairnessOptions& o) {
     if (const auto cell = editing::worst_cell(study.fairness(task)))
       task = editing::cell_task(o.target, cell->first, task.sensitive, cell->second);
   }
-  const auto v = evaluate_variant(study, task, "model", study.test().logits);
+  const auto v = study.measure(task, "model", study.test().logits);
   if (o.bias.json) {
-    auto j = to_json(v);
+    auto j = editing::to_json(v);
     j["model"] = o.bias.model;
     j["data"] = o.bias.data;
     j["target"] = task.target;

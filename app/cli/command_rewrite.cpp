@@ -61,27 +61,24 @@ int run_rewrite(RewriteOptions& o) {
 #endif
   const auto prior = stack.applied();
   auto study = open_bias_study(o.bias, /*with_train=*/true, task_attributes(task));
-  study.output_index(task.target);  // the target must be an output of the model
-  const auto edit = study.make_edit(task, o.lambda, o.blind);
+  // The same comparison the GUI's Bias page shows (editing::compare_rewrite): "before" is the
+  // model with the session's edits, every MRS is measured against it and names it.
+  auto comparison = editing::compare_rewrite(study, task, prior, study.make_edit(task, o.lambda, o.blind));
+  const auto& edit = comparison.edit;
   auto all_edits = prior;
   all_edits.push_back(edit);
-
-  std::vector<VariantResult> variants;
-  variants.push_back(evaluate_variant(study, task,
-                                      prior.empty() ? "model" : "model+" + std::to_string(prior.size()) + " edits",
-                                      study.edited_test_logits(prior)));
   if (o.baselines) {
     if (!o.blind)
-      variants.push_back(evaluate_variant(study, task, "blind threshold",
-                                          study.edited_test_logits({study.make_edit(task, {}, /*blind=*/true)})));
+      comparison.baselines.push_back(editing::blind_threshold_baseline(study, task, prior, comparison.before));
     if (!o.bias.quiet) std::cerr << "training the oversampling baseline …\n";
     int64_t factor = 0;
-    variants.push_back(
-        evaluate_variant(study, task, "oversample", study.oversampled_test_logits(task, o.oversample, &factor)));
+    comparison.baselines.push_back(
+        editing::oversample_baseline(study, task, o.oversample, comparison.before, &factor));
     o.oversample.factor = factor;
   }
-  variants.push_back(
-      evaluate_variant(study, task, o.blind ? "blind threshold" : "expert rewrite", study.edited_test_logits(all_edits)));
+  std::vector<editing::VariantMetrics> variants = {comparison.before};
+  variants.insert(variants.end(), comparison.baselines.begin(), comparison.baselines.end());
+  variants.push_back(comparison.after);
 
   nlohmann::json export_json;
   if (!o.output.empty()) {
@@ -112,12 +109,12 @@ int run_rewrite(RewriteOptions& o) {
                         {"subpopulation", task.subpopulation.text()},
                         {"edits", editing::to_json(all_edits)},
                         {"prior_edits", prior.size()},
-                        {"before", to_json(variants.front())},
-                        {"after", to_json(variants.back(), &variants.front())},
+                        {"before", editing::to_json(comparison.before)},
+                        {"after", editing::to_json(comparison.after)},
                         {"seconds", seconds}};
     if (o.baselines) {
       nlohmann::json b = nlohmann::json::object();
-      for (size_t i = 1; i + 1 < variants.size(); ++i) b[variants[i].name] = to_json(variants[i], &variants.front());
+      for (const auto& baseline : comparison.baselines) b[baseline.name] = editing::to_json(baseline);
       b["oversample"]["repeat_factor"] = o.oversample.factor;
       b["oversample"]["epochs"] = o.oversample.epochs;
       j["baselines"] = b;

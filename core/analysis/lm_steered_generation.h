@@ -31,13 +31,16 @@ torch::Tensor steered_logits(nn::MuMoEGpt& gpt, const torch::Tensor& idx, const 
 /// temperature / top-k and SplitMix64 draws), so the same seed gives the same uniform stream.
 std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32_t>& prompt, int64_t max_new_tokens,
                                       const SteeringHook& hook, double temperature = 1.0, int64_t top_k = 0,
-                                      uint64_t seed = 0);
+                                      uint64_t seed = 0, const nn::TokenProgress& progress = {});
 
 /// The steering vector as a float64 tensor [C].
 torch::Tensor centre_tensor(const SteeringVector& vector);
 
 /// Both generations for one request: unsteered = gpt->generate (exactly `mumoe generate`),
 /// steered = generate_steered with α·centre. Decodes bytes; fills everything but layer_name.
-SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request);
+/// `progress` counts the tokens of both generations (2 × request.tokens); false cancels
+/// (throws Cancelled).
+SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request,
+                                const nn::TokenProgress& progress = {});
 
 }  // namespace mumoe::analysis

@@ -133,7 +133,8 @@ struct EvalGuard {
 }  // namespace
 
 std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32_t>& prompt, int64_t max_new_tokens,
-                                      const SteeringHook& hook, double temperature, int64_t top_k, uint64_t seed) {
+                                      const SteeringHook& hook, double temperature, int64_t top_k, uint64_t seed,
+                                      const nn::TokenProgress& progress) {
   const auto& config = gpt->config();
   EvalGuard mode(*gpt);
   torch::NoGradGuard no_grad;
@@ -146,11 +147,13 @@ std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32
   settings.temperature = temperature;
   settings.top_k = top_k;
   settings.seed = seed;
+  settings.progress = progress;
   return nn::sample_continuation([&](const torch::Tensor& idx) { return steered_logits(gpt, idx, hook); }, prompt,
                                  settings);
 }
 
-SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request) {
+SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request,
+                                const nn::TokenProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   if (!std::isfinite(request.alpha)) throw UsageError("alpha must be a finite number");
   text::ByteTokenizer tokenizer;
@@ -158,10 +161,17 @@ SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector,
   SteeringResult r;
   r.request = request;
   r.vector = vector;
-  r.unsteered_tokens = gpt->generate(prompt, request.tokens, request.temperature, request.top_k, request.seed);
+  // Both generations on one progress scale: the steered one continues where the first ended.
+  const int64_t total = 2 * request.tokens;
+  nn::TokenProgress first, second;
+  if (progress) {
+    first = [&](int64_t done, int64_t) { return progress(done, total); };
+    second = [&](int64_t done, int64_t) { return progress(request.tokens + done, total); };
+  }
+  r.unsteered_tokens = gpt->generate(prompt, request.tokens, request.temperature, request.top_k, request.seed, first);
   const SteeringHook hook{vector.layer, centre_tensor(vector), request.alpha, request.site};
   r.steered_tokens = generate_steered(gpt, prompt, request.tokens, hook, request.temperature, request.top_k,
-                                      request.seed);
+                                      request.seed, second);
   r.unsteered = tokenizer.decode(r.unsteered_tokens);
   r.steered = tokenizer.decode(r.steered_tokens);
   for (size_t i = 0; i < r.steered_tokens.size() && i < r.unsteered_tokens.size(); ++i)

@@ -12,6 +12,7 @@
 #include "analysis/token_extraction.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
+#include "model/model_summary.h"
 
 namespace mumoe::analysis {
 namespace {
@@ -19,13 +20,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-bool looks_like_gpt(const model::ModelFile& file) {
-  if (file.manifest().architecture == model::kGptArchitecture) return true;
-  if (!file.inferred()) return false;
-  for (const auto& l : file.manifest().layers)
-    if (l.name.rfind("transformer.h.", 0) == 0) return true;
-  return false;
-}
+bool looks_like_gpt(const model::ModelFile& file) { return model::model_kind(file) == model::ModelKind::Gpt; }
 
 }  // namespace
 
@@ -178,13 +173,18 @@ Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const
   return {std::move(value), false, seconds_since(start)};
 }
 
+ModeStatistics TextAnalysisSession::statistics(double threshold) {
+  return expert_statistics(run(), 0, impl_->gpt.value()->config().vocab_size, threshold);
+}
+
 SteeringVector TextAnalysisSession::steering_vector(int64_t expert, const CentreOptions& options) {
   return compute_steering_vector(run(), impl_->layer, expert, options);
 }
 
-SteeringResult TextAnalysisSession::steer(const SteeringRequest& request) {
+SteeringResult TextAnalysisSession::steer(const SteeringRequest& request,
+                                          const std::function<bool(int64_t, int64_t)>& progress) {
   const auto start = Clock::now();
-  auto result = steer_generation(*impl_->gpt, steering_vector(request.expert, request.centre), request);
+  auto result = steer_generation(*impl_->gpt, steering_vector(request.expert, request.centre), request, progress);
   result.layer_name = impl_->layer_name;
   result.seconds = seconds_since(start);
   return result;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -69,6 +70,9 @@ class TextAnalysisSession {
   cache::CacheCheckReport recompute();
   /// The complete per-token run. Throws UsageError before extraction.
   const RunData& run();
+  /// Each expert's load, support and mean coefficient over the evaluation tokens, with the next
+  /// byte as the class (expert_statistics.h). Throws UsageError before extraction.
+  ModeStatistics statistics(double threshold = 0.5);
 
   Answer<TokenGallery> gallery(const GalleryRequest& request, int64_t context_radius = 24);
   /// `progress` reports the baseline pass (sequences) when it has to run.
@@ -83,7 +87,9 @@ class TextAnalysisSession {
   SteeringVector steering_vector(int64_t expert, const CentreOptions& options = {});
   /// Unsteered and steered generations for one request (lm_steering.h); needs the extraction
   /// (for the centre). Not cached: generation is cheap and the texts depend on every option.
-  SteeringResult steer(const SteeringRequest& request);
+  /// `progress` gets (tokens done, 2 × request.tokens) after each token; false cancels (throws
+  /// Cancelled).
+  SteeringResult steer(const SteeringRequest& request, const std::function<bool(int64_t, int64_t)>& progress = {});
 
  private:
   struct Impl;

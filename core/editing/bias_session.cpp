@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 #include <optional>
 
 #include "analysis/content_hash.h"
-#include "analysis/text_analysis_session.h"
 #include "cache/analysis_cache.h"
 #include "data/dataset.h"
 #include "editing/bias_study.h"
@@ -24,10 +22,11 @@ namespace mumoe::editing {
 
 namespace fs = std::filesystem;
 
-ModelKind probe_model_kind(const std::string& model_path) {
-  if (analysis::is_gpt_model_file(model_path)) return ModelKind::Gpt;
-  const auto file = model::ModelFile::load(model_path);
-  return file.manifest().task == model::kMultiLabel ? ModelKind::MultiLabel : ModelKind::MultiClass;
+ModelKind probe_model_kind(const std::string& model_path) { return model::model_kind(model::ModelFile::load(model_path)); }
+
+std::string default_session_db(const std::string& cache_path) {
+  const fs::path cache = cache_path.empty() ? fs::path(cache::default_cache_path()) : fs::absolute(cache_path);
+  return (cache.parent_path() / "edits.sqlite").string();
 }
 
 struct BiasSession::Impl {
@@ -55,8 +54,7 @@ std::unique_ptr<BiasSession> BiasSession::open(const BiasSessionOptions& options
   auto train = data::load_dataset(options.train_spec);
   // Edits for the session database first: a broken database fails fast, before the slow study.
   impl->db_path = options.session_db;
-  if (impl->db_path.empty())
-    impl->db_path = (fs::path(cache::default_cache_path()).parent_path() / "edits.sqlite").string();
+  if (impl->db_path.empty()) impl->db_path = default_session_db(options.cache_path);
   if (const auto dir = fs::path(impl->db_path).parent_path(); !dir.empty()) fs::create_directories(dir);
   impl->store = EditSessionStore::open(impl->db_path);
   impl->hash = analysis::hash_file(options.model_path);
@@ -83,25 +81,29 @@ LogitEdit BiasSession::propose(const BiasTask& task, std::optional<double> lambd
   return impl_->study->make_edit(task, lambda, blind);
 }
 
-namespace {
-
-VariantMetrics metrics(const BiasStudy& study, const BiasTask& task, const torch::Tensor& logits) {
-  VariantMetrics m;
-  m.report = study.fairness(task, logits);
-  m.per_target_accuracy = study.per_target_accuracy(logits);
-  if (!m.per_target_accuracy.empty())
-    m.test_accuracy = std::accumulate(m.per_target_accuracy.begin(), m.per_target_accuracy.end(), 0.0) /
-                      static_cast<double>(m.per_target_accuracy.size());
-  m.mrs = mrs(study.fairness(task, study.test().logits), m.report);
-  return m;
-}
-
-}  // namespace
-
 VariantMetrics BiasSession::evaluate(const BiasTask& task, const std::vector<LogitEdit>& edits) const {
   const auto& study = *impl_->study;
   study.output_index(task.target);
-  return metrics(study, task, edits.empty() ? study.test().logits : study.edited_test_logits(edits));
+  return study.measure(task, edited_model_name(edits.size()),
+                       edits.empty() ? study.test().logits : study.edited_test_logits(edits));
+}
+
+RewriteComparison BiasSession::preview(const BiasTask& task, std::optional<double> lambda) const {
+  const auto& study = *impl_->study;
+  // One proposal serves both: ā does not depend on λ, and the proposed λ is reported even when
+  // the caller's λ is evaluated.
+  auto edit = study.make_edit(task);
+  const double proposed = edit.lambda;
+  if (lambda) edit.lambda = *lambda;
+  auto c = compare_rewrite(study, task, impl_->stack.applied(), edit);
+  c.proposed_lambda = proposed;
+  return c;
+}
+
+VariantMetrics BiasSession::blind_threshold(const BiasTask& task) const {
+  const auto& study = *impl_->study;
+  const auto applied = impl_->stack.applied();
+  return blind_threshold_baseline(study, task, applied, evaluate(task, applied));
 }
 
 BiasTask BiasSession::worst_cell_task(const std::vector<LogitEdit>& edits) const {
@@ -135,8 +137,7 @@ BiasTask BiasSession::worst_cell_task(const std::vector<LogitEdit>& edits) const
 
 VariantMetrics BiasSession::oversample(const BiasTask& task, const OversampleOptions& options,
                                        int64_t* repeat_factor) const {
-  const auto& study = *impl_->study;
-  return metrics(study, task, study.oversampled_test_logits(task, options, repeat_factor));
+  return oversample_baseline(*impl_->study, task, options, evaluate(task, impl_->stack.applied()), repeat_factor);
 }
 
 const EditStack& BiasSession::stack() const { return impl_->stack; }

@@ -23,6 +23,8 @@
 #include "editing/edit_stack.h"
 #include "editing/fairness_metrics.h"
 #include "editing/logit_edit.h"
+#include "editing/variant_metrics.h"
+#include "model/model_summary.h"
 
 namespace mumoe::editing {
 
@@ -31,29 +33,24 @@ struct BiasSessionOptions {
   std::string test_spec = "biased-fmnist:test";    ///< where metrics are measured (and exports verified)
   std::string train_spec = "biased-fmnist:train";  ///< where ā comes from
   std::string device = "cpu";                      ///< for the backbone while the study is computed
-  /// The edit session database; "" = "edits.sqlite" beside the analysis cache
-  /// (the directory of cache::default_cache_path(), which honours $MUMOE_CACHE).
+  /// The edit session database; "" = default_session_db(cache_path): "edits.sqlite" beside the
+  /// analysis cache.
   std::string session_db;
   /// The analysis cache that keeps each split's layer inputs, coefficients and outputs, so that a
   /// reopened session is a cache read ("" = cache::default_cache_path()).
   std::string cache_path;
 };
 
+/// "edits.sqlite" in the directory of the analysis cache `cache_path` ("" = the directory of
+/// cache::default_cache_path(), which honours $MUMOE_CACHE): where the GUI keeps edits.
+std::string default_session_db(const std::string& cache_path);
+
 /// (samples done, samples total) while the layer's inputs are computed; false cancels
 /// (open() then throws Cancelled).
 using BiasProgress = std::function<bool(int64_t, int64_t)>;
 
-/// One variant of the model (the plain model, edited, or a baseline) measured on the test split.
-struct VariantMetrics {
-  FairnessReport report;                   ///< the task's four cells and fairness metrics
-  std::vector<double> per_target_accuracy;  ///< one per output
-  double test_accuracy = 0;                 ///< their mean
-  double mrs = 0;                           ///< MRS against the unedited model (0 for it)
-};
-
-/// What the model file holds, for choosing a view: a multi-class classifier (analysis pages), a
-/// multi-label classifier (bias correction) or a μMoE GPT (token view). Throws FileError.
-enum class ModelKind { MultiClass, MultiLabel, Gpt };
+/// What the model file holds (model_summary.h); reads its header. Throws FileError.
+using ModelKind = model::ModelKind;
 ModelKind probe_model_kind(const std::string& model_path);
 
 struct BiasExportRequest {
@@ -97,15 +94,22 @@ class BiasSession {
   /// The edit for `task` (BiasStudy::make_edit): ā from the training subpopulation, λ = ±N
   /// toward the under-predicted label unless given; blind = the blind-threshold baseline.
   LogitEdit propose(const BiasTask& task, std::optional<double> lambda = {}, bool blind = false) const;
-  /// The model with `edits` applied live, on the test split (vector operations only).
+  /// The model with `edits` applied live, on the test split (vector operations only); named
+  /// edited_model_name(edits.size()), MRS unset.
   VariantMetrics evaluate(const BiasTask& task, const std::vector<LogitEdit>& edits) const;
+  /// What a λ slider shows, and what `mumoe rewrite --session` prints (compare_rewrite): the
+  /// proposed edit for `task` (λ replaced when given) against the applied edits of the stack.
+  RewriteComparison preview(const BiasTask& task, std::optional<double> lambda = {}) const;
+  /// The blind-threshold baseline on top of the applied edits, MRS against them.
+  VariantMetrics blind_threshold(const BiasTask& task) const;
   /// The most under-served subpopulation, the default task of a new study: over every output o
   /// and every sensitive attribute s (the attributes that are not outputs; all others when every
   /// attribute is an output), the non-empty cell o = t ∧ s = v whose accuracy of output o on the
   /// test split is lowest with `edits` applied. Ties keep the first in the order outputs,
   /// attributes, t = 1 before 0, v = 1 before 0. Throws UsageError when no output has such a cell.
   BiasTask worst_cell_task(const std::vector<LogitEdit>& edits = {}) const;
-  /// The oversampling baseline (a retrained copy of the layer; seconds, not ms).
+  /// The oversampling baseline (a retrained copy of the layer; seconds, not ms), MRS against the
+  /// applied edits.
   VariantMetrics oversample(const BiasTask& task, const OversampleOptions& options = {},
                             int64_t* repeat_factor = nullptr) const;
 

@@ -53,6 +53,14 @@ int64_t attribute_column(const SplitArrays& s, const std::string& name) {
 
 }  // namespace
 
+std::optional<std::string> training_spec_for(const std::string& test_spec) {
+  const std::string suffix = ":test";
+  if (test_spec.size() <= suffix.size() ||
+      test_spec.compare(test_spec.size() - suffix.size(), suffix.size(), suffix) != 0)
+    return std::nullopt;
+  return test_spec.substr(0, test_spec.size() - suffix.size()) + ":train";
+}
+
 BiasTask cell_task(const std::string& target, int t, const std::string& sensitive, int s) {
   return make_bias_task(target, target + "=" + std::to_string(t) + "&" + sensitive + "=" + std::to_string(s), sensitive);
 }
@@ -209,6 +217,48 @@ FairnessReport BiasStudy::fairness(const BiasTask& task, const std::vector<Logit
 std::vector<double> BiasStudy::per_target_accuracy(const torch::Tensor& test_logits) const {
   const auto hits = ((test_logits > 0).to(torch::kLong) == test_.targets).to(torch::kFloat64).mean(0).contiguous();
   return {hits.data_ptr<double>(), hits.data_ptr<double>() + hits.numel()};
+}
+
+VariantMetrics BiasStudy::measure(const BiasTask& task, std::string name, const torch::Tensor& test_logits) const {
+  VariantMetrics m;
+  m.name = std::move(name);
+  m.report = fairness(task, test_logits);
+  m.per_target_accuracy = per_target_accuracy(test_logits);
+  double sum = 0;
+  for (const double a : m.per_target_accuracy) sum += a;
+  if (!m.per_target_accuracy.empty()) m.test_accuracy = sum / static_cast<double>(m.per_target_accuracy.size());
+  return m;
+}
+
+RewriteComparison compare_rewrite(const BiasStudy& study, const BiasTask& task, const std::vector<LogitEdit>& prior,
+                                  const LogitEdit& edit) {
+  study.output_index(task.target);  // the target must be an output of the model
+  RewriteComparison c;
+  c.edit = edit;
+  c.proposed_lambda = edit.lambda;
+  c.before = study.measure(task, edited_model_name(prior.size()),
+                           prior.empty() ? study.test().logits : study.edited_test_logits(prior));
+  auto all = prior;
+  all.push_back(edit);
+  c.after = study.measure(task, edit.blind ? "blind threshold" : "expert rewrite", study.edited_test_logits(all));
+  measure_mrs_against(c.after, c.before);
+  return c;
+}
+
+VariantMetrics blind_threshold_baseline(const BiasStudy& study, const BiasTask& task,
+                                        const std::vector<LogitEdit>& prior, const VariantMetrics& before) {
+  auto all = prior;
+  all.push_back(study.make_edit(task, {}, /*blind=*/true));
+  auto m = study.measure(task, "blind threshold", study.edited_test_logits(all));
+  measure_mrs_against(m, before);
+  return m;
+}
+
+VariantMetrics oversample_baseline(const BiasStudy& study, const BiasTask& task, const OversampleOptions& options,
+                                   const VariantMetrics& before, int64_t* repeat_factor) {
+  auto m = study.measure(task, "oversample", study.oversampled_test_logits(task, options, repeat_factor));
+  measure_mrs_against(m, before);
+  return m;
 }
 
 torch::Tensor BiasStudy::oversampled_test_logits(const BiasTask& task, const OversampleOptions& o,

@@ -17,6 +17,7 @@
 #include "editing/fairness_metrics.h"
 #include "editing/logit_edit.h"
 #include "editing/subpopulation.h"
+#include "editing/variant_metrics.h"
 #include "model/classifier_model.h"
 
 namespace mumoe::editing {
@@ -73,6 +74,8 @@ class BiasStudy {
   FairnessReport fairness(const BiasTask& task, const std::vector<LogitEdit>& edits = {}) const;
   /// Accuracy of every output on the test split (their mean is the multi-label test accuracy).
   std::vector<double> per_target_accuracy(const torch::Tensor& test_logits) const;
+  /// The variant with these test logits, measured for `task` (MRS unset).
+  VariantMetrics measure(const BiasTask& task, std::string name, const torch::Tensor& test_logits) const;
 
   /// The oversampling baseline: a fresh copy of the μMoE layer trained (from the same
   /// initialisation recipe, seeded) on the training split's layer inputs, with the task's
@@ -88,5 +91,19 @@ class BiasStudy {
   SplitArrays train_;
   SplitArrays test_;
 };
+
+/// The comparison `mumoe rewrite` prints and the GUI's Bias page shows (variant_metrics.h):
+/// before = the model with `prior` applied (edited_model_name), after = before + `edit` (named
+/// "expert rewrite", or "blind threshold" for a blind edit), MRS of after against before.
+/// Baselines are added by the two functions below.
+RewriteComparison compare_rewrite(const BiasStudy& study, const BiasTask& task, const std::vector<LogitEdit>& prior,
+                                  const LogitEdit& edit);
+/// The blind-threshold baseline on top of `prior`, MRS against `before` ("blind threshold").
+VariantMetrics blind_threshold_baseline(const BiasStudy& study, const BiasTask& task,
+                                        const std::vector<LogitEdit>& prior, const VariantMetrics& before);
+/// The oversampling baseline (a retrained layer: seconds), MRS against `before` ("oversample").
+/// The retrained layer starts from the model as opened: earlier edits are not part of it.
+VariantMetrics oversample_baseline(const BiasStudy& study, const BiasTask& task, const OversampleOptions& options,
+                                   const VariantMetrics& before, int64_t* repeat_factor = nullptr);
 
 }  // namespace mumoe::editing

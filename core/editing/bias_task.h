@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "editing/subpopulation.h"
@@ -25,6 +26,11 @@ BiasTask make_bias_task(const std::string& target, const std::string& subpopulat
 
 /// The task on one cell: `target` = t ∧ `sensitive` = s, e.g. "long_sleeves=1&frame=0".
 BiasTask cell_task(const std::string& target, int t, const std::string& sensitive, int s);
+
+/// The training split that goes with a test data SPEC, the front ends' default for where ā comes
+/// from: "biased-fmnist:test" → "biased-fmnist:train"; nullopt when the SPEC does not end in
+/// ":test" (then the caller must be told, or choose).
+std::optional<std::string> training_spec_for(const std::string& test_spec);
 
 struct OversampleOptions {
   int64_t epochs = 5;

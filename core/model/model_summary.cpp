@@ -6,6 +6,7 @@
 
 #include "io/errors.h"
 #include "model/classifier_file.h"
+#include "model/gpt_file.h"
 #include "model/manifest.h"
 #include "model/model_file.h"
 #include "nn/backbone_config.h"
@@ -16,6 +17,23 @@ int64_t ModelSummary::total_parameters() const {
   int64_t total = 0;
   for (const auto& l : layers) total += l.parameters.total();
   return total;
+}
+
+const char* to_string(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::MultiLabel: return "multi-label";
+    case ModelKind::Gpt: return "gpt";
+    default: return "multi-class";
+  }
+}
+
+ModelKind model_kind(const ModelFile& file) {
+  const auto& m = file.manifest();
+  if (m.architecture == kGptArchitecture) return ModelKind::Gpt;
+  if (file.inferred())
+    for (const auto& l : m.layers)
+      if (l.name.rfind("transformer.h.", 0) == 0) return ModelKind::Gpt;
+  return m.task == kMultiLabel ? ModelKind::MultiLabel : ModelKind::MultiClass;
 }
 
 ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides& overrides) {
@@ -29,6 +47,7 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   s.format_version = file.inferred() ? 0 : file.manifest().format_version;
   const auto& m = file.manifest();
   s.architecture = file.inferred() && m.architecture != kImageClassifierArchitecture ? "pytorch-state-dict" : m.architecture;
+  s.kind = model_kind(file);
   if (m.architecture_config.contains("backbone")) {
     s.backbone = manifest_backbone(m, path).describe();
     s.backbone_json = m.architecture_config.at("backbone").dump();
@@ -68,6 +87,7 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"format_version", s.format_version},
                       {"file_format", s.file_format},
                       {"architecture", s.architecture},
+                      {"kind", to_string(s.kind)},
                       {"inferred", s.inferred},
                       {"backbone", s.backbone_json.empty() ? nlohmann::json() : nlohmann::json::parse(s.backbone_json)},
                       {"backbone_prefix", s.backbone_prefix},

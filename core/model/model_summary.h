@@ -12,6 +12,17 @@
 
 namespace mumoe::model {
 
+class ModelFile;
+
+/// What a model file holds, for choosing a view: a multi-class classifier (the analysis pages), a
+/// multi-label classifier (bias correction) or a μMoE GPT (tokens, steering).
+enum class ModelKind { MultiClass, MultiLabel, Gpt };
+/// "multi-class", "multi-label", "gpt" (`mumoe info --json`'s "kind").
+const char* to_string(ModelKind kind);
+/// The kind of a loaded file: a mumoe-gpt file, or a plain state dict with nanoGPT's
+/// transformer.h.* μMoE layers, is a GPT; otherwise the manifest's task decides.
+ModelKind model_kind(const ModelFile& file);
+
 struct LayerSummary {
   std::string name;
   std::string prefix;
@@ -26,6 +37,7 @@ struct ModelSummary {
   std::string file_format;  ///< "safetensors" or "PyTorch checkpoint"
   int format_version = 0;
   std::string architecture;
+  ModelKind kind = ModelKind::MultiClass;
   std::string backbone;         ///< "ViT/32 224 px (12 blocks, …)"; "" for a bare layer
   std::string backbone_prefix;  ///< where the backbone's keys are in a user's state dict
   std::string backbone_preset;  ///< the preset applied to an inferred backbone

@@ -262,7 +262,8 @@ torch::Tensor MuMoEGptImpl::residual_before_mlp(const torch::Tensor& idx, int64_
 }
 
 std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, int64_t max_new_tokens,
-                                            double temperature, int64_t top_k, uint64_t seed) {
+                                            double temperature, int64_t top_k, uint64_t seed,
+                                            const TokenProgress& progress) {
   ModeGuard mode(*this);
   eval();
   torch::NoGradGuard no_grad;
@@ -274,6 +275,7 @@ std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, 
   settings.temperature = temperature;
   settings.top_k = top_k;
   settings.seed = seed;
+  settings.progress = progress;
   return sample_continuation([this](const torch::Tensor& idx) { return forward(idx).logits; }, prompt, settings);
 }
 

@@ -26,6 +26,7 @@
 #include "nn/expert_ablation.h"
 #include "nn/layer_config.h"
 #include "nn/mumoe_block.h"
+#include "nn/token_sampling.h"
 
 namespace mumoe::nn {
 
@@ -131,8 +132,10 @@ class MuMoEGptImpl : public torch::nn::Module {
   /// most likely token; top_k > 0 samples among the k most likely only. Runs in eval mode
   /// without gradients (the module's mode is restored) and is deterministic for a seed: the
   /// draws come from a SplitMix64 generator on CPU-side probabilities, not from torch's RNG.
+  /// `progress` (optional) follows each token and can cancel (token_sampling.h).
   std::vector<int32_t> generate(const std::vector<int32_t>& prompt, int64_t max_new_tokens,
-                                double temperature = 1.0, int64_t top_k = 0, uint64_t seed = 0);
+                                double temperature = 1.0, int64_t top_k = 0, uint64_t seed = 0,
+                                const TokenProgress& progress = {});
 
   /// Re-initialises every parameter as nanoGPT does: Linear and Embedding weights N(0, 0.02),
   /// biases 0, c_proj weights N(0, 0.02/√(2·n_layer)), LayerNorms (1, 0); the μMoE blocks as

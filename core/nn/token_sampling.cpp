@@ -56,6 +56,7 @@ std::vector<int32_t> sample_continuation(const ContextLogits& logits_of, const s
     }
     context.push_back(next);
     generated.push_back(static_cast<int32_t>(next));
+    if (s.progress && !s.progress(step + 1, s.max_new_tokens)) throw Cancelled();
   }
   return generated;
 }

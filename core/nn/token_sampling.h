@@ -13,6 +13,9 @@ namespace mumoe::nn {
 
 /// Logits [1, T, V] for the context idx [1, T] (long, on the model's device).
 using ContextLogits = std::function<torch::Tensor(const torch::Tensor& idx)>;
+/// Called after each generated token with (tokens done, tokens in all); false cancels (the
+/// generation then throws Cancelled).
+using TokenProgress = std::function<bool(int64_t done, int64_t total)>;
 
 struct SamplingSettings {
   int64_t vocab_size = 0;
@@ -22,6 +25,7 @@ struct SamplingSettings {
   double temperature = 1.0;      ///< 0: the most likely token; > 0: softmax(logits / temperature)
   int64_t top_k = 0;             ///< > 0: sample among the k most likely only
   uint64_t seed = 0;
+  TokenProgress progress;        ///< optional
 };
 
 /// Samples settings.max_new_tokens continuation tokens of `prompt` (non-empty, every id in the

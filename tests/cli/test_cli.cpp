@@ -53,6 +53,7 @@ TEST_F(Cli, InfoJsonDescribesTheModel) {
   // §3: R(N1 + N2 + I + 1 + O) + I(N1 + N2) = 5·(8+3+7+4) + 6·11
   EXPECT_EQ(layer["parameters"]["total"], 5 * (8 + 3 + 7 + 4) + 6 * 11);
   EXPECT_EQ(j["label_names"], (std::vector<std::string>{"a", "b", "c", "d"}));
+  EXPECT_EQ(j["kind"], "multi-class");  // which pages the GUI shows for it
   auto text = mumoe_cli("info " + model_);
   EXPECT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("8 × 3 = 24"), std::string::npos) << text.out;

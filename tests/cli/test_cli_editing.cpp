@@ -108,6 +108,12 @@ TEST_F(CliEditing, BaselinesAreReportedWithMrs) {
   ASSERT_TRUE(j["baselines"].contains("blind threshold"));
   ASSERT_TRUE(j["baselines"].contains("oversample"));
   EXPECT_TRUE(j["baselines"]["oversample"].contains("mrs"));
+  // Every relative figure names its reference: the model as opened (no session edits here).
+  EXPECT_FALSE(j["before"].contains("mrs"));
+  EXPECT_EQ(j["before"]["name"], "model");
+  EXPECT_EQ(j["after"]["mrs_reference"], "model");
+  EXPECT_EQ(j["baselines"]["oversample"]["mrs_reference"], "model");
+  EXPECT_EQ(j["baselines"]["blind threshold"]["mrs_reference"], "model");
   EXPECT_GT(j["baselines"]["oversample"]["repeat_factor"].get<int64_t>(), 1);
   // MRS = target gain − damage elsewhere, recomputed from the reported cells.
   double mrs = 0;
@@ -130,6 +136,8 @@ TEST_F(CliEditing, SessionEditsCombineUndoAndExportOnlyWhatIsApplied) {
   const auto j = json_of(second);
   EXPECT_EQ(j["prior_edits"], 1);
   ASSERT_EQ(j["edits"].size(), 2u);
+  EXPECT_EQ(j["before"]["name"], "model + 1 edit");
+  EXPECT_EQ(j["after"]["mrs_reference"], "model + 1 edit");  // this edit's MRS, not the session's
   // "before" already has the first edit: output t's accuracy equals the first command's "after".
   EXPECT_DOUBLE_EQ(j["before"]["per_target_accuracy"][0].get<double>(),
                    json_of(first)["after"]["per_target_accuracy"][0].get<double>());

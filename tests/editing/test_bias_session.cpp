@@ -67,7 +67,8 @@ TEST_F(BiasSessionTest, EvaluateEqualsTheStudy) {
   const auto plain = session->evaluate(task, {});
   const auto expected = study.fairness(task);
   EXPECT_EQ(to_json(plain.report), to_json(expected));
-  EXPECT_EQ(plain.mrs, 0.0);
+  EXPECT_EQ(plain.name, "model");
+  EXPECT_FALSE(plain.mrs.has_value());  // measured alone: no reference, no MRS
   EXPECT_EQ(plain.per_target_accuracy, study.per_target_accuracy(study.test().logits));
 
   // The session's arrays come from the analysis cache (the layer evaluated in float64), the
@@ -81,11 +82,34 @@ TEST_F(BiasSessionTest, EvaluateEqualsTheStudy) {
   EXPECT_EQ(edit.lambda, direct_edit.lambda);
   const auto edited = session->evaluate(task, {edit});
   EXPECT_EQ(to_json(edited.report), to_json(study.fairness(task, {edit})));
-  EXPECT_DOUBLE_EQ(edited.mrs, mrs(expected, edited.report));
+  EXPECT_EQ(edited.name, "model + 1 edit");
   EXPECT_EQ(std::fabs(session->propose(task).lambda), 6.0);
+
+  // The preview (what the λ slider and `mumoe rewrite` show): before = the applied edits (none
+  // yet), after = + the edit at the given λ, its MRS against before and naming it.
+  const auto preview = session->preview(task, 4.0);
+  EXPECT_EQ(preview.proposed_lambda, session->propose(task).lambda);
+  EXPECT_EQ(preview.edit.lambda, 4.0);
+  EXPECT_EQ(to_json(preview.before.report), to_json(expected));
+  EXPECT_EQ(to_json(preview.after.report), to_json(edited.report));
+  ASSERT_TRUE(preview.after.mrs.has_value());
+  EXPECT_DOUBLE_EQ(*preview.after.mrs, mrs(expected, edited.report));
+  EXPECT_EQ(preview.after.mrs_reference, "model");
 
   EXPECT_THROW(session->evaluate(make_bias_task("nope", "nope=1&s=1", ""), {}), UsageError);
   EXPECT_THROW(session->undo(), UsageError);
+
+  // With an applied edit, the next preview is measured against the model with it.
+  session->push(edit);
+  const auto stacked = session->preview(task, -2.0);
+  EXPECT_EQ(stacked.before.name, "model + 1 edit");
+  EXPECT_EQ(to_json(stacked.before.report), to_json(edited.report));
+  EXPECT_EQ(to_json(stacked.after.report), to_json(session->evaluate(task, {edit, stacked.edit}).report));
+  EXPECT_DOUBLE_EQ(*stacked.after.mrs, mrs(edited.report, stacked.after.report));
+  EXPECT_EQ(stacked.after.mrs_reference, "model + 1 edit");
+  const auto blind = session->blind_threshold(task);
+  EXPECT_EQ(blind.mrs_reference, "model + 1 edit");
+  EXPECT_EQ(to_json(blind.report), to_json(session->evaluate(task, {edit, session->propose(task, {}, true)}).report));
 }
 
 // The default task is the lowest-accuracy non-empty cell over (output, non-output attribute):

@@ -8,6 +8,7 @@
 #include <QAbstractItemModelTester>
 #include <QComboBox>
 #include <QDoubleSpinBox>
+#include <QElapsedTimer>
 #include <QFile>
 #include <QLabel>
 #include <QListView>
@@ -25,12 +26,14 @@
 
 #include "bias_page.h"
 #include "biased_features.h"
+#include "cli_runner.h"
 #include "editing/bias_session.h"
 #include "main_window.h"
 #include "model/classifier_model.h"
 #include "reference_math.h"
 #include "screenshot_driver.h"
 #include "session_controller.h"
+#include "steering_page.h"
 #include "token_page.h"
 #include "demo_paths.h"
 #include "ui_test_registry.h"
@@ -208,10 +211,71 @@ class BiasTokensTest : public QObject {
     QCOMPARE(again->biasPage()->undoStack()->count(), 1);
     QCOMPARE(again->biasPage()->undoStack()->index(), 1);
     QSignalSpy changedAgain(again->biasPage(), &ui::BiasPage::stackChanged);
-    again->biasPage()->undoStack()->undo();  // Ctrl+Z
+    // Ctrl+Z from another page (Edit ▸ Undo Edit names the edit).
+    again->tabs()->setCurrentIndex(int(ui::MainWindow::Page::Model));
+    again->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(again.get()));
+    QVERIFY(again->undoEditAction()->isEnabled());
+    QVERIFY(again->undoEditAction()->text().contains(QStringLiteral("t +=")));
+    QTest::keyClick(again.get(), Qt::Key_Z, Qt::ControlModifier);
     QVERIFY(changedAgain.wait(5'000));
     QCOMPARE(again->biasPage()->coreStack().applied_count(), size_t(0));
+    QVERIFY(!again->undoEditAction()->isEnabled());
+    QVERIFY(again->redoEditAction()->isEnabled());
     again->biasPage()->worker()->waitForIdle();
+  }
+
+  // The same question asked of both front ends — a rewrite of t=1&s=1 at λ = −4 on a model that
+  // already has one applied edit — gets the same numbers: the Bias page (edit applied there,
+  // saved in the edit session database) and `mumoe rewrite --session` on that database. Both
+  // measure MRS against the model with the earlier edit, and say so.
+  void theBiasPageAndMumoeRewriteAgreeOnARewriteAfterEarlierEdits() {
+    const QString head = dir_.filePath(QStringLiteral("head-cli.safetensors"));  // its own edit stack
+    saveHead(head.toStdString(), 4, true);
+    auto window = makeWindow();
+    auto* page = window->biasPage();
+    QSignalSpy opened(page, &ui::BiasPage::opened);
+    QVERIFY2(window->openModel(head), qPrintable(window->lastError()));
+    QVERIFY(opened.wait(20'000));
+    page->worker()->waitForIdle();
+    page->targetCombo()->setCurrentText(QStringLiteral("t"));
+    page->worker()->waitForIdle();
+    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=1"));
+    page->setLambda(2.0);
+    page->worker()->waitForIdle();
+    QSignalSpy changed(page, &ui::BiasPage::stackChanged);
+    page->applyEdit();
+    QVERIFY(changed.wait(5'000));
+    page->setLambda(-4.0);
+    page->worker()->waitForIdle();
+    const auto e = *page->evaluation();
+    QCOMPARE(e.task.subpopulation.text(), std::string("t=1&s=1"));
+    QCOMPARE(e.edit.lambda, -4.0);
+    QSignalSpy compared(page, &ui::BiasPage::comparisonReady);
+    page->compareBlind();
+    QVERIFY(compared.wait(5'000));
+
+    // The CLI on the page's own edit session database and analysis cache.
+    const auto run = testkit::run_cli(
+        "rewrite " + head.toStdString() + " --data features:" + test_.toStdString() + " --train-data features:" +
+        train_.toStdString() + " --target t --subpop 't=1&s=1' --lambda -4 --baselines --oversample-epochs 1 --session " +
+        dir_.filePath(QStringLiteral("edits.sqlite")).toStdString() + " --cache " +
+        dir_.filePath(QStringLiteral("analysis.sqlite")).toStdString() + " --quiet --json");
+    QVERIFY2(run.code == 0, run.out.c_str());
+    const auto j = nlohmann::json::parse(run.out);
+    QCOMPARE(j["prior_edits"].get<int>(), 1);
+    QVERIFY2(j["before"] == editing::to_json(e.before), (j["before"].dump() + "\n" + editing::to_json(e.before).dump()).c_str());
+    QVERIFY2(j["after"] == editing::to_json(e.after), (j["after"].dump() + "\n" + editing::to_json(e.after).dump()).c_str());
+    QCOMPARE(j["after"]["mrs_reference"].get<std::string>(), std::string("model + 1 edit"));
+    QCOMPARE(j["edits"][1]["lambda"].get<double>(), -4.0);
+    // The blind-threshold column (MRS row, 4 decimals) is the CLI's baseline.
+    const int mrsRow = page->metricsTable()->rowCount() - 1;
+    QCOMPARE(page->metricsTable()->horizontalHeaderItem(3)->text(), QStringLiteral("Blind threshold"));
+    QCOMPARE(page->metricsTable()->item(mrsRow, 3)->text(),
+             QString::number(j["baselines"]["blind threshold"]["mrs"].get<double>(), 'f', 4));
+    QCOMPARE(page->metricsTable()->item(mrsRow, 0)->text(), QStringLiteral("—"));  // Before is the reference
+    QCOMPARE(page->metricsTable()->verticalHeaderItem(mrsRow)->text(), QStringLiteral("MRS (vs. Before)"));
+    page->worker()->waitForIdle();
   }
 
   // Bursts of changes faster than the worker answers (λ dragged, the task switched mid-evaluation,
@@ -301,6 +365,49 @@ class BiasTokensTest : public QObject {
     QVERIFY(!window->biasPage()->hasSession());
     window->controller()->cancel();
     window->controller()->waitForIdle();
+  }
+
+  // Esc (Analysis ▸ Cancel Job) reaches every page's jobs, steering included: a long generation
+  // stops between two tokens, the page is usable again and its panes keep what they showed.
+  void escapeCancelsASteeringGeneration() {
+    auto window = makeWindow();
+    QSignalSpy opened(window->tokenPage(), &ui::TokenPage::opened);
+    QVERIFY2(window->openModel(testkit::kDemoGpt), qPrintable(window->lastError()));
+    QVERIFY(opened.wait(60'000));
+    window->tokenPage()->worker()->waitForIdle();
+    auto* steering = window->steeringPage();
+    QTRY_VERIFY_WITH_TIMEOUT(steering->layerCount() > 0, 10'000);
+    window->tabs()->setCurrentIndex(int(ui::MainWindow::Page::Steering));
+    window->activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(window.get()));
+
+    steering->setExpert(window->tokenPage()->currentExpert());  // the most loaded expert: it has a centre
+    steering->setTokenCount(4000);  // 8,000 forward passes: far longer than this test waits
+    QSignalSpy progress(steering->worker(), &ui::WorkerQueue::progress);
+    QSignalSpy cancelled(steering, &ui::SteeringPage::cancelled);
+    QSignalSpy finished(steering, &ui::SteeringPage::generationFinished);
+    steering->generate();
+    QVERIFY(steering->isBusy());
+    // Past the extraction and into the generation, the main window's Cancel is live: press Esc.
+    QTRY_VERIFY_WITH_TIMEOUT(!progress.isEmpty() && progress.last().at(0).toString() == QStringLiteral("Generating"),
+                             60'000);
+    QVERIFY(window->cancelAction()->isEnabled());
+    QElapsedTimer clock;
+    clock.start();
+    QTest::keyClick(window.get(), Qt::Key_Escape);
+    QVERIFY(cancelled.wait(5'000));
+    qInfo("steering cancelled %lld ms after Esc", static_cast<long long>(clock.elapsed()));
+    QCOMPARE(finished.count(), 0);
+    QVERIFY(!steering->isBusy());
+    QVERIFY(steering->statusText().contains(QStringLiteral("cancelled")));
+    QVERIFY(steering->unsteeredText().isEmpty());  // nothing was generated before: nothing shown
+    QTRY_VERIFY_WITH_TIMEOUT(!window->cancelAction()->isEnabled(), 5'000);
+
+    // Usable again: a short generation runs to the end.
+    steering->setTokenCount(8);
+    steering->generate();
+    QVERIFY(finished.wait(30'000));
+    QVERIFY(steering->unsteeredText().size() > 8);
   }
 
   void gptOpensOnTheTokenView() {
