@@ -8,7 +8,7 @@
 //     subpopulation accuracy, equality of opportunity, STD bias, Max-Min, target and test
 //     accuracy, MRS — before (the applied edits) / after (plus this edit) / difference, the
 //     four cell accuracies as a table and a before/after bar chart; "Blind threshold" and
-//     "Oversample" add the baselines as comparison columns;
+//     "Oversample" add the baselines as comparison columns (shown by BiasResultsView);
 //   * "Apply edit" pushes onto a QUndoStack (the main window's Edit menu and Ctrl+Z / Ctrl+Shift+Z
 //     undo it from any page; the page has Undo/Redo buttons) mirrored into the core's
 //     EditStack, which the session saves in SQLite at every change (edits survive reopening);
@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 
+#include "bias_results_view.h"
 #include "editing/bias_session.h"
 
 class QComboBox;
@@ -36,23 +37,10 @@ class QSlider;
 class QStackedWidget;
 class QTableWidget;
 class QUndoStack;
-class QChart;
-class QChartView;
 
 namespace mumoe::ui {
 
 class WorkerQueue;
-
-/// One evaluation of the λ slider: the edit and the metrics without and with it.
-struct BiasEvaluation {
-  editing::BiasTask task;
-  editing::LogitEdit edit;
-  double proposedLambda = 0;       ///< the proposed signed N for `task` (whatever λ `edit` uses)
-  editing::VariantMetrics before;  ///< the model with the applied edits
-  editing::VariantMetrics after;   ///< … plus `edit`; its MRS is measured against `before`
-  double coreMs = 0;
-  double latencyMs = 0;            ///< request to answer on the GUI thread
-};
 
 class BiasPage : public QWidget {
   Q_OBJECT
@@ -78,11 +66,11 @@ class BiasPage : public QWidget {
   QComboBox* cellCombo() const { return cell_; }
   QSlider* lambdaSlider() const { return slider_; }
   QDoubleSpinBox* lambdaSpin() const { return lambdaSpin_; }
-  QTableWidget* metricsTable() const { return metrics_; }
-  QTableWidget* cellTable() const { return cells_; }
+  QTableWidget* metricsTable() const { return results_->metricsTable(); }
+  QTableWidget* cellTable() const { return results_->cellTable(); }
   QListWidget* editsList() const { return edits_; }
   QUndoStack* undoStack() const { return undo_; }
-  QChartView* chartView() const { return chartView_; }
+  QChartView* chartView() const { return results_->chartView(); }
   QLabel* exportResultLabel() const { return exportResult_; }
   WorkerQueue* worker() const { return worker_; }
 
@@ -99,7 +87,7 @@ class BiasPage : public QWidget {
   void compareOversample();
   /// Runs the export on the worker; exportFinished() follows.
   void exportModel(const editing::BiasExportRequest& request);
-  /// The Export… dialog (never overwrites the source without an explicit confirmation).
+  /// The Export… dialog (bias_export_dialog.h), then exportModel().
   void chooseExport();
 
  Q_SIGNALS:
@@ -117,7 +105,6 @@ class BiasPage : public QWidget {
   friend class EditCommand;
   struct Slot;
   QWidget* buildControls();
-  QWidget* buildResults();
   void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
                 const std::optional<editing::BiasTask>& initial, double seconds);
   /// Lists the sensitive attributes for the target; selects `preferred` ("" = keep the current one).
@@ -180,12 +167,8 @@ class BiasPage : public QWidget {
   QPushButton* exportButton_ = nullptr;
   QListWidget* edits_ = nullptr;
   QUndoStack* undo_ = nullptr;
-  QTableWidget* metrics_ = nullptr;
-  QTableWidget* cells_ = nullptr;
-  QChart* chart_ = nullptr;
-  QChartView* chartView_ = nullptr;
+  BiasResultsView* results_ = nullptr;
   QLabel* exportResult_ = nullptr;
-  QLabel* timing_ = nullptr;
 };
 
 }  // namespace mumoe::ui
