@@ -103,12 +103,12 @@ void ModelComparisonPage::addModels(const QStringList& paths) {
                       o.model_path = path.toStdString();
                       o.data_spec = data.toStdString();
                       o.cache_path = cache.toStdString();
-                      auto session = analysis::AnalysisSession::open(o);
                       const QString task = tr("compare %1").arg(QFileInfo(path).fileName());
-                      session->extract([&](const analysis::ExtractionProgress& p) {
-                        worker->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
-                        return !cancelled();
-                      });
+                      auto session = analysis::AnalysisSession::open_extracted(
+                          o, [&](const analysis::ExtractionProgress& p) {
+                            worker->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
+                            return !cancelled();
+                          });
                       const auto sweep = session->sweep(0, analysis::AblationMethod::Sparse,
                                                         [&](int64_t done, int64_t total) {
                                                           worker->postProgress(task, done, total);

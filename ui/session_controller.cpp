@@ -183,15 +183,15 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           info.sweepIsCheap = block->class_tokens_only();
           slot.block = std::move(block);
         } else {
-          auto session = AnalysisSession::open(options);
-          info.extractedNow = !session->extracted();
-          if (info.extractedNow) {
-            postProgress(QStringLiteral("extract"), 0, session->sample_count(), -1);
-            session->extract([&](const analysis::ExtractionProgress& p) {
-              postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
-              return !cancelled();
-            });
-          }
+          analysis::ExtractionSummary extraction;
+          auto session = AnalysisSession::open_extracted(
+              options,
+              [&](const analysis::ExtractionProgress& p) {
+                postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
+                return !cancelled();
+              },
+              &extraction);
+          info.extractedNow = extraction.chunks_computed > 0;
           info.layer = QString::fromStdString(session->layer_name());
           info.cachePath = QString::fromStdString(session->cache_path());
           info.classNames = toQStringList(session->class_names());
@@ -199,11 +199,8 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           info.samples = session->sample_count();
           info.hasImages = session->has_gallery_images();
           info.accuracy = session->accuracy();
-          const auto& report = session->cache_report();
-          if (report.set_aside)
-            info.cacheNote = tr("The cache file was unusable (%1) and was moved to %2; a new one was started.")
-                                 .arg(QString::fromStdString(report.set_aside_reason),
-                                      QString::fromStdString(report.set_aside_path));
+          info.cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
+          if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
           slot.session = std::move(session);
         }
         info.openSeconds = secondsSince(clock);

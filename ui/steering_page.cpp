@@ -265,18 +265,17 @@ void SteeringPage::generate() {
           o.data_spec = data;
           o.layer = std::to_string(layer);
           o.cache_path = cache;
-          engine->session = analysis::TextAnalysisSession::open(o);
+          // A lookup once the layer is in the cache; the first time, a pass over the text.
+          const QString extracting = QObject::tr("Extracting tokens");
+          engine->session = analysis::TextAnalysisSession::open_extracted(o, [&](const analysis::ExtractionProgress& p) {
+            queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
+            return !cancelled();
+          });
           engine->model = model;
           engine->data = data;
           engine->cache = cache;
           engine->layer = layer;
         }
-        // A lookup once the layer is in the cache; the first time, a pass over the text.
-        const QString extracting = QObject::tr("Extracting tokens");
-        engine->session->extract([&](const analysis::ExtractionProgress& p) {
-          queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
-          return !cancelled();
-        });
         const QString generating = QObject::tr("Generating");
         const auto r = engine->session->steer(request, [&](int64_t done, int64_t total) {
           if (done % 8 == 0 || done == total) queue->postProgress(generating, done, total);

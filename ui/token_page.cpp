@@ -337,12 +337,11 @@ void TokenPage::openLayer() {
     QElapsedTimer clock;
     clock.start();
     slot->session.reset();
-    auto session = analysis::TextAnalysisSession::open(options);
-    if (!session->extracted())
-      session->extract([&](const analysis::ExtractionProgress& p) {
-        worker_->postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
-        return !cancelled();
-      });
+    auto session = analysis::TextAnalysisSession::open_extracted(options, [&](const analysis::ExtractionProgress& p) {
+      worker_->postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
+      return !cancelled();
+    });
+    const QString cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
     const auto statistics = session->statistics(0.5);
     std::vector<ExpertRow> rows;
     for (const auto& e : statistics.experts) rows.push_back({e.load, e.support, e.mean_coefficient});
@@ -350,8 +349,9 @@ void TokenPage::openLayer() {
     const qint64 tokenCount = statistics.samples;
     slot->session = std::move(session);
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-    return [this, rows, identity, tokenCount, seconds](double) {
+    return [this, rows, identity, tokenCount, seconds, cacheNote](double) {
       hasSession_ = true;
+      if (!cacheNote.isEmpty()) showErrorDialog(tr("Analysis cache: %1").arg(cacheNote));
       header_->setText(tr("<b>%1</b> · %2 · %3 tokens of %4 · ready in %5 s")
                            .arg(QFileInfo(modelPath_).fileName().toHtmlEscaped(), layer_->currentText().toHtmlEscaped())
                            .arg(QLocale().toString(tokenCount))

@@ -30,9 +30,7 @@ void AnalysisCliOptions::add_to(CLI::App* app) {
 namespace {
 
 void report_cache_opening(const cache::CacheOpenReport& report) {
-  if (report.set_aside)
-    std::cerr << "mumoe: warning: the cache file was unusable (" << report.set_aside_reason << "); it was moved to "
-              << report.set_aside_path << " and a new cache was started\n";
+  if (const auto note = cache::opening_note(report); !note.empty()) std::cerr << "mumoe: warning: " << note << "\n";
 }
 
 void report_repair(const cache::CacheCheckReport& report, const std::string& cache_path, bool quiet) {

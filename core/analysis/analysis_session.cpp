@@ -97,6 +97,15 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(impl)));
 }
 
+std::unique_ptr<AnalysisSession> AnalysisSession::open_extracted(const SessionOptions& options,
+                                        const ExtractionCallback& progress, ExtractionSummary* summary) {
+  auto session = open(options);
+  const auto done = session->extract(progress);
+  if (summary) *summary = done;
+  return session;
+}
+
+
 const SessionOptions& AnalysisSession::options() const { return impl_->options; }
 const cache::CacheOpenReport& AnalysisSession::cache_report() const { return impl_->report; }
 const std::string& AnalysisSession::cache_path() const { return impl_->cache->path(); }

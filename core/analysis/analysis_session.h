@@ -55,6 +55,13 @@ class AnalysisSession {
  public:
   /// Loads and checks the model and data and opens the cache. Throws FileError / UsageError.
   static std::unique_ptr<AnalysisSession> open(const SessionOptions& options);
+  /// Opens and extracts in one call — what every front end does before it shows anything:
+  /// open(), then extract() with `progress` (false cancels: Cancelled; what was stored stays
+  /// valid) and its summary in `summary` (chunks_computed = 0: all from the cache). What the
+  /// cache file did on opening is cache_report() (cache::opening_note).
+  static std::unique_ptr<AnalysisSession> open_extracted(const SessionOptions& options,
+                                                         const ExtractionCallback& progress = {},
+                                                         ExtractionSummary* summary = nullptr);
   ~AnalysisSession();
   AnalysisSession(const AnalysisSession&) = delete;
   AnalysisSession& operator=(const AnalysisSession&) = delete;

@@ -96,6 +96,15 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   return std::unique_ptr<TextAnalysisSession>(new TextAnalysisSession(std::move(impl)));
 }
 
+std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open_extracted(const TextSessionOptions& options,
+                                        const ExtractionCallback& progress, ExtractionSummary* summary) {
+  auto session = open(options);
+  const auto done = session->extract(progress);
+  if (summary) *summary = done;
+  return session;
+}
+
+
 const TextSessionOptions& TextAnalysisSession::options() const { return impl_->options; }
 const cache::CacheOpenReport& TextAnalysisSession::cache_report() const { return impl_->report; }
 const std::string& TextAnalysisSession::cache_path() const { return impl_->cache->path(); }

@@ -50,6 +50,13 @@ class TextAnalysisSession {
  public:
   /// Loads the model and the evaluation set and opens the cache. Throws FileError / UsageError.
   static std::unique_ptr<TextAnalysisSession> open(const TextSessionOptions& options);
+  /// Opens and extracts in one call — what every front end does before it shows anything:
+  /// open(), then extract() with `progress` (false cancels: Cancelled; what was stored stays
+  /// valid) and its summary in `summary` (chunks_computed = 0: all from the cache). What the
+  /// cache file did on opening is cache_report() (cache::opening_note).
+  static std::unique_ptr<TextAnalysisSession> open_extracted(const TextSessionOptions& options,
+                                                             const ExtractionCallback& progress = {},
+                                                             ExtractionSummary* summary = nullptr);
   ~TextAnalysisSession();
   TextAnalysisSession(const TextAnalysisSession&) = delete;
   TextAnalysisSession& operator=(const TextAnalysisSession&) = delete;

@@ -133,6 +133,12 @@ struct AnalysisCache::Impl {
 AnalysisCache::AnalysisCache(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 AnalysisCache::~AnalysisCache() = default;
 
+std::string opening_note(const CacheOpenReport& report) {
+  if (!report.set_aside) return {};
+  return "the cache file was unusable (" + report.set_aside_reason + "); it was moved to " + report.set_aside_path +
+         " and a new cache was started";
+}
+
 std::unique_ptr<AnalysisCache> AnalysisCache::open(const std::string& path, CacheOpenReport* report) {
   CacheOpenReport local;
   CacheOpenReport& r = report ? *report : local;

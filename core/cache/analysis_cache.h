@@ -92,6 +92,10 @@ struct CacheOpenReport {
   int migrated_from = 0;           ///< > 0: the schema was upgraded from this version
 };
 
+/// What a front end tells the user about an opening: "the cache file was unusable (REASON); it
+/// was moved to PATH and a new cache was started", or "" when nothing needs saying.
+std::string opening_note(const CacheOpenReport& report);
+
 /// One AnalysisCache is one SQLite connection: use it from one thread at a time. Several objects
 /// (threads or processes, e.g. the GUI and a CLI job) may share one file. A run id that does not
 /// exist is a UsageError in every method that takes one, except delete_run.
