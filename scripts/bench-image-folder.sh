@@ -15,6 +15,7 @@ cd "$(dirname "$0")/.."
 MODE="${1:-extract}"
 THREADS="${3:-2}"
 WORK=build/bench/folder
+cmake --build build --target mumoe-bench-folder >/dev/null  # not in the default build
 MODEL=$WORK/vit_s32_mumoe.pth
 mkdir -p "$WORK"
 [ -f "$MODEL" ] || /usr/bin/python3 bench/bench_image_folder.py --write "$MODEL"

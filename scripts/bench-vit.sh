@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 THREADS="${1:-2}"; BATCH="${2:-32}"; ROUNDS="${3:-3}"
 MODEL=build/bench/vit_b32_clip_mumoe.pth
+cmake --build build --target mumoe-bench-backbone >/dev/null  # not in the default build
 [ -f "$MODEL" ] || /usr/bin/python3 bench/bench_backbone.py "$MODEL" --write
 ratios=()
 for round in $(seq "$ROUNDS"); do

@@ -2,7 +2,7 @@
 # Install what is missing, build, and run every test (core, CLI, UI).
 #   scripts/check.sh           the default build
 #   scripts/check.sh --asan    the same tests under AddressSanitizer + UndefinedBehaviorSanitizer
-#   scripts/check.sh --all     both
+#   scripts/check.sh --all     both, and the benchmark programs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -15,6 +15,8 @@ esac
 for preset in "${presets[@]}"; do
   echo "=== $preset: build"
   scripts/build.sh "$preset"
+  # --all also builds the benchmark programs (not in the default build; no test runs them).
+  [[ ${1:-} == --all ]] && scripts/build.sh "$preset" benchmarks
   echo "=== $preset: test"
   ctest --preset "$preset"
 done

@@ -37,5 +37,6 @@ for act in entmax15 softmax; do
 done
 
 python3 scripts/sweep_table.py "$OUT" > "$OUT/results.md"
+cmake --build build --target mumoe-plot-sweep >/dev/null  # not in the default build
 build/bench/mumoe-plot-sweep "$OUT/results.json" "$OUT/polysemanticity.png"
 cat "$OUT/results.md"
