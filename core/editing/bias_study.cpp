@@ -236,11 +236,13 @@ RewriteComparison compare_rewrite(const BiasStudy& study, const BiasTask& task, 
   RewriteComparison c;
   c.edit = edit;
   c.proposed_lambda = edit.lambda;
-  c.before = study.measure(task, edited_model_name(prior.size()),
-                           prior.empty() ? study.test().logits : study.edited_test_logits(prior));
-  auto all = prior;
-  all.push_back(edit);
-  c.after = study.measure(task, edit.blind ? "blind threshold" : "expert rewrite", study.edited_test_logits(all));
+  const auto before = prior.empty() ? study.test().logits : study.edited_test_logits(prior);
+  c.before = study.measure(task, edited_model_name(prior.size()), before);
+  // The new edit on top of before's logits: edits add in order, so this is the same tensor as
+  // applying prior + edit afresh (the λ slider's path, without re-applying the prior edits).
+  check_edits(study.model().layer()->config(), {edit});
+  c.after = study.measure(task, edit.blind ? "blind threshold" : "expert rewrite",
+                          apply_edits(before, study.test().coefficients, {edit}));
   measure_mrs_against(c.after, c.before);
   return c;
 }
