@@ -15,7 +15,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QToolButton>
-#include <QUndoStack>
+#include <QAction>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -36,32 +36,6 @@ struct BiasPage::Slot {
   }
 };
 
-/// One applied edit on the QUndoStack; its redo/undo are mirrored into the core EditStack.
-class EditCommand : public QUndoCommand {
- public:
-  EditCommand(BiasPage* page, editing::LogitEdit edit)
-      : page_(page), edit_(std::move(edit)) {
-    setText(QString::fromStdString(edit_.describe()));
-  }
-  void redo() override {
-    if (page_->suppressCore_) {
-      first_ = false;
-      return;
-    }
-    if (first_) page_->corePush(edit_);
-    else page_->coreRedo();
-    first_ = false;
-  }
-  void undo() override {
-    if (!page_->suppressCore_) page_->coreUndo();
-  }
-
- private:
-  BiasPage* page_;
-  editing::LogitEdit edit_;
-  bool first_ = true;
-};
-
 namespace {
 
 QStringList toQStringList(const std::vector<std::string>& v) {
@@ -74,7 +48,13 @@ QStringList toQStringList(const std::vector<std::string>& v) {
 
 BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
   worker_ = new WorkerQueue(this);
-  undo_ = new QUndoStack(this);
+  // Undo / Redo of the core's edit stack: the page's buttons and the main window's Edit menu
+  // (which gives them Ctrl+Z / Ctrl+Shift+Z from every page) share these two actions.
+  undoAction_ = new QAction(tr("Undo"), this);
+  redoAction_ = new QAction(tr("Redo"), this);
+  connect(undoAction_, &QAction::triggered, this, &BiasPage::undoEdit);
+  connect(redoAction_, &QAction::triggered, this, &BiasPage::redoEdit);
+  updateEditActions();
   // Each job shows its own failure (WorkerQueue::Handlers); the signal is for observers.
   connect(worker_, &WorkerQueue::failed, this, &BiasPage::failed);
 
@@ -187,15 +167,11 @@ QWidget* BiasPage::buildControls() {
   edits_->setToolTip(tr("The model's edit stack, kept in the edit session database; undone edits are greyed"));
   lv->addWidget(edits_, 1);
   auto* eb = new QHBoxLayout;
-  // The buttons only: Ctrl+Z / Ctrl+Shift+Z belong to the main window's Edit menu, which works
-  // on this stack from every page (a second shortcut here would make the keys ambiguous).
-  auto* undoAction = undo_->createUndoAction(this, tr("Undo"));
-  auto* redoAction = undo_->createRedoAction(this, tr("Redo"));
   auto* undoButton = new QToolButton;
-  undoButton->setDefaultAction(undoAction);
+  undoButton->setDefaultAction(undoAction_);
   undoButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
   auto* redoButton = new QToolButton;
-  redoButton->setDefaultAction(redoAction);
+  redoButton->setDefaultAction(redoAction_);
   redoButton->setToolButtonStyle(Qt::ToolButtonTextOnly);
   exportButton_ = new QPushButton(tr("Export…"));
   exportButton_->setToolTip(tr("Fold the applied edits into the weights and write a new, verified model file"));
@@ -238,12 +214,10 @@ void BiasPage::showNote(const QString& html) {
   worker_->invalidate();  // answers in flight are dropped: nothing will clear these flags
   evaluating_ = dirty_ = false;
   hasSession_ = false;
-  suppressCore_ = true;  // the edits belong to the session being released, not to a core stack
-  undo_->clear();
-  suppressCore_ = false;
+  forgetStack();  // the edits belong to the session being released
   // Release the session and its arrays (the model open now is of another kind).
   auto slot = slot_;
-  worker_->submit(QStringLiteral("close"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Closing"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
     slot->session.reset();
     return {};
   }, /*cancellable=*/false, /*visible=*/false);
@@ -261,9 +235,7 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
   testSpec_ = testSpec;
   evaluation_.reset();
   clearComparisons();
-  suppressCore_ = true;
-  undo_->clear();
-  suppressCore_ = false;
+  forgetStack();
   note_->setText(tr("<h3>Bias correction</h3><p><i>Computing the μMoE layer's coefficients for every sample of %1 "
                     "and %2 (progress in the status bar; Esc cancels)…</i></p>")
                      .arg(trainSpec.toHtmlEscaped(), testSpec.toHtmlEscaped()));
@@ -284,13 +256,13 @@ void BiasPage::open(const QString& modelPath, const QString& testSpec, const QSt
   endings.cancelled = [this] {
     note_->setText(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
   };
-  worker_->submit(QStringLiteral("bias"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Computing coefficients"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
     slot->session.reset();
-    worker_->postProgress(QStringLiteral("bias"), 0, 1);
+    worker_->postProgress(tr("Computing coefficients"), 0, 1);
     auto session = editing::BiasSession::open(options, [&](int64_t done, int64_t total) {
-      worker_->postProgress(QStringLiteral("bias"), done, total);
+      worker_->postProgress(tr("Computing coefficients"), done, total);
       return !cancelled();
     });
     const auto targets = toQStringList(session->target_names());
@@ -347,7 +319,6 @@ void BiasPage::onOpened(const QStringList& targets, const QStringList& attribute
   sensitive_->blockSignals(false);
   cell_->blockSignals(false);
   setStack(stack);
-  seedUndoStack();
   stackWidget_->setCurrentIndex(1);
   Q_EMIT opened();
   taskChanged();
@@ -439,7 +410,7 @@ void BiasPage::submitEvaluation() {
   const auto lambda = lambda_;
   auto slot = slot_;
   worker_->submit(
-      QStringLiteral("evaluate"),
+      tr("Evaluating"),
       [this, slot, task = *task, lambda](const std::function<bool()>&) -> WorkerQueue::Deliver {
         QElapsedTimer clock;
         clock.start();
@@ -509,7 +480,7 @@ void BiasPage::compareBlind() {
   if (!task || !hasSession_) return;
   auto slot = slot_;
   const int epoch = comparisonEpoch_;
-  worker_->submit(QStringLiteral("blind threshold"),
+  worker_->submit(tr("Blind threshold"),
                   [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
                     const auto m = slot->get().blind_threshold(task);
                     return [this, m, epoch](double) { showComparison(tr("Blind threshold"), m, epoch); };
@@ -521,8 +492,8 @@ void BiasPage::compareOversample() {
   if (!task || !hasSession_) return;
   auto slot = slot_;
   const int epoch = comparisonEpoch_;
-  worker_->postProgress(QStringLiteral("oversample"), 0, 0);
-  worker_->submit(QStringLiteral("oversample"),
+  worker_->postProgress(tr("Oversampling"), 0, 0);
+  worker_->submit(tr("Oversampling"),
                   [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
                     int64_t factor = 0;
                     const auto m = slot->get().oversample(task, {}, &factor);
@@ -537,54 +508,74 @@ void BiasPage::clearComparisons() {
 
 void BiasPage::resyncWithCore() {
   auto slot = slot_;
-  worker_->submit(QStringLiteral("read edits"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Reading edits"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
     const auto stack = slot->get().stack();
     return [this, stack](double) {
-      setStack(stack);
-      seedUndoStack();
+      if (pendingStackChanges_ == 0) setStack(stack);  // else the last change's answer shows it
     };
   }, false, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void BiasPage::applyEdit() {
   if (!evaluation_ || !hasSession_) return;
-  undo_->push(new EditCommand(this, evaluation_->edit));
+  const auto edit = evaluation_->edit;
+  stack_.push(edit);  // discards undone edits, as the core's push will
+  submitStackChange(tr("Applying the edit"), [edit](editing::BiasSession& session) { session.push(edit); });
 }
 
-void BiasPage::corePush(const editing::LogitEdit& edit) {
-  auto slot = slot_;
-  worker_->submit(QStringLiteral("apply edit"), [this, slot, edit](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->get().push(edit);
-    const auto stack = slot->get().stack();
-    return [this, stack](double) { setStack(stack); };
-  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
+void BiasPage::undoEdit() {
+  if (!hasSession_ || !stack_.can_undo()) return;
+  stack_.undo();
+  submitStackChange(tr("Undo"), [](editing::BiasSession& session) { session.undo(); });
 }
 
-void BiasPage::coreUndo() {
-  auto slot = slot_;
-  worker_->submit(QStringLiteral("undo"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->get().undo();
-    const auto stack = slot->get().stack();
-    return [this, stack](double) { setStack(stack); };
-  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
+void BiasPage::redoEdit() {
+  if (!hasSession_ || !stack_.can_redo()) return;
+  stack_.redo();
+  submitStackChange(tr("Redo"), [](editing::BiasSession& session) { session.redo(); });
 }
 
-void BiasPage::coreRedo() {
+void BiasPage::submitStackChange(const QString& task, std::function<void(editing::BiasSession&)> change) {
+  ++pendingStackChanges_;
+  showStack();
   auto slot = slot_;
-  worker_->submit(QStringLiteral("redo"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->get().redo();
+  WorkerQueue::Handlers endings;
+  endings.failed = [this](const QString& message) {
+    --pendingStackChanges_;
+    stackChangeFailed(message);
+  };
+  worker_->submit(task, [this, slot, change = std::move(change)](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    change(slot->get());  // saved in the session database before it returns
     const auto stack = slot->get().stack();
-    return [this, stack](double) { setStack(stack); };
-  }, false, false, {[this](const QString& message) { stackChangeFailed(message); }, {}});
+    return [this, stack](double) {
+      // Changes queued behind this one would be shown undone for a moment: wait for the last.
+      if (--pendingStackChanges_ == 0) setStack(stack);
+    };
+  }, false, false, std::move(endings));
+}
+
+void BiasPage::forgetStack() {
+  pendingStackChanges_ = 0;  // the invalidated queue answers none of them
+  stack_ = confirmed_ = editing::EditStack();
+  updateEditActions();
 }
 
 void BiasPage::setStack(const editing::EditStack& stack) {
-  const bool changed = hasSession_ && stack.to_json() != stack_.to_json();
-  stack_ = stack;
+  const bool changed = hasSession_ && stack.to_json() != confirmed_.to_json();
+  stack_ = confirmed_ = stack;
+  showStack();
+  if (changed) {
+    clearComparisons();
+    requestEvaluation();  // "before" is the model with the applied edits
+    Q_EMIT stackChanged();
+  }
+}
+
+void BiasPage::showStack() {
   edits_->clear();
-  const auto& all = stack.all();
+  const auto& all = stack_.all();
   for (size_t i = 0; i < all.size(); ++i) {
-    const bool applied = i < stack.applied_count();
+    const bool applied = i < stack_.applied_count();
     auto* it = new QListWidgetItem(QStringLiteral("%1. %2%3")
                                        .arg(i + 1)
                                        .arg(QString::fromStdString(all[i].describe()))
@@ -603,20 +594,18 @@ void BiasPage::setStack(const editing::EditStack& stack) {
     edits_->addItem(it);
   }
   exportButton_->setEnabled(hasSession_);
-  if (changed) {
-    clearComparisons();
-    requestEvaluation();  // "before" is the model with the applied edits
-    Q_EMIT stackChanged();
-  }
+  updateEditActions();
 }
 
-void BiasPage::seedUndoStack() {
-  suppressCore_ = true;
-  undo_->clear();
-  for (const auto& e : stack_.all()) undo_->push(new EditCommand(this, e));
-  for (size_t i = stack_.applied_count(); i < stack_.all().size(); ++i) undo_->undo();
-  undo_->setClean();
-  suppressCore_ = false;
+void BiasPage::updateEditActions() {
+  const bool canUndo = hasSession_ && stack_.can_undo(), canRedo = hasSession_ && stack_.can_redo();
+  undoAction_->setEnabled(canUndo);
+  redoAction_->setEnabled(canRedo);
+  // The texts name the edit, as an undo stack's would ("Undo t += 3·…").
+  undoAction_->setText(canUndo ? tr("Undo %1").arg(QString::fromStdString(stack_.all()[stack_.applied_count() - 1].describe()))
+                               : tr("Undo"));
+  redoAction_->setText(canRedo ? tr("Redo %1").arg(QString::fromStdString(stack_.all()[stack_.applied_count()].describe()))
+                               : tr("Redo"));
 }
 
 void BiasPage::exportModel(const editing::BiasExportRequest& request) {
@@ -635,9 +624,9 @@ void BiasPage::exportModel(const editing::BiasExportRequest& request) {
     exportResult_->setText(tr("Export cancelled; nothing was written."));
     Q_EMIT exportFinished(false, tr("cancelled"));
   };
-  worker_->submit(QStringLiteral("export"), [this, slot, request](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Exporting"), [this, slot, request](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     const auto report = slot->get().export_model(request, [&](uint64_t done, uint64_t total) {
-      worker_->postProgress(QStringLiteral("export"), static_cast<qint64>(done), static_cast<qint64>(total));
+      worker_->postProgress(tr("Exporting"), static_cast<qint64>(done), static_cast<qint64>(total));
       return !cancelled();
     });
     return [this, report](double) {
@@ -666,7 +655,7 @@ void BiasPage::showErrorDialog(const QString& message) {
 
 void BiasPage::stackChangeFailed(const QString& message) {
   showErrorDialog(message);
-  // The undo stack moved before the core did; the core rolled back: show what it holds.
+  // The page moved its stack before the core did; the core rolled back: show what it holds.
   if (hasSession_) resyncWithCore();
 }
 

@@ -9,9 +9,11 @@
 //     accuracy, MRS — before (the applied edits) / after (plus this edit) / difference, the
 //     four cell accuracies as a table and a before/after bar chart; "Blind threshold" and
 //     "Oversample" add the baselines as comparison columns (shown by BiasResultsView);
-//   * "Apply edit" pushes onto a QUndoStack (the main window's Edit menu and Ctrl+Z / Ctrl+Shift+Z
-//     undo it from any page; the page has Undo/Redo buttons) mirrored into the core's
-//     EditStack, which the session saves in SQLite at every change (edits survive reopening);
+//   * "Apply edit" pushes onto the core's EditStack, which the session saves in SQLite at every
+//     change (edits survive reopening); undoAction()/redoAction() (the page's buttons, and the
+//     main window's Edit menu with Ctrl+Z / Ctrl+Shift+Z from any page) undo and redo there. The
+//     page shows the core's stack as answered, advanced by the changes still queued (the
+//     worker applies them in the same order): there is no second stack to keep in step;
 //   * "Export…" folds the applied edits into a new model file on the worker and shows the
 //     verification (max |difference| on N test samples).
 // λ requests are coalesced: while one evaluation runs only the newest pending one follows.
@@ -22,6 +24,7 @@
 #include <QStringList>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 #include <optional>
 
@@ -36,7 +39,7 @@ class QPushButton;
 class QSlider;
 class QStackedWidget;
 class QTableWidget;
-class QUndoStack;
+class QAction;
 
 namespace mumoe::ui {
 
@@ -69,7 +72,9 @@ class BiasPage : public QWidget {
   QTableWidget* metricsTable() const { return results_->metricsTable(); }
   QTableWidget* cellTable() const { return results_->cellTable(); }
   QListWidget* editsList() const { return edits_; }
-  QUndoStack* undoStack() const { return undo_; }
+  /// Undo / Redo of the last applied / undone edit; their texts name it.
+  QAction* undoAction() const { return undoAction_; }
+  QAction* redoAction() const { return redoAction_; }
   QChartView* chartView() const { return results_->chartView(); }
   QLabel* exportResultLabel() const { return exportResult_; }
   WorkerQueue* worker() const { return worker_; }
@@ -78,11 +83,14 @@ class BiasPage : public QWidget {
   /// Sets λ (the spin box and slider follow) and asks for its metrics.
   void setLambda(double lambda);
   const std::optional<BiasEvaluation>& evaluation() const { return evaluation_; }
-  /// The core stack as last reported by the worker.
+  /// The edit stack as shown: the core's, with the changes still queued on the worker applied.
+  /// Equal to the core's whenever the worker is idle.
   const editing::EditStack& coreStack() const { return stack_; }
   int expertCount() const { return experts_; }
 
   void applyEdit();
+  void undoEdit();
+  void redoEdit();
   void compareBlind();
   void compareOversample();
   /// Runs the export on the worker; exportFinished() follows.
@@ -102,7 +110,6 @@ class BiasPage : public QWidget {
   void openFailed(const QString& message);
 
  private:
-  friend class EditCommand;
   struct Slot;
   QWidget* buildControls();
   void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
@@ -117,13 +124,15 @@ class BiasPage : public QWidget {
   void showEvaluation();
   void showComparison(const QString& name, const editing::VariantMetrics& metrics, int epoch);
   void clearComparisons();
-  /// After a failed apply/undo/redo: reads the core's edit stack back into the list and undo stack.
+  /// After a failed apply/undo/redo: reads the core's edit stack back into the list.
   void resyncWithCore();
+  /// The core's stack as it answered: shown; a change re-evaluates "before".
   void setStack(const editing::EditStack& stack);
-  void seedUndoStack();
-  void corePush(const editing::LogitEdit& edit);
-  void coreUndo();
-  void coreRedo();
+  /// Queues a change of the core's stack (stack_ already shows its result).
+  void submitStackChange(const QString& task, std::function<void(editing::BiasSession&)> change);
+  void forgetStack();
+  void showStack();
+  void updateEditActions();
   void onSliderMoved(int value);
   void onSpinChanged(double value);
   void evaluationFailed(const QString& message);
@@ -136,7 +145,7 @@ class BiasPage : public QWidget {
   std::shared_ptr<Slot> slot_;
   bool hasSession_ = false;
   bool errorDialogs_ = true;
-  bool suppressCore_ = false;  ///< seeding the QUndoStack from the restored core stack
+  int pendingStackChanges_ = 0;  ///< apply/undo/redo jobs queued and not answered yet
   QString modelPath_;
   QString testSpec_;
   int experts_ = 0;
@@ -145,7 +154,8 @@ class BiasPage : public QWidget {
   bool evaluating_ = false;
   bool dirty_ = false;
   std::optional<BiasEvaluation> evaluation_;
-  editing::EditStack stack_;
+  editing::EditStack stack_;      ///< as shown (queued changes applied)
+  editing::EditStack confirmed_;  ///< as the core last answered ("before" is evaluated with it)
   QStringList targets_, attributes_;
   QMap<QString, editing::VariantMetrics> comparisons_;
   int comparisonEpoch_ = 0;  ///< bumped when comparisons_ is cleared; stale baselines are dropped
@@ -166,7 +176,8 @@ class BiasPage : public QWidget {
   QPushButton* applyButton_ = nullptr;
   QPushButton* exportButton_ = nullptr;
   QListWidget* edits_ = nullptr;
-  QUndoStack* undo_ = nullptr;
+  QAction* undoAction_ = nullptr;
+  QAction* redoAction_ = nullptr;
   BiasResultsView* results_ = nullptr;
   QLabel* exportResult_ = nullptr;
 };

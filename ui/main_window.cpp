@@ -31,7 +31,6 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTextBrowser>
-#include <QUndoStack>
 #include <QToolBar>
 #include <QToolButton>
 
@@ -50,6 +49,7 @@
 #include "experts_page.h"
 #include "format.h"
 #include "gallery_view.h"
+#include "job_monitor.h"
 #include "io/file_checks.h"
 #include "model/open_options.h"
 #include "model_options_dialog.h"
@@ -87,6 +87,7 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   QPixmapCache::setCacheLimit(std::max(QPixmapCache::cacheLimit(), 48 * 1024));  // KiB: ~1,500 thumbnails
 
   controller_ = new SessionController(this);
+  monitor_ = new JobMonitor(this);
   thumbnails_ = new ThumbnailStore(64LL << 20, this);
 
   // Model page: the layers of the file and its provenance.
@@ -145,13 +146,28 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   buildToolBar();
   buildStatusBar();
   connectController();
-  connectWorker(bias_->worker());
-  connectWorker(tokens_->worker());
-  connectWorker(comparison_->worker());
-  connectWorker(steering_->worker());  // Esc and the progress bar reach steering too
+  // Every page's jobs in one monitor: the progress bar, the ETA and Esc reach all of them.
+  monitor_->track(controller_->worker());
+  monitor_->track(bias_->worker());
+  monitor_->track(tokens_->worker());
+  monitor_->track(comparison_->worker());
+  monitor_->track(steering_->worker());
+  connect(monitor_, &JobMonitor::progress, this, &MainWindow::onProgress);
+  connect(monitor_, &JobMonitor::busyChanged, this, &MainWindow::onBusyChanged);
+  connect(monitor_, &JobMonitor::failed, this, [this](const QString& task, const QString& message) {
+    statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
+  });
+  connect(monitor_, &JobMonitor::cancelled, this,
+          [this](const QString& task) { statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000); });
   // A page that could not open its session: the model's analysis is unavailable.
   connect(bias_, &BiasPage::openFailed, this, &MainWindow::pageFailedToOpen);
   connect(tokens_, &TokenPage::openFailed, this, &MainWindow::pageFailedToOpen);
+  // Steering starts from the expert the Tokens page shows (the most loaded one when it opens),
+  // never from an arbitrary expert 0 that may be dead.
+  connect(tokens_, &TokenPage::expertSelected, this, [this](int block, qint64 expert) {
+    steering_->setLayer(block);
+    steering_->setExpert(static_cast<int>(expert));
+  });
   connect(bias_, &BiasPage::opened, this, [this] {
     QSettings().setValue(kDataKey, dataSpec());  // it opened: remember the SPEC
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
@@ -166,11 +182,8 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
 MainWindow::~MainWindow() {
   // The pages finish their queues' jobs in their destructors, inside ~QWidget, when this window
   // is half destroyed: no answer, failure or busy signal may reach it from then on.
-  for (auto* worker : workers_) {
-    disconnect(worker, nullptr, this, nullptr);
-    worker->cancel();
-    worker->invalidate();
-  }
+  monitor_->detachAll();
+  disconnect(monitor_, nullptr, this, nullptr);
   disconnect(controller_, nullptr, this, nullptr);
 }
 
@@ -217,12 +230,13 @@ void MainWindow::buildActions() {
     if (ok && !spec.trimmed().isEmpty()) setDataSpec(spec.trimmed());
   });
 
-  // Edit: the model's edit stack (the Bias page's QUndoStack, mirrored into the core's and saved
-  // at every change), undoable from any page; the texts name the edit ("Undo long_sleeves += …").
+  // Edit: the model's edit stack (the core's, saved at every change), undoable from any page;
+  // the texts name the edit ("Undo long_sleeves += …"). The Bias page's buttons are the same
+  // two actions, so the keys have one owner.
   auto* edit = menuBar()->addMenu(tr("&Edit"));
-  undoEditAction_ = bias_->undoStack()->createUndoAction(this, tr("Undo Edit"));
+  undoEditAction_ = bias_->undoAction();
   undoEditAction_->setShortcut(QKeySequence::Undo);
-  redoEditAction_ = bias_->undoStack()->createRedoAction(this, tr("Redo Edit"));
+  redoEditAction_ = bias_->redoAction();
   redoEditAction_->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
   edit->addAction(undoEditAction_);
   edit->addAction(redoEditAction_);
@@ -240,8 +254,8 @@ void MainWindow::buildActions() {
                                      &MainWindow::runSweep);
   sweepAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return));
   sweepAction_->setToolTip(tr("Remove every expert in turn (Ctrl+Shift+Return)"));
-  cancelAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel Job"), controller_,
-                                      &SessionController::cancel);
+  cancelAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel Job"), monitor_,
+                                      &JobMonitor::cancelAll);
   cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
   cancelAction_->setEnabled(false);
 
@@ -324,8 +338,6 @@ void MainWindow::buildStatusBar() {
 void MainWindow::connectController() {
   auto* c = controller_;
   connect(c, &SessionController::sessionOpened, this, &MainWindow::onSessionOpened);
-  connect(c, &SessionController::progress, this, &MainWindow::onProgress);
-  connect(c, &SessionController::busyChanged, this, &MainWindow::onBusyChanged);
   connect(c, &SessionController::statisticsReady, this,
           [this](const analysis::ModeStatistics& s, const AnswerTiming&) { experts_->setStatistics(s); });
   connect(c, &SessionController::sweepReady, this, [this](const analysis::SweepOutcome& s, const AnswerTiming&) {
@@ -349,27 +361,24 @@ void MainWindow::connectController() {
     statusBar()->showMessage(tr("Saved %1 (%2 images)").arg(path).arg(images), 8000);
   });
   connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
-  connect(c, &SessionController::jobFailed, this, [this](const QString& task, const QString& message) {
-    if (task == QLatin1String("open")) {
-      experts_->setMessage(tr("<b style='color:#c62828'>Analysis unavailable:</b> %1").arg(message.toHtmlEscaped()));
-      statusLabel_->setText(tr("Analysis unavailable — %1").arg(message));
-      lastError_ = message;
-      Q_EMIT analysisFailed(message);
-      showError(tr("Cannot analyse this model"), message);
-      return;
-    }
-    showError(tr("The %1 job failed").arg(task), message);
+  connect(c, &SessionController::openFailed, this, [this](const QString& message) {
+    experts_->setMessage(tr("<b style='color:#c62828'>Analysis unavailable:</b> %1").arg(message.toHtmlEscaped()));
+    statusLabel_->setText(tr("Analysis unavailable — %1").arg(message));
+    lastError_ = message;
+    Q_EMIT analysisFailed(message);
+    showError(tr("Cannot analyse this model"), message);
   });
-  connect(c, &SessionController::jobCancelled, this, [this](const QString& task) {
-    statusBar()->showMessage(tr("Cancelled: %1").arg(task), 6000);
-    if (task == QLatin1String("open")) {  // replace "Opening …", which would otherwise stay
-      experts_->setMessage(model::vit_mlp_block(analysedLayer_.toStdString())
-                               ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a ViT block's "
-                                    "analysis is not cached: it starts from the first image).</i>")
-                               : tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
-                                    "is kept in the cache.</i>"));
-      statusLabel_->setText(tr("%1 · analysis cancelled").arg(QFileInfo(currentPath_).fileName()));
-    }
+  connect(c, &SessionController::openCancelled, this, [this] {
+    // Replace "Opening …", which would otherwise stay.
+    experts_->setMessage(model::vit_mlp_block(analysedLayer_.toStdString())
+                             ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a ViT block's "
+                                  "analysis is not cached: it starts from the first image).</i>")
+                             : tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
+                                  "is kept in the cache.</i>"));
+    statusLabel_->setText(tr("%1 · analysis cancelled").arg(QFileInfo(currentPath_).fileName()));
+  });
+  connect(c, &SessionController::jobFailed, this, [this](const QString& task, const QString& message) {
+    showError(tr("%1 failed").arg(task), message);
   });
 
   connect(experts_, &ExpertsPage::statisticsWanted, this, [this](qint64 mode, double threshold) {
@@ -492,18 +501,6 @@ void MainWindow::setErrorDialogsEnabled(bool enabled) {
 void MainWindow::setBiasDataSpecs(const QString& testSpec, const QString& trainSpec) {
   biasTestSpec_ = testSpec;
   biasTrainSpec_ = trainSpec;
-}
-
-void MainWindow::connectWorker(WorkerQueue* worker) {
-  workers_.push_back(worker);
-  connect(worker, &WorkerQueue::progress, this, &MainWindow::onProgress);
-  connect(worker, &WorkerQueue::busyChanged, this, &MainWindow::onBusyChanged);
-  connect(cancelAction_, &QAction::triggered, worker, &WorkerQueue::cancel);
-  connect(worker, &WorkerQueue::failed, this, [this](const QString& task, const QString& message) {
-    statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
-  });
-  connect(worker, &WorkerQueue::cancelled, this,
-          [this](const QString& task) { statusBar()->showMessage(tr("%1 cancelled").arg(task), 5000); });
 }
 
 void MainWindow::pageFailedToOpen(const QString& message) {
@@ -651,23 +648,15 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
 }
 
 void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, double eta) {
-  const QString what = task == QLatin1String("extract") ? tr("Extracting")
-                      : task == QLatin1String("block")  ? tr("Images through the ViT")
-                      : task == QLatin1String("sweep")  ? tr("Sweep")
-                      : task == QLatin1String("bias")   ? tr("Computing coefficients")
-                                                        : task;
   progressBar_->setRange(0, static_cast<int>(std::max<qint64>(total, 1)));
   progressBar_->setValue(static_cast<int>(done));
-  progressBar_->setFormat(QStringLiteral("%1 %p%").arg(what));
+  progressBar_->setFormat(QStringLiteral("%1 %p%").arg(task));
   progressLabel_->setText(eta >= 0 && done < total ? tr("ETA %1").arg(durationText(eta)) : QString());
   progressLabel_->setVisible(!progressLabel_->text().isEmpty());
   progressBar_->show();
 }
 
-void MainWindow::onBusyChanged(bool) {
-  // Four queues share the progress bar and Cancel: the first to finish must not clear them.
-  bool busy = controller_->isBusy();
-  for (auto* worker : workers_) busy = busy || worker->isBusy();
+void MainWindow::onBusyChanged(bool busy) {
   cancelAction_->setEnabled(busy);
   cancelButton_->setVisible(busy);
   if (!busy) {
@@ -887,8 +876,7 @@ void MainWindow::restoreLayout() {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
   saveLayout();
-  controller_->cancel();
-  for (auto* worker : workers_) worker->cancel();
+  monitor_->cancelAll();
   QMainWindow::closeEvent(event);
 }
 

@@ -9,8 +9,9 @@
 //   * Compare  — mean polysemanticity vs N across several models (ModelComparisonPage).
 // Multi-label models open on the Bias page and GPTs on the Tokens page (the expert analysis of
 // the Experts/Ablation pages is for multi-class classifiers; those pages then say so).
-// Everything heavy goes through the SessionController (one worker thread, progress with ETA
-// and cancel in the status bar); answers already in the cache appear at once. Settings, window
+// Everything heavy runs as jobs on the pages' WorkerQueues (the Experts and Ablation pages' on
+// the SessionController's), all tracked by one JobMonitor: progress with ETA and Cancel (Esc)
+// in the status bar; answers already in the cache appear at once. Settings, window
 // layout and recent files persist (QSettings).
 #pragma once
 
@@ -40,7 +41,7 @@ class BiasPage;
 class TokenPage;
 class SteeringPage;
 class ModelComparisonPage;
-class WorkerQueue;
+class JobMonitor;
 class ExpertsPage;
 class ModelOverviewModel;
 class SessionController;
@@ -155,6 +156,7 @@ class MainWindow : public QMainWindow {
   QString analysedLayer_;  ///< the layer the last analysis was started for ("" = the only one)
   bool errorDialogs_ = true;
   SessionController* controller_ = nullptr;
+  JobMonitor* monitor_ = nullptr;  ///< every page's queue: busy state, progress, ETA, Cancel
   ThumbnailStore* thumbnails_ = nullptr;
   ModelOverviewModel* overview_ = nullptr;
   QTableView* table_ = nullptr;
@@ -188,10 +190,8 @@ class MainWindow : public QMainWindow {
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;
   void startBias();
-  void connectWorker(WorkerQueue* worker);
   /// The Bias or Tokens page could not open its session (the page shows why).
   void pageFailedToOpen(const QString& message);
-  QVector<WorkerQueue*> workers_;  ///< the pages' queues (besides the controller's)
   analysis::ClassAccuracy accuracy_;
   QStringList classNames_;
 };

@@ -3,7 +3,6 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QTimer>
-#include <QtConcurrent/QtConcurrentRun>
 
 #include <algorithm>
 #include <exception>
@@ -13,6 +12,7 @@
 #include "analysis/vit_block_analysis.h"
 #include "io/errors.h"
 #include "thumbnail_store.h"
+#include "worker_queue.h"
 
 namespace mumoe::ui {
 
@@ -64,100 +64,74 @@ QImage toQImage(int64_t height, int64_t width, int64_t channels, const uint8_t* 
   return image;
 }
 
-SessionController::SessionController(QObject* parent) : QObject(parent), slot_(std::make_shared<Slot>()) {
-  pool_.setMaxThreadCount(1);  // the session is not thread-safe: one job at a time, in order
-  pool_.setExpiryTimeout(-1);
+SessionController::SessionController(QObject* parent)
+    : QObject(parent), worker_(new WorkerQueue(this)), slot_(std::make_shared<Slot>()) {
+  connect(worker_, &WorkerQueue::progress, this, &SessionController::progress);
+  connect(worker_, &WorkerQueue::busyChanged, this, &SessionController::busyChanged);
 }
 
 SessionController::~SessionController() {
-  cancel();
-  pool_.waitForDone();
+  worker_->shutdown();
   // The session dies here, on the GUI thread, after the worker let go of it.
   slot_->reset();
 }
 
+bool SessionController::isBusy() const { return worker_->isBusy(); }
+
 void SessionController::submit(const QString& task, Job job, JobFlags flags) {
-  if (flags.needsSession && !hasSession_) {
+  if (!hasSession_) {
     Q_EMIT jobFailed(task, tr("No data set is analysed yet: open a model and a data set first."));
     return;
   }
-  const int epoch = cancelEpoch_.load();
-  const int generation = generation_;
-  ++pending_;
-  if (flags.visible && ++visiblePending_ == 1) Q_EMIT busyChanged(true);
-  auto slot = slot_;
-  QElapsedTimer clock;
-  clock.start();
-  auto run = [this, slot, job = std::move(job), task, epoch, generation, flags, clock] {
-    const std::function<bool()> cancelled = [this, epoch] { return cancelEpoch_.load() != epoch; };
-    Deliver deliver;
-    try {
-      if (flags.cancellable && cancelled()) throw Cancelled();
-      deliver = job(*slot, cancelled);
-    } catch (const Cancelled&) {
-      deliver = [this, task](double) { Q_EMIT jobCancelled(task); };
-    } catch (const std::exception& e) {
-      const QString message = QString::fromUtf8(e.what());
-      deliver = [this, task, message](double) { Q_EMIT jobFailed(task, message); };
-    } catch (...) {
-      deliver = [this, task](double) { Q_EMIT jobFailed(task, tr("unknown error")); };
-    }
-    QMetaObject::invokeMethod(
-        this,
-        [this, deliver = std::move(deliver), generation, flags, clock] {
-          if (generation == generation_ && deliver) deliver(static_cast<double>(clock.nsecsElapsed()) / 1e6);
-          jobDone(flags.visible);
-        },
-        Qt::QueuedConnection);
-  };
-  (void)QtConcurrent::run(&pool_, std::move(run));
+  WorkerQueue::Handlers handlers;
+  handlers.failed = [this, task](const QString& message) { Q_EMIT jobFailed(task, message); };
+  handlers.cancelled = [this, task] { Q_EMIT jobCancelled(task); };
+  worker_->submit(
+      task, [slot = slot_, job = std::move(job)](const std::function<bool()>& cancelled) { return job(*slot, cancelled); },
+      flags.cancellable, flags.visible, std::move(handlers));
 }
 
-void SessionController::jobDone(bool visible) {
-  --pending_;
-  if (visible && --visiblePending_ == 0) Q_EMIT busyChanged(false);
-}
-
-void SessionController::postProgress(const QString& task, qint64 done, qint64 total, double eta) {
-  QMetaObject::invokeMethod(
-      this, [this, task, done, total, eta] { Q_EMIT progress(task, done, total, eta); }, Qt::QueuedConnection);
+void SessionController::forgetSession() {
+  cancel();
+  worker_->invalidate();  // answers of the old session's jobs still running are dropped
+  hasSession_ = false;
+  info_ = SessionInfo{};
+  imageErrorReported_ = false;
+  imagesAsked_.clear();
+  imageQueue_.clear();
 }
 
 void SessionController::close() {
-  cancel();
-  ++generation_;  // answers of the old session's jobs still running are dropped
-  hasSession_ = false;
-  info_ = SessionInfo{};
-  imageErrorReported_ = false;
-  imagesAsked_.clear();
-  imageQueue_.clear();
-  submit(
-      QStringLiteral("close"), [](Slot& slot, const std::function<bool()>&) -> Deliver {
-        slot.reset();
+  forgetSession();
+  worker_->submit(
+      tr("Closing"),
+      [slot = slot_](const std::function<bool()>&) -> WorkerQueue::Deliver {
+        slot->reset();
         return {};
       },
-      JobFlags{false, false, false});
+      false, false);
 }
 
 void SessionController::open(const QString& modelPath, const QString& dataSpec, const QString& layer) {
-  cancel();  // what runs belongs to the old session
-  ++generation_;
-  hasSession_ = false;
-  info_ = SessionInfo{};
-  imageErrorReported_ = false;
-  imagesAsked_.clear();
-  imageQueue_.clear();
+  forgetSession();  // what runs belongs to the old session
   analysis::SessionOptions options;
   options.model_path = modelPath.toStdString();
   options.data_spec = dataSpec.toStdString();
   options.layer = layer.toStdString();
   options.cache_path = cachePath_.toStdString();
-  submit(
-      QStringLiteral("open"),
-      [this, options](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+  submitOpen(options);
+}
+
+void SessionController::submitOpen(const analysis::SessionOptions& options) {
+  WorkerQueue::Handlers handlers;
+  handlers.failed = [this](const QString& message) { Q_EMIT openFailed(message); };
+  handlers.cancelled = [this] { Q_EMIT openCancelled(); };
+  worker_->submit(
+      tr("Opening"),
+      [this, options, slot = slot_](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
         QElapsedTimer clock;
         clock.start();
-        slot.reset();
+        slot->reset();
         SessionInfo info;
         info.modelPath = QString::fromStdString(options.model_path);
         info.dataSpec = QString::fromStdString(options.data_spec);
@@ -167,8 +141,9 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           // Where the kept streams of every image would not fit (4 GB), the first images that do.
           analysis::VitBlockOptions blockOptions;
           blockOptions.fit_in_memory = true;
+          const QString task = tr("Images through the ViT");
           auto block = VitBlockAnalysis::open(options, blockOptions, [&](int64_t done, int64_t total) {
-            postProgress(QStringLiteral("block"), done, total, -1);
+            worker_->postProgress(task, done, total, -1);
             return !cancelled();
           });
           info.extractedNow = true;
@@ -181,13 +156,14 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           info.accuracy = block->accuracy_before();
           info.patchGrid = block->grid();
           info.sweepIsCheap = block->class_tokens_only();
-          slot.block = std::move(block);
+          slot->block = std::move(block);
         } else {
           analysis::ExtractionSummary extraction;
+          const QString task = tr("Extracting");
           auto session = AnalysisSession::open_extracted(
               options,
               [&](const analysis::ExtractionProgress& p) {
-                postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
+                worker_->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
                 return !cancelled();
               },
               &extraction);
@@ -201,7 +177,7 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           info.accuracy = session->accuracy();
           info.cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
           if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
-          slot.session = std::move(session);
+          slot->session = std::move(session);
         }
         info.openSeconds = secondsSince(clock);
         return [this, info](double) {
@@ -210,11 +186,11 @@ void SessionController::open(const QString& modelPath, const QString& dataSpec, 
           Q_EMIT sessionOpened(info_);
         };
       },
-      JobFlags{false, true, true});
+      true, true, std::move(handlers));
 }
 
 void SessionController::requestStatistics(qint64 mode, double threshold) {
-  submit(QStringLiteral("statistics"), [this, mode, threshold](Slot& slot, const std::function<bool()>&) -> Deliver {
+  submit(tr("Statistics"), [this, mode, threshold](Slot& slot, const std::function<bool()>&) -> Deliver {
     if (slot.block) {
       checkBlockMode(*slot.block, mode);
       QElapsedTimer clock;
@@ -232,7 +208,7 @@ void SessionController::requestStatistics(qint64 mode, double threshold) {
 }
 
 void SessionController::requestGallery(const analysis::GalleryRequest& request) {
-  submit(QStringLiteral("gallery"), [this, request](Slot& slot, const std::function<bool()>&) -> Deliver {
+  submit(tr("Gallery"), [this, request](Slot& slot, const std::function<bool()>&) -> Deliver {
     if (slot.block) {
       QElapsedTimer clock;
       clock.start();
@@ -252,7 +228,7 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
   std::vector<int64_t> list(experts.begin(), experts.end());
   std::sort(list.begin(), list.end());
   list.erase(std::unique(list.begin(), list.end()), list.end());
-  submit(QStringLiteral("ablation"), [this, mode, list](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+  submit(tr("Ablation"), [this, mode, list](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
     if (slot.block) {
       checkBlockMode(*slot.block, mode);
       QElapsedTimer clock;
@@ -270,9 +246,10 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
 }
 
 void SessionController::requestSweep(qint64 mode) {
-  submit(QStringLiteral("sweep"), [this, mode](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+  submit(tr("Sweep"), [this, mode](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+    const QString task = tr("Sweep");
     const auto progress = [&](int64_t done, int64_t total) {
-      postProgress(QStringLiteral("sweep"), done, total, -1);
+      worker_->postProgress(task, done, total, -1);
       return !cancelled();
     };
     if (slot.block) {
@@ -293,7 +270,7 @@ void SessionController::requestSweep(qint64 mode) {
 
 void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
   submit(
-      QStringLiteral("coefficients"),
+      tr("Coefficients"),
       [this, mode, sample](Slot& slot, const std::function<bool()>&) -> Deliver {
         // A ViT block's images count by their strongest patch: its image run has one mode.
         const auto& run = slot.block ? slot.block->image_run() : slot.get().run();
@@ -301,12 +278,12 @@ void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
         const QVector<double> dense(row.begin(), row.end());
         return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
       },
-      JobFlags{true, false, false});
+      JobFlags{false, false});
 }
 
 void SessionController::exportGallery(const QString& path, const analysis::Gallery& gallery) {
   submit(
-      QStringLiteral("export gallery"),
+      tr("Exporting the gallery"),
       [this, path, gallery](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
         std::function<analysis::SampleImage(const analysis::GalleryItem&)> imageOf;
         std::vector<std::string> classNames;
@@ -328,14 +305,14 @@ void SessionController::exportGallery(const QString& path, const analysis::Galle
         analysis::write_gallery_sheet(  // atomic; names the path on failure
             path.toStdString(), gallery, classNames,
             [&](const analysis::GalleryItem& item) {
-              if (++drawn % 256 == 0) postProgress(QStringLiteral("export gallery"), drawn, total, -1);
+              if (++drawn % 256 == 0) worker_->postProgress(tr("Exporting the gallery"), drawn, total, -1);
               return imageOf(item);
             },
             source, cancelled);
         const int count = static_cast<int>(total);
         return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
       },
-      JobFlags{true, true, true});
+      JobFlags{true, true});
 }
 
 void SessionController::requestImages(const QVector<qint64>& samples) {
@@ -356,7 +333,7 @@ void SessionController::flushImageRequests() {
   if (imageQueue_.isEmpty() || !hasSession_) return;
   const QVector<qint64> batch = std::exchange(imageQueue_, {});
   submit(
-      QStringLiteral("images"),
+      tr("Images"),
       [this, batch](Slot& slot, const std::function<bool()>&) -> Deliver {
         QHash<qint64, QImage> images;
         QString error;
@@ -377,18 +354,18 @@ void SessionController::flushImageRequests() {
           Q_EMIT imagesReady(images);
           if (!error.isEmpty() && !imageErrorReported_) {
             imageErrorReported_ = true;  // once per session, not once per painted page
-            Q_EMIT jobFailed(QStringLiteral("images"), error);
+            Q_EMIT jobFailed(tr("Images"), error);
           }
         };
       },
-      JobFlags{true, false, false});
+      JobFlags{false, false});
 }
 
-void SessionController::cancel() { ++cancelEpoch_; }
+void SessionController::cancel() { worker_->cancel(); }
 
 void SessionController::waitForIdle() {
-  while (pending_ > 0 || imageFlushScheduled_) {
-    pool_.waitForDone();
+  while (worker_->pending() > 0 || imageFlushScheduled_) {
+    worker_->waitForIdle();
     QCoreApplication::sendPostedEvents(this);
     QCoreApplication::processEvents();
   }

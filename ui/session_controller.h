@@ -1,18 +1,19 @@
 // SessionController: the one owner of the analysis session (core/analysis/analysis_session.h)
-// in the GUI, and the job runner that keeps the GUI thread free of model work.
+// in the GUI: it turns the Experts and Ablation pages' requests into jobs on its WorkerQueue
+// (the GUI's one job runner, worker_queue.h) and announces their typed answers.
 //
-// Threads: every call into the AnalysisSession runs on one private worker thread (a QThreadPool
-// with a single thread, through QtConcurrent::run), so the session — which is not thread-safe —
-// is only ever touched by one thread at a time, and jobs run in the order they were asked for.
-// Results come back to the GUI thread as queued calls and are announced by the signals below;
-// every public method returns at once.
+// Threads: every call into the AnalysisSession runs on the queue's worker thread, so the
+// session — which is not thread-safe — is only ever touched by one thread at a time, and jobs
+// run in the order they were asked for. Answers come back to the GUI thread and are announced
+// by the signals below; every public method returns at once.
 //
-// Cancel: cancel() stops the running and the queued jobs. Long jobs (opening with extraction, the
-// sweep) poll the cancel flag in the core's progress callbacks, which then throw
-// mumoe::Cancelled; jobCancelled() says so. Opening another model also cancels what runs.
+// Cancel: cancel() stops the running and the queued jobs (as does the main window's JobMonitor,
+// which tracks worker()). Long jobs (opening with extraction, the sweep) poll the cancel flag in
+// the core's progress callbacks, which then throw mumoe::Cancelled. Opening another model also
+// cancels what runs.
 //
-// Staleness: each session gets a generation number; answers of a session that was replaced in
-// the meantime are dropped, so a view never shows numbers of the wrong model.
+// Staleness: opening or closing invalidates the queue; answers of a session that was replaced
+// in the meantime are dropped, so a view never shows numbers of the wrong model.
 //
 // Torch-free (the core's public analysis headers are plain C++).
 #pragma once
@@ -23,10 +24,8 @@
 #include <QObject>
 #include <QString>
 #include <QStringList>
-#include <QThreadPool>
 #include <QVector>
 
-#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -36,10 +35,13 @@
 
 namespace mumoe::analysis {
 class AnalysisSession;
+struct SessionOptions;
 class VitBlockAnalysis;
 }
 
 namespace mumoe::ui {
+
+class WorkerQueue;
 
 /// What the GUI knows about an open session (copied out of the session once, on the worker).
 struct SessionInfo {
@@ -90,9 +92,10 @@ class SessionController : public QObject {
   QString cachePath() const { return cachePath_; }
 
   /// Opens model + data (+ layer, "" = the only μMoE layer) on the worker and extracts what the
-  /// cache lacks, with progress. sessionOpened() or jobFailed("open", …) follows. A layer that
+  /// cache lacks, with progress. sessionOpened(), openFailed() or openCancelled() follows. A layer that
   /// names a ViT block's μMoE MLP ("blocks.L.mlp") opens a VitBlockAnalysis instead (its baseline
-  /// pass reported as task "block"): every request below then answers for that block's experts.
+  /// pass reported as "Images through the ViT"): every request below then answers for that
+  /// block's experts.
   void open(const QString& modelPath, const QString& dataSpec, const QString& layer = {});
   bool hasSession() const { return hasSession_; }
   const SessionInfo& info() const { return info_; }
@@ -118,9 +121,11 @@ class SessionController : public QObject {
 
   /// Stops the running job and drops the queued ones.
   void cancel();
-  bool isBusy() const { return visiblePending_ > 0; }
+  bool isBusy() const;
   /// Blocks until every queued job has finished and its answer is delivered (tests, shutdown).
   void waitForIdle();
+  /// The queue the session's jobs run on (for the JobMonitor: progress, busy state, cancel).
+  WorkerQueue* worker() const { return worker_; }
 
  Q_SIGNALS:
   void sessionOpened(const mumoe::ui::SessionInfo& info);
@@ -131,9 +136,14 @@ class SessionController : public QObject {
   void coefficientsReady(qint64 mode, qint64 sample, const QVector<double>& coefficients);
   void imagesReady(const QHash<qint64, QImage>& images);
   void galleryExported(const QString& path, int images);
-  /// Progress of a long job; etaSeconds < 0 when unknown.
+  /// Progress of a long job (`task` is its display name); etaSeconds < 0 when unknown. The same
+  /// as worker()'s.
   void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);
   void busyChanged(bool busy);
+  /// Opening the session failed (the message names the file and the problem) or was cancelled.
+  void openFailed(const QString& message);
+  void openCancelled();
+  /// Any other request failed or was cancelled (`task` is its display name: "Ablation", …).
   void jobFailed(const QString& task, const QString& message);
   void jobCancelled(const QString& task);
 
@@ -144,22 +154,18 @@ class SessionController : public QObject {
   /// Runs on the worker; `cancelled` polls the cancel flag. Throws to fail the job.
   using Job = std::function<Deliver(Slot& slot, const std::function<bool()>& cancelled)>;
   struct JobFlags {
-    bool needsSession = true;
     bool cancellable = true;  ///< dropped by cancel() when still queued
     bool visible = true;      ///< counts for busyChanged (the progress bar)
   };
+  /// A request to the open session: refused at once (jobFailed) when none is open.
   void submit(const QString& task, Job job, JobFlags flags);
-  void submit(const QString& task, Job job) { submit(task, std::move(job), JobFlags()); }
-  void postProgress(const QString& task, qint64 done, qint64 total, double eta);
+  void submit(const QString& task, Job job) { submit(task, std::move(job), JobFlags{true, true}); }
+  void submitOpen(const analysis::SessionOptions& options);
+  void forgetSession();
   void flushImageRequests();
-  void jobDone(bool visible);
 
-  QThreadPool pool_;
+  WorkerQueue* worker_ = nullptr;
   std::shared_ptr<Slot> slot_;
-  std::atomic<int> cancelEpoch_{0};
-  int generation_ = 0;
-  int pending_ = 0;
-  int visiblePending_ = 0;
   bool hasSession_ = false;
   bool imageErrorReported_ = false;
   SessionInfo info_;

@@ -168,7 +168,7 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
   const auto path = gptModelPath.toStdString();
   // Reading the header is quick and not worth a progress bar; its errors are the page's to show.
   worker_->submit(
-      QStringLiteral("Reading the GPT"),
+      tr("Reading the GPT"),
       [this, path, generation](const std::function<bool()>&) -> WorkerQueue::Deliver {
         try {
           const auto summary = analysis::describe_gpt(path);
@@ -254,7 +254,7 @@ void SteeringPage::generate() {
   auto engine = engine_;
   auto* queue = worker_;
   worker_->submit(
-      QStringLiteral("Steering"),
+      tr("Steering"),
       [this, engine, queue, request, layer, model, data, cache, generation](
           const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
         if (!engine->session || engine->model != model || engine->data != data || engine->cache != cache ||

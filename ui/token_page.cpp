@@ -259,7 +259,10 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
               "to next-token prediction.</p>"));
 
   connect(layer_, &QComboBox::currentIndexChanged, this, [this] { openLayer(); });
-  connect(experts_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] { requestGallery(); });
+  connect(experts_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this] {
+    requestGallery();
+    if (hasSession_ && currentExpert() >= 0) Q_EMIT expertSelected(blockIndex_, currentExpert());
+  });
   connect(experts_, &QTableWidget::cellDoubleClicked, this, [this](int row) {
     if (auto* it = experts_->item(row, 0)) ablate(it->data(Qt::UserRole).toLongLong());
   });
@@ -287,7 +290,7 @@ void TokenPage::showNote(const QString& html) {
   hasSession_ = false;
   // Release the session and its arrays (the model open now is of another kind).
   auto slot = slot_;
-  worker_->submit(QStringLiteral("close"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Closing"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
     slot->session.reset();
     return {};
   }, /*cancellable=*/false, /*visible=*/false);
@@ -333,12 +336,12 @@ void TokenPage::openLayer() {
     note_->setText(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
     stack_->setCurrentIndex(0);
   };
-  worker_->submit(QStringLiteral("tokens"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Opening the token view"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
     slot->session.reset();
     auto session = analysis::TextAnalysisSession::open_extracted(options, [&](const analysis::ExtractionProgress& p) {
-      worker_->postProgress(QStringLiteral("extract"), p.samples_done, p.samples_total, p.eta_seconds);
+      worker_->postProgress(tr("Extracting tokens"), p.samples_done, p.samples_total, p.eta_seconds);
       return !cancelled();
     });
     const QString cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
@@ -347,10 +350,12 @@ void TokenPage::openLayer() {
     for (const auto& e : statistics.experts) rows.push_back({e.load, e.support, e.mean_coefficient});
     const QString identity = QString::fromStdString(session->eval_set().identity);
     const qint64 tokenCount = statistics.samples;
+    const int blockIndex = static_cast<int>(session->layer_index());
     slot->session = std::move(session);
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-    return [this, rows, identity, tokenCount, seconds, cacheNote](double) {
+    return [this, rows, identity, tokenCount, seconds, cacheNote, blockIndex](double) {
       hasSession_ = true;
+      blockIndex_ = blockIndex;
       if (!cacheNote.isEmpty()) showErrorDialog(tr("Analysis cache: %1").arg(cacheNote));
       header_->setText(tr("<b>%1</b> · %2 · %3 tokens of %4 · ready in %5 s")
                            .arg(QFileInfo(modelPath_).fileName().toHtmlEscaped(), layer_->currentText().toHtmlEscaped())
@@ -402,7 +407,7 @@ void TokenPage::requestGallery() {
   request.count = 40;
   request.seed = seed_;
   auto slot = slot_;
-  worker_->submit(QStringLiteral("token gallery"), [this, slot, request](const std::function<bool()>&) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Token gallery"), [this, slot, request](const std::function<bool()>&) -> WorkerQueue::Deliver {
     auto answer = slot->get().gallery(request);
     return [this, gallery = answer.value, fromCache = answer.from_cache](double ms) {
       if (gallery.request.expert != currentExpert()) return;  // a newer selection follows
@@ -427,9 +432,9 @@ void TokenPage::ablate(qint64 expert) {
     ablation_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
   };
   ablationEndings.cancelled = [this] { ablation_->setText(tr("<i>Ablation cancelled.</i>")); };
-  worker_->submit(QStringLiteral("token ablation"), [this, slot, expert](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  worker_->submit(tr("Token ablation"), [this, slot, expert](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     auto answer = slot->get().ablate({expert}, analysis::AblationMethod::Sparse, false, [&](int64_t done, int64_t total) {
-      worker_->postProgress(QStringLiteral("ablation"), done, total);
+      worker_->postProgress(tr("Token ablation"), done, total);
       return !cancelled();
     });
     return [this, report = answer.value, fromCache = answer.from_cache](double ms) {

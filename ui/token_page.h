@@ -86,6 +86,9 @@ class TokenPage : public QWidget {
   void failed(const QString& task, const QString& message);
   /// Opening the layer (extraction included) failed: the page shows why instead of the view.
   void openFailed(const QString& message);
+  /// The expert shown now (at opening: the most loaded one) of the GPT block `block` (its index
+  /// among the GPT's blocks): the Steering page follows it.
+  void expertSelected(int block, qint64 expert);
 
  private:
   struct Slot;
@@ -99,6 +102,7 @@ class TokenPage : public QWidget {
   bool hasSession_ = false;
   bool errorDialogs_ = true;
   bool hasAblation_ = false;
+  int blockIndex_ = -1;  ///< the open layer's index among the GPT's blocks
   analysis::LmAblationReport ablationReport_;
   uint64_t seed_ = 0;
 

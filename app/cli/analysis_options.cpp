@@ -43,6 +43,17 @@ void report_repair(const cache::CacheCheckReport& report, const std::string& cac
               << "\n";
 }
 
+/// The CLI's steps between opening and extracting: warn about a set-aside cache file before a
+/// long extraction, and --recompute.
+analysis::OpenSteps open_steps(const AnalysisCliOptions& o, const std::string& cache_option) {
+  analysis::OpenSteps steps;
+  steps.cache_opened = report_cache_opening;
+  steps.recompute = o.recompute;
+  const auto cache_path = cache_option.empty() ? cache::default_cache_path() : cache_option;
+  steps.recomputed = [cache_path, quiet = o.quiet](const cache::CacheCheckReport& r) { report_repair(r, cache_path, quiet); };
+  return steps;
+}
+
 }  // namespace
 
 bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet) {
@@ -65,14 +76,13 @@ std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, 
   catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
-  auto session = analysis::AnalysisSession::open(o.session);
-  report_cache_opening(session->cache_report());
-  if (o.recompute) report_repair(session->recompute(), session->cache_path(), o.quiet);
-  const auto s = session->extract([&](const analysis::ExtractionProgress& p) {
-    return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds, o.quiet);
-  });
-  if (summary) *summary = s;
-  return session;
+  return analysis::AnalysisSession::open_extracted(
+      o.session,
+      [&](const analysis::ExtractionProgress& p) {
+        return report_progress("extracting", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
+                               o.quiet);
+      },
+      summary, open_steps(o, o.session.cache_path));
 }
 
 std::vector<io::NamedInput> analysis_inputs(const AnalysisCliOptions& o) {
@@ -109,15 +119,19 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
   t.cache_path = o.session.cache_path;
   t.device = o.session.device;
   t.max_sequences = text.max_sequences;
-  auto session = analysis::TextAnalysisSession::open(t);
-  report_cache_opening(session->cache_report());
-  if (o.recompute) report_repair(session->recompute(), session->cache_path(), o.quiet);
-  if (extract)
-    session->extract([&](const analysis::ExtractionProgress& p) {
-      return report_progress("extracting tokens", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
-                             o.quiet);
-    });
-  return session;
+  if (!extract) {  // a question that needs no coefficients (the model's own text)
+    auto session = analysis::TextAnalysisSession::open(t);
+    report_cache_opening(session->cache_report());
+    if (o.recompute) report_repair(session->recompute(), session->cache_path(), o.quiet);
+    return session;
+  }
+  return analysis::TextAnalysisSession::open_extracted(
+      t,
+      [&](const analysis::ExtractionProgress& p) {
+        return report_progress("extracting tokens", p.samples_done, p.samples_total, p.elapsed_seconds,
+                               p.eta_seconds, o.quiet);
+      },
+      nullptr, open_steps(o, t.cache_path));
 }
 
 void BlockCliOptions::add_to(CLI::App* app) {

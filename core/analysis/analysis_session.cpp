@@ -97,12 +97,9 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(impl)));
 }
 
-std::unique_ptr<AnalysisSession> AnalysisSession::open_extracted(const SessionOptions& options,
-                                        const ExtractionCallback& progress, ExtractionSummary* summary) {
-  auto session = open(options);
-  const auto done = session->extract(progress);
-  if (summary) *summary = done;
-  return session;
+std::unique_ptr<AnalysisSession> AnalysisSession::open_extracted(const SessionOptions& options, const ExtractionCallback& progress,
+                                                   ExtractionSummary* summary, const OpenSteps& steps) {
+  return open_then_extract<AnalysisSession>(options, progress, summary, steps);
 }
 
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,33 @@ struct SampleImage {
   bool empty() const { return pixels.empty(); }
 };
 
+/// What open_extracted does and tells between opening and extracting: a front end reports the
+/// cache's state before a long extraction starts (the CLI's warnings), and --recompute repairs
+/// before anything is read.
+struct OpenSteps {
+  /// Drop this run's stored answers and damaged chunks before extracting (recompute()).
+  bool recompute = false;
+  /// Called once the cache is open, before any work (cache::opening_note says it in words).
+  std::function<void(const cache::CacheOpenReport&)> cache_opened;
+  /// Called with what recompute() dropped and repaired (only when `recompute`).
+  std::function<void(const cache::CacheCheckReport&)> recomputed;
+};
+
+/// open_extracted for either session type: open, report the cache, repair, extract.
+template <typename Session, typename Options>
+std::unique_ptr<Session> open_then_extract(const Options& options, const ExtractionCallback& progress,
+                                           ExtractionSummary* summary, const OpenSteps& steps) {
+  auto session = Session::open(options);
+  if (steps.cache_opened) steps.cache_opened(session->cache_report());
+  if (steps.recompute) {
+    const auto repaired = session->recompute();
+    if (steps.recomputed) steps.recomputed(repaired);
+  }
+  const auto done = session->extract(progress);
+  if (summary) *summary = done;
+  return session;
+}
+
 class AnalysisSession {
  public:
   /// Loads and checks the model and data and opens the cache. Throws FileError / UsageError.
@@ -58,10 +86,12 @@ class AnalysisSession {
   /// Opens and extracts in one call — what every front end does before it shows anything:
   /// open(), then extract() with `progress` (false cancels: Cancelled; what was stored stays
   /// valid) and its summary in `summary` (chunks_computed = 0: all from the cache). What the
-  /// cache file did on opening is cache_report() (cache::opening_note).
+  /// cache file did on opening is cache_report() (cache::opening_note), also told to
+  /// `steps.cache_opened` before the extraction; `steps.recompute` repairs first.
   static std::unique_ptr<AnalysisSession> open_extracted(const SessionOptions& options,
                                                          const ExtractionCallback& progress = {},
-                                                         ExtractionSummary* summary = nullptr);
+                                                         ExtractionSummary* summary = nullptr,
+                                                         const OpenSteps& steps = {});
   ~AnalysisSession();
   AnalysisSession(const AnalysisSession&) = delete;
   AnalysisSession& operator=(const AnalysisSession&) = delete;

@@ -105,6 +105,8 @@ Gallery gallery_from_json(const nlohmann::json& j) {
   return g;
 }
 
+const char* const kAccuracyDropReference = "unablated model: (accuracy before - after) / accuracy before, per class (relative drop)";
+
 nlohmann::json to_json(const AblationOutcome& o) {
   nlohmann::json j = {{"mode", o.mode},
                       {"experts", o.experts},
@@ -113,6 +115,7 @@ nlohmann::json to_json(const AblationOutcome& o) {
                       {"correct_after", o.after.correct},
                       {"count", o.after.count},
                       {"accuracy_drop", o.drop},
+                      {"accuracy_drop_reference", kAccuracyDropReference},
                       {"polysemanticity", o.polysemanticity},
                       {"has_effect", o.has_effect},
                       {"affected_samples", o.affected_samples},

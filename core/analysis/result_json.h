@@ -21,7 +21,10 @@ nlohmann::json to_json(const Gallery& g);
 Gallery gallery_from_json(const nlohmann::json& j);
 
 /// {expert (or experts), per_class_accuracy_after, accuracy_after, accuracy_drop,
-///  polysemanticity, has_effect, affected_samples, changed_predictions}
+///  accuracy_drop_reference, polysemanticity, has_effect, affected_samples, changed_predictions}.
+/// Every relative figure is against the unablated model on the same data; the JSON says so in
+/// accuracy_drop_reference (kAccuracyDropReference).
+extern const char* const kAccuracyDropReference;
 nlohmann::json to_json(const AblationOutcome& o);
 AblationOutcome ablation_outcome_from_json(const nlohmann::json& j);
 

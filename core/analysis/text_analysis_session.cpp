@@ -96,12 +96,9 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   return std::unique_ptr<TextAnalysisSession>(new TextAnalysisSession(std::move(impl)));
 }
 
-std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open_extracted(const TextSessionOptions& options,
-                                        const ExtractionCallback& progress, ExtractionSummary* summary) {
-  auto session = open(options);
-  const auto done = session->extract(progress);
-  if (summary) *summary = done;
-  return session;
+std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open_extracted(const TextSessionOptions& options, const ExtractionCallback& progress,
+                                                   ExtractionSummary* summary, const OpenSteps& steps) {
+  return open_then_extract<TextAnalysisSession>(options, progress, summary, steps);
 }
 
 

@@ -53,10 +53,12 @@ class TextAnalysisSession {
   /// Opens and extracts in one call — what every front end does before it shows anything:
   /// open(), then extract() with `progress` (false cancels: Cancelled; what was stored stays
   /// valid) and its summary in `summary` (chunks_computed = 0: all from the cache). What the
-  /// cache file did on opening is cache_report() (cache::opening_note).
+  /// cache file did on opening is cache_report() (cache::opening_note), also told to
+  /// `steps.cache_opened` before the extraction; `steps.recompute` repairs first.
   static std::unique_ptr<TextAnalysisSession> open_extracted(const TextSessionOptions& options,
                                                              const ExtractionCallback& progress = {},
-                                                             ExtractionSummary* summary = nullptr);
+                                                             ExtractionSummary* summary = nullptr,
+                                                             const OpenSteps& steps = {});
   ~TextAnalysisSession();
   TextAnalysisSession(const TextAnalysisSession&) = delete;
   TextAnalysisSession& operator=(const TextAnalysisSession&) = delete;

@@ -1,0 +1,139 @@
+// The GUI's one job runner (WorkerQueue) and the one monitor over all of them (JobMonitor): busy
+// state across queues (the first queue to finish does not clear it), one cancel for every
+// queue, typed per-job endings, stale answers dropped, and the ETA the monitor estimates when a
+// job gives none — checked against the arithmetic done by hand.
+#include <QSignalSpy>
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "io/errors.h"
+#include "job_monitor.h"
+#include "ui_test_registry.h"
+#include "worker_queue.h"
+
+using namespace mumoe;
+
+namespace {
+
+/// A job that runs until cancelled (or 20 s, so a broken cancel fails rather than hangs).
+ui::WorkerQueue::Job waitUntilCancelled(std::atomic<bool>& started) {
+  return [&started](const std::function<bool()>& cancelled) -> ui::WorkerQueue::Deliver {
+    started = true;
+    for (int i = 0; i < 2000; ++i) {
+      if (cancelled()) throw Cancelled();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return [](double) {};
+  };
+}
+
+}  // namespace
+
+class JobMonitorTest : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void etaIsTheRateSinceTheFirstReport() {
+    // 10 s for 100 of 1,000 items after the first report at 0: 900 left at 10 items/s.
+    QCOMPARE(ui::JobMonitor::estimateEta(10.0, 0, 100, 1000), 90.0);
+    // The rate counts from the first report's position, not from zero.
+    QCOMPARE(ui::JobMonitor::estimateEta(4.0, 200, 400, 1000), 12.0);
+    QVERIFY(ui::JobMonitor::estimateEta(3.0, 0, 0, 1000) < 0);      // nothing done yet
+    QVERIFY(ui::JobMonitor::estimateEta(3.0, 0, 1000, 1000) < 0);   // finished
+    QVERIFY(ui::JobMonitor::estimateEta(3.0, 0, 5, 0) < 0);         // no total
+    QVERIFY(ui::JobMonitor::estimateEta(0.0, 0, 5, 10) < 0);        // no time passed
+  }
+
+  void busyHoldsUntilTheLastQueueIsDoneAndCancelReachesEveryQueue() {
+    ui::WorkerQueue a, b;
+    ui::JobMonitor monitor;
+    monitor.track(&a);
+    monitor.track(&b);
+    QSignalSpy busy(&monitor, &ui::JobMonitor::busyChanged);
+    QSignalSpy cancelled(&monitor, &ui::JobMonitor::cancelled);
+    std::atomic<bool> startedA{false}, startedB{false};
+    bool handlerA = false, handlerB = false;
+    ui::WorkerQueue::Handlers ha, hb;
+    ha.cancelled = [&] { handlerA = true; };
+    hb.cancelled = [&] { handlerB = true; };
+    a.submit(QStringLiteral("Job A"), waitUntilCancelled(startedA), true, true, ha);
+    b.submit(QStringLiteral("Job B"), waitUntilCancelled(startedB), true, true, hb);
+    QCOMPARE(busy.count(), 1);  // one transition to busy, not one per queue
+    QVERIFY(monitor.isBusy());
+    QTRY_VERIFY(startedA && startedB);
+
+    // A quick job on a third queue that ends while the others run leaves the monitor busy.
+    ui::WorkerQueue c;
+    monitor.track(&c);
+    c.submit(QStringLiteral("Quick"), [](const std::function<bool()>&) -> ui::WorkerQueue::Deliver { return [](double) {}; });
+    c.waitForIdle();
+    QVERIFY(monitor.isBusy());
+    QCOMPARE(busy.count(), 1);
+
+    monitor.cancelAll();
+    QTRY_VERIFY_WITH_TIMEOUT(!monitor.isBusy(), 5000);
+    QCOMPARE(busy.count(), 2);
+    QCOMPARE(busy.last().first().toBool(), false);
+    QVERIFY(handlerA && handlerB);  // each job's own handler ran
+    QStringList tasks;
+    for (const auto& call : cancelled) tasks << call.first().toString();
+    tasks.sort();
+    QCOMPARE(tasks, (QStringList{QStringLiteral("Job A"), QStringLiteral("Job B")}));
+  }
+
+  void progressWithoutAnEtaGetsOneFromTheMonitor() {
+    ui::WorkerQueue queue;
+    ui::JobMonitor monitor;
+    monitor.track(&queue);
+    QSignalSpy progress(&monitor, &ui::JobMonitor::progress);
+    queue.submit(QStringLiteral("Counting"), [&queue](const std::function<bool()>&) -> ui::WorkerQueue::Deliver {
+      queue.postProgress(QStringLiteral("Counting"), 0, 100);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      queue.postProgress(QStringLiteral("Counting"), 50, 100);
+      queue.postProgress(QStringLiteral("Counting"), 60, 100, 7.5);  // the job's own ETA wins
+      return [](double) {};
+    });
+    queue.waitForIdle();
+    QCOMPARE(progress.count(), 3);
+    QVERIFY(progress.at(0).at(3).toDouble() < 0);  // nothing done yet: unknown
+    // Half done after ≥ 0.2 s since the first report: about as long again. Read from the
+    // monitor's own clock, which started when the first report reached the GUI thread (the
+    // three reports may arrive together): so only bounds, not the value.
+    const double eta = progress.at(1).at(3).toDouble();
+    QVERIFY2(eta >= 0 && eta < 5.0, qPrintable(QString::number(eta)));
+    QCOMPARE(progress.at(2).at(3).toDouble(), 7.5);
+  }
+
+  void failuresReachTheJobsHandlerAndStaleAnswersAreDropped() {
+    ui::WorkerQueue queue;
+    ui::JobMonitor monitor;
+    monitor.track(&queue);
+    QSignalSpy failed(&monitor, &ui::JobMonitor::failed);
+    QString seen;
+    ui::WorkerQueue::Handlers handlers;
+    handlers.failed = [&](const QString& message) { seen = message; };
+    queue.submit(
+        QStringLiteral("Reading"),
+        [](const std::function<bool()>&) -> ui::WorkerQueue::Deliver { throw UsageError("model.pth: truncated"); },
+        true, true, handlers);
+    queue.waitForIdle();
+    QCOMPARE(seen, QStringLiteral("model.pth: truncated"));
+    QCOMPARE(failed.count(), 1);
+    QCOMPARE(failed.first().at(0).toString(), QStringLiteral("Reading"));
+
+    bool delivered = false;
+    queue.submit(QStringLiteral("Old"), [&delivered](const std::function<bool()>&) -> ui::WorkerQueue::Deliver {
+      return [&delivered](double) { delivered = true; };
+    });
+    queue.invalidate();  // a replaced session: its answer must not arrive
+    queue.waitForIdle();
+    QVERIFY(!delivered);
+    QVERIFY(!monitor.isBusy());
+  }
+};
+
+MUMOE_UI_TEST(JobMonitorTest)
+#include "test_job_monitor.moc"
