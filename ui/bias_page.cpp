@@ -1,8 +1,8 @@
 #include "bias_page.h"
 
+#include <QAction>
 #include <QComboBox>
 #include <QDoubleSpinBox>
-#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -13,57 +13,26 @@
 #include <QPushButton>
 #include <QSlider>
 #include <QSplitter>
-#include <QStackedWidget>
 #include <QToolButton>
-#include <QAction>
 #include <QVBoxLayout>
 
 #include <cmath>
-#include <limits>
 
+#include "bias_controller.h"
 #include "bias_export_dialog.h"
 #include "bias_results_view.h"
-#include "io/errors.h"
+#include "note_stack.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
 
-struct BiasPage::Slot {
-  std::unique_ptr<editing::BiasSession> session;
-  editing::BiasSession& get() {
-    if (!session) throw UsageError("no bias session is open");
-    return *session;
-  }
-};
-
-namespace {
-
-QStringList toQStringList(const std::vector<std::string>& v) {
-  QStringList out;
-  for (const auto& s : v) out << QString::fromStdString(s);
-  return out;
-}
-
-}  // namespace
-
-BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
-  worker_ = new WorkerQueue(this);
+BiasPage::BiasPage(QWidget* parent) : QWidget(parent), controller_(new BiasController(this)) {
   // Undo / Redo of the core's edit stack: the page's buttons and the main window's Edit menu
   // (which gives them Ctrl+Z / Ctrl+Shift+Z from every page) share these two actions.
   undoAction_ = new QAction(tr("Undo"), this);
   redoAction_ = new QAction(tr("Redo"), this);
   connect(undoAction_, &QAction::triggered, this, &BiasPage::undoEdit);
   connect(redoAction_, &QAction::triggered, this, &BiasPage::redoEdit);
-  updateEditActions();
-  // Each job shows its own failure (WorkerQueue::Handlers); the signal is for observers.
-  connect(worker_, &WorkerQueue::failed, this, &BiasPage::failed);
-
-  note_ = new QLabel;
-  note_->setWordWrap(true);
-  note_->setTextFormat(Qt::RichText);
-  note_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  note_->setMargin(24);
-  note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
   auto* content = new QWidget;
   auto* split = new QSplitter(Qt::Horizontal);
@@ -81,20 +50,73 @@ BiasPage::BiasPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Sl
   contentLayout->setContentsMargins(6, 6, 6, 6);
   contentLayout->addWidget(header_);
   contentLayout->addWidget(split, 1);
-
-  stackWidget_ = new QStackedWidget;
-  stackWidget_->addWidget(note_);
-  stackWidget_->addWidget(content);
+  pages_ = new NoteStack(content);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(stackWidget_);
+  layout->addWidget(pages_);
+  connectController();
+  showStack();
   showNote(tr("<h3>Bias correction</h3><p>Open a <b>multi-label</b> model (one binary output per attribute, e.g. "
               "the bundled <code>biased-fmnist.mumoe.safetensors</code>) to correct the bias of one of its outputs "
               "against a subpopulation with an expert-conditional logit rewrite.</p>"));
 }
 
-BiasPage::~BiasPage() {
-  worker_->shutdown();  // the session dies with slot_ once the worker has let go of it
+BiasPage::~BiasPage() = default;  // the controller cancels and waits for its worker
+
+WorkerQueue* BiasPage::worker() const { return controller_->worker(); }
+bool BiasPage::hasSession() const { return controller_->hasSession(); }
+const editing::EditStack& BiasPage::coreStack() const { return controller_->stack(); }
+
+void BiasPage::connectController() {
+  auto* c = controller_;
+  // Each job shows its own failure below; the signal is for observers.
+  connect(c->worker(), &WorkerQueue::failed, this, &BiasPage::failed);
+  connect(c, &BiasController::opened, this, &BiasPage::onOpened);
+  connect(c, &BiasController::openFailed, this, [this](const QString& message) {
+    pages_->showNote(tr("<h3>Bias correction</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
+    Q_EMIT openFailed(message);
+  });
+  connect(c, &BiasController::openCancelled, this, [this] {
+    pages_->showNote(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
+  });
+  connect(c, &BiasController::evaluated, this, &BiasPage::onEvaluated);
+  connect(c, &BiasController::evaluationFailed, this, [this](const QString& message) {
+    editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
+    applyButton_->setEnabled(false);
+  });
+  connect(c, &BiasController::comparisonReady, this, [this](const QString& name, const editing::VariantMetrics& metrics) {
+    comparisons_[name] = metrics;
+    showEvaluation();
+    Q_EMIT comparisonReady(name);
+  });
+  connect(c, &BiasController::comparisonFailed, this, &BiasPage::showErrorDialog);
+  connect(c, &BiasController::stackShown, this, &BiasPage::showStack);
+  connect(c, &BiasController::stackChanged, this, [this] {
+    clearComparisons();
+    requestEvaluation();  // "before" is the model with the applied edits
+    Q_EMIT stackChanged();
+  });
+  connect(c, &BiasController::stackChangeFailed, this, &BiasPage::showErrorDialog);
+  connect(c, &BiasController::exported, this, [this](const editing::BiasExportReport& report) {
+    const QString text = tr("Wrote %1 (%2 layout, %3 edit(s) folded). Reloaded and compared on %4 test samples: "
+                            "max |difference| = %5 (%6 s).")
+                             .arg(QString::fromStdString(report.output), QString::fromStdString(report.layout))
+                             .arg(report.edits)
+                             .arg(report.verified_samples)
+                             .arg(report.max_abs_difference, 0, 'g', 3)
+                             .arg(report.seconds, 0, 'f', 1);
+    exportResult_->setText(QStringLiteral("<span style='color:#1b7f3b'>✔</span> ") + text.toHtmlEscaped());
+    Q_EMIT exportFinished(true, text);
+    if (errorDialogs_) QMessageBox::information(this, tr("Export verified"), text);
+  });
+  connect(c, &BiasController::exportFailed, this, [this](const QString& message) {
+    exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
+    Q_EMIT exportFinished(false, message);
+  });
+  connect(c, &BiasController::exportCancelled, this, [this] {
+    exportResult_->setText(tr("Export cancelled; nothing was written."));
+    Q_EMIT exportFinished(false, tr("cancelled"));
+  });
 }
 
 QWidget* BiasPage::buildControls() {
@@ -210,105 +232,51 @@ QWidget* BiasPage::buildControls() {
 }
 
 void BiasPage::showNote(const QString& html) {
-  worker_->cancel();
-  worker_->invalidate();  // answers in flight are dropped: nothing will clear these flags
-  evaluating_ = dirty_ = false;
-  hasSession_ = false;
-  forgetStack();  // the edits belong to the session being released
-  // Release the session and its arrays (the model open now is of another kind).
-  auto slot = slot_;
-  worker_->submit(tr("Closing"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->session.reset();
-    return {};
-  }, /*cancellable=*/false, /*visible=*/false);
-  note_->setText(html);
-  stackWidget_->setCurrentIndex(0);
+  controller_->close();  // releases the session and its arrays (the model open now is another kind)
+  pages_->showNote(html);
 }
 
 void BiasPage::open(const QString& modelPath, const QString& testSpec, const QString& trainSpec,
                     const QString& sessionDb, const QString& cachePath) {
-  worker_->cancel();
-  worker_->invalidate();  // answers in flight are dropped: nothing will clear these flags
-  evaluating_ = dirty_ = false;
-  hasSession_ = false;
   modelPath_ = modelPath;
   testSpec_ = testSpec;
   evaluation_.reset();
   clearComparisons();
-  forgetStack();
-  note_->setText(tr("<h3>Bias correction</h3><p><i>Computing the μMoE layer's coefficients for every sample of %1 "
-                    "and %2 (progress in the status bar; Esc cancels)…</i></p>")
-                     .arg(trainSpec.toHtmlEscaped(), testSpec.toHtmlEscaped()));
-  stackWidget_->setCurrentIndex(0);
+  pages_->showNote(tr("<h3>Bias correction</h3><p><i>Computing the μMoE layer's coefficients for every sample of %1 "
+                      "and %2 (progress in the status bar; Esc cancels)…</i></p>")
+                       .arg(trainSpec.toHtmlEscaped(), testSpec.toHtmlEscaped()));
   editing::BiasSessionOptions options;
   options.model_path = modelPath.toStdString();
   options.test_spec = testSpec.toStdString();
   options.train_spec = trainSpec.toStdString();
   options.session_db = sessionDb.toStdString();
   options.cache_path = cachePath.toStdString();
-  auto slot = slot_;
-  WorkerQueue::Handlers endings;
-  endings.failed = [this](const QString& message) {
-    note_->setText(tr("<h3>Bias correction</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
-    stackWidget_->setCurrentIndex(0);
-    Q_EMIT openFailed(message);
-  };
-  endings.cancelled = [this] {
-    note_->setText(tr("<h3>Bias correction</h3><p>Cancelled. Open the model again (F5) to compute the study.</p>"));
-  };
-  worker_->submit(tr("Computing coefficients"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-    QElapsedTimer clock;
-    clock.start();
-    slot->session.reset();
-    worker_->postProgress(tr("Computing coefficients"), 0, 1);
-    auto session = editing::BiasSession::open(options, [&](int64_t done, int64_t total) {
-      worker_->postProgress(tr("Computing coefficients"), done, total);
-      return !cancelled();
-    });
-    const auto targets = toQStringList(session->target_names());
-    const auto attributes = toQStringList(session->attribute_names());
-    const int experts = static_cast<int>(session->expert_count());
-    const auto stack = session->stack();
-    // Start on the most under-served cell (the model as it is, applied edits included).
-    std::optional<editing::BiasTask> initial;
-    try {
-      initial = session->worst_cell_task(stack.applied());
-    } catch (const UsageError&) {
-      // No output has a usable sensitive attribute: the first output; the page says why later.
-    }
-    slot->session = std::move(session);
-    const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
-    return [this, targets, attributes, experts, stack, initial, seconds](double) {
-      onOpened(targets, attributes, experts, stack, initial, seconds);
-    };
-  }, /*cancellable=*/true, /*visible=*/true, endings);
+  controller_->open(options);
 }
 
-void BiasPage::onOpened(const QStringList& targets, const QStringList& attributes, int experts,
-                        const editing::EditStack& stack, const std::optional<editing::BiasTask>& initial,
-                        double seconds) {
-  hasSession_ = true;
-  targets_ = targets;
-  attributes_ = attributes;
-  experts_ = experts;
-  const double n = experts;
+void BiasPage::onOpened(const BiasOpening& opening) {
+  targets_ = opening.targets;
+  attributes_ = opening.attributes;
+  experts_ = opening.experts;
+  const double n = experts_;
   lambdaSpin_->blockSignals(true);
   lambdaSpin_->setRange(-2 * n, 2 * n);
   lambdaSpin_->setSingleStep(std::max(0.01, n / 100));
   lambdaSpin_->blockSignals(false);
   header_->setText(tr("<b>%1</b> · %2 outputs · %3 experts · metrics on %4 · opened in %5 s")
                        .arg(QFileInfo(modelPath_).fileName().toHtmlEscaped())
-                       .arg(targets.size())
-                       .arg(experts)
+                       .arg(targets_.size())
+                       .arg(experts_)
                        .arg(testSpec_.toHtmlEscaped())
-                       .arg(seconds, 0, 'f', 1));
+                       .arg(opening.seconds, 0, 'f', 1));
+  const auto& initial = opening.initial;
   target_->blockSignals(true);
   sensitive_->blockSignals(true);
   cell_->blockSignals(true);
   target_->clear();
-  target_->addItems(targets);
+  target_->addItems(targets_);
   target_->setCurrentIndex(
-      initial ? static_cast<int>(std::max<qsizetype>(0, targets.indexOf(QString::fromStdString(initial->target)))) : 0);
+      initial ? static_cast<int>(std::max<qsizetype>(0, targets_.indexOf(QString::fromStdString(initial->target)))) : 0);
   fillSensitive(initial ? QString::fromStdString(initial->sensitive) : QString());
   fillCells();
   if (initial) {
@@ -318,8 +286,7 @@ void BiasPage::onOpened(const QStringList& targets, const QStringList& attribute
   target_->blockSignals(false);
   sensitive_->blockSignals(false);
   cell_->blockSignals(false);
-  setStack(stack);
-  stackWidget_->setCurrentIndex(1);
+  pages_->showContent();
   Q_EMIT opened();
   taskChanged();
 }
@@ -362,7 +329,7 @@ std::optional<editing::BiasTask> BiasPage::currentTask(QString* error) const {
 }
 
 void BiasPage::taskChanged() {
-  if (!hasSession_) return;
+  if (!hasSession()) return;
   lambda_.reset();  // propose for the new task
   clearComparisons();
   requestEvaluation();
@@ -374,7 +341,7 @@ void BiasPage::setLambda(double lambda) {
 }
 
 void BiasPage::onSliderMoved(int value) {
-  if (!hasSession_) return;
+  if (!hasSession()) return;
   const double lambda = value / 100.0 * experts_;
   const bool block = lambdaSpin_->blockSignals(true);
   lambdaSpin_->setValue(lambda);
@@ -384,7 +351,7 @@ void BiasPage::onSliderMoved(int value) {
 }
 
 void BiasPage::onSpinChanged(double value) {
-  if (!hasSession_) return;
+  if (!hasSession()) return;
   const bool block = slider_->blockSignals(true);
   slider_->setValue(static_cast<int>(std::lround(value / std::max(1, experts_) * 100)));
   slider_->blockSignals(block);
@@ -393,12 +360,6 @@ void BiasPage::onSpinChanged(double value) {
 }
 
 void BiasPage::requestEvaluation() {
-  dirty_ = true;
-  if (!evaluating_) submitEvaluation();
-}
-
-void BiasPage::submitEvaluation() {
-  dirty_ = false;
   QString error;
   const auto task = currentTask(&error);
   if (!task) {
@@ -406,53 +367,23 @@ void BiasPage::submitEvaluation() {
     applyButton_->setEnabled(false);
     return;
   }
-  evaluating_ = true;
-  const auto lambda = lambda_;
-  auto slot = slot_;
-  worker_->submit(
-      tr("Evaluating"),
-      [this, slot, task = *task, lambda](const std::function<bool()>&) -> WorkerQueue::Deliver {
-        QElapsedTimer clock;
-        clock.start();
-        // The comparison `mumoe rewrite --session` prints: the note and the Propose button
-        // follow the proposed λ even when the user's λ is evaluated.
-        auto comparison = slot->get().preview(task, lambda);
-        BiasEvaluation e;
-        e.task = task;
-        e.edit = std::move(comparison.edit);
-        e.proposedLambda = comparison.proposed_lambda;
-        e.before = std::move(comparison.before);
-        e.after = std::move(comparison.after);
-        e.coreMs = static_cast<double>(clock.nsecsElapsed()) / 1e6;
-        const bool proposedNow = !lambda;
-        return [this, e, proposedNow](double ms) mutable {
-          e.latencyMs = ms;
-          evaluating_ = false;
-          proposed_ = e.proposedLambda;
-          // The proposal fills the slider only if the user has not moved it since (then their
-          // λ is queued: dirty_).
-          if (proposedNow && !lambda_) {
-            lambda_ = e.edit.lambda;
-            const bool b1 = lambdaSpin_->blockSignals(true), b2 = slider_->blockSignals(true);
-            lambdaSpin_->setValue(e.edit.lambda);
-            slider_->setValue(static_cast<int>(std::lround(e.edit.lambda / std::max(1, experts_) * 100)));
-            lambdaSpin_->blockSignals(b1);
-            slider_->blockSignals(b2);
-          }
-          evaluation_ = std::move(e);
-          showEvaluation();
-          Q_EMIT evaluated();
-          if (dirty_) submitEvaluation();
-        };
-      },
-      /*cancellable=*/false, /*visible=*/false, {[this](const QString& message) { evaluationFailed(message); }, {}});
+  controller_->evaluate(*task, lambda_);  // coalesced by the controller
 }
 
-void BiasPage::evaluationFailed(const QString& message) {
-  evaluating_ = false;
-  editText_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
-  applyButton_->setEnabled(false);
-  if (dirty_) submitEvaluation();
+void BiasPage::onEvaluated(const BiasEvaluation& evaluation, bool proposed) {
+  proposed_ = evaluation.proposedLambda;
+  // The proposal fills the slider only if the user has not set λ since (then their λ follows).
+  if (proposed && !lambda_) {
+    lambda_ = evaluation.edit.lambda;
+    const bool b1 = lambdaSpin_->blockSignals(true), b2 = slider_->blockSignals(true);
+    lambdaSpin_->setValue(evaluation.edit.lambda);
+    slider_->setValue(static_cast<int>(std::lround(evaluation.edit.lambda / std::max(1, experts_) * 100)));
+    lambdaSpin_->blockSignals(b1);
+    slider_->blockSignals(b2);
+  }
+  evaluation_ = evaluation;
+  showEvaluation();
+  Q_EMIT evaluated();
 }
 
 void BiasPage::showEvaluation() {
@@ -464,118 +395,35 @@ void BiasPage::showEvaluation() {
                            .arg(experts_));
   editText_->setText(tr("%1 · ā from %2 training samples").arg(QString::fromStdString(e.edit.describe()).toHtmlEscaped())
                          .arg(e.edit.support));
-
   results_->show(e, comparisons_);
 }
 
-void BiasPage::showComparison(const QString& name, const editing::VariantMetrics& metrics, int epoch) {
-  if (epoch != comparisonEpoch_) return;  // computed for another task or edit stack
-  comparisons_[name] = metrics;
-  showEvaluation();
-  Q_EMIT comparisonReady(name);
-}
-
 void BiasPage::compareBlind() {
-  const auto task = currentTask();
-  if (!task || !hasSession_) return;
-  auto slot = slot_;
-  const int epoch = comparisonEpoch_;
-  worker_->submit(tr("Blind threshold"),
-                  [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
-                    const auto m = slot->get().blind_threshold(task);
-                    return [this, m, epoch](double) { showComparison(tr("Blind threshold"), m, epoch); };
-                  }, true, true, {[this](const QString& message) { showErrorDialog(message); }, {}});
+  if (const auto task = currentTask(); task && hasSession()) controller_->compareBlind(*task);
 }
 
 void BiasPage::compareOversample() {
-  const auto task = currentTask();
-  if (!task || !hasSession_) return;
-  auto slot = slot_;
-  const int epoch = comparisonEpoch_;
-  worker_->postProgress(tr("Oversampling"), 0, 0);
-  worker_->submit(tr("Oversampling"),
-                  [this, slot, task = *task, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
-                    int64_t factor = 0;
-                    const auto m = slot->get().oversample(task, {}, &factor);
-                    return [this, m, factor, epoch](double) { showComparison(tr("Oversample ×%1").arg(factor), m, epoch); };
-                  }, true, true, {[this](const QString& message) { showErrorDialog(message); }, {}});
+  if (const auto task = currentTask(); task && hasSession()) controller_->compareOversample(*task);
 }
 
 void BiasPage::clearComparisons() {
   comparisons_.clear();
-  ++comparisonEpoch_;  // baselines still being computed belong to what was shown before
-}
-
-void BiasPage::resyncWithCore() {
-  auto slot = slot_;
-  worker_->submit(tr("Reading edits"), [this, slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    const auto stack = slot->get().stack();
-    return [this, stack](double) {
-      if (pendingStackChanges_ == 0) setStack(stack);  // else the last change's answer shows it
-    };
-  }, false, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
+  controller_->dropComparisons();  // baselines still being computed belong to what was shown before
 }
 
 void BiasPage::applyEdit() {
-  if (!evaluation_ || !hasSession_) return;
-  const auto edit = evaluation_->edit;
-  stack_.push(edit);  // discards undone edits, as the core's push will
-  submitStackChange(tr("Applying the edit"), [edit](editing::BiasSession& session) { session.push(edit); });
+  if (evaluation_ && hasSession()) controller_->apply(evaluation_->edit);
 }
 
-void BiasPage::undoEdit() {
-  if (!hasSession_ || !stack_.can_undo()) return;
-  stack_.undo();
-  submitStackChange(tr("Undo"), [](editing::BiasSession& session) { session.undo(); });
-}
-
-void BiasPage::redoEdit() {
-  if (!hasSession_ || !stack_.can_redo()) return;
-  stack_.redo();
-  submitStackChange(tr("Redo"), [](editing::BiasSession& session) { session.redo(); });
-}
-
-void BiasPage::submitStackChange(const QString& task, std::function<void(editing::BiasSession&)> change) {
-  ++pendingStackChanges_;
-  showStack();
-  auto slot = slot_;
-  WorkerQueue::Handlers endings;
-  endings.failed = [this](const QString& message) {
-    --pendingStackChanges_;
-    stackChangeFailed(message);
-  };
-  worker_->submit(task, [this, slot, change = std::move(change)](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    change(slot->get());  // saved in the session database before it returns
-    const auto stack = slot->get().stack();
-    return [this, stack](double) {
-      // Changes queued behind this one would be shown undone for a moment: wait for the last.
-      if (--pendingStackChanges_ == 0) setStack(stack);
-    };
-  }, false, false, std::move(endings));
-}
-
-void BiasPage::forgetStack() {
-  pendingStackChanges_ = 0;  // the invalidated queue answers none of them
-  stack_ = confirmed_ = editing::EditStack();
-  updateEditActions();
-}
-
-void BiasPage::setStack(const editing::EditStack& stack) {
-  const bool changed = hasSession_ && stack.to_json() != confirmed_.to_json();
-  stack_ = confirmed_ = stack;
-  showStack();
-  if (changed) {
-    clearComparisons();
-    requestEvaluation();  // "before" is the model with the applied edits
-    Q_EMIT stackChanged();
-  }
-}
+void BiasPage::undoEdit() { controller_->undo(); }
+void BiasPage::redoEdit() { controller_->redo(); }
 
 void BiasPage::showStack() {
+  const auto& stack = controller_->stack();
   edits_->clear();
-  const auto& all = stack_.all();
+  const auto& all = stack.all();
   for (size_t i = 0; i < all.size(); ++i) {
-    const bool applied = i < stack_.applied_count();
+    const bool applied = i < stack.applied_count();
     auto* it = new QListWidgetItem(QStringLiteral("%1. %2%3")
                                        .arg(i + 1)
                                        .arg(QString::fromStdString(all[i].describe()))
@@ -593,76 +441,30 @@ void BiasPage::showStack() {
     it->setFlags(Qt::NoItemFlags);
     edits_->addItem(it);
   }
-  exportButton_->setEnabled(hasSession_);
-  updateEditActions();
-}
-
-void BiasPage::updateEditActions() {
-  const bool canUndo = hasSession_ && stack_.can_undo(), canRedo = hasSession_ && stack_.can_redo();
+  exportButton_->setEnabled(hasSession());
+  // The actions' texts name the edit, as an undo stack's would ("Undo t += 3·…").
+  const bool canUndo = hasSession() && stack.can_undo(), canRedo = hasSession() && stack.can_redo();
   undoAction_->setEnabled(canUndo);
   redoAction_->setEnabled(canRedo);
-  // The texts name the edit, as an undo stack's would ("Undo t += 3·…").
-  undoAction_->setText(canUndo ? tr("Undo %1").arg(QString::fromStdString(stack_.all()[stack_.applied_count() - 1].describe()))
+  undoAction_->setText(canUndo ? tr("Undo %1").arg(QString::fromStdString(all[stack.applied_count() - 1].describe()))
                                : tr("Undo"));
-  redoAction_->setText(canRedo ? tr("Redo %1").arg(QString::fromStdString(stack_.all()[stack_.applied_count()].describe()))
+  redoAction_->setText(canRedo ? tr("Redo %1").arg(QString::fromStdString(all[stack.applied_count()].describe()))
                                : tr("Redo"));
 }
 
 void BiasPage::exportModel(const editing::BiasExportRequest& request) {
-  if (!hasSession_) {
-    Q_EMIT exportFinished(false, tr("No bias session is open"));
-    return;
-  }
-  exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));
-  auto slot = slot_;
-  WorkerQueue::Handlers endings;
-  endings.failed = [this](const QString& message) {
-    exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
-    Q_EMIT exportFinished(false, message);
-  };
-  endings.cancelled = [this] {
-    exportResult_->setText(tr("Export cancelled; nothing was written."));
-    Q_EMIT exportFinished(false, tr("cancelled"));
-  };
-  worker_->submit(tr("Exporting"), [this, slot, request](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-    const auto report = slot->get().export_model(request, [&](uint64_t done, uint64_t total) {
-      worker_->postProgress(tr("Exporting"), static_cast<qint64>(done), static_cast<qint64>(total));
-      return !cancelled();
-    });
-    return [this, report](double) {
-      const QString text = tr("Wrote %1 (%2 layout, %3 edit(s) folded). Reloaded and compared on %4 test samples: "
-                              "max |difference| = %5 (%6 s).")
-                               .arg(QString::fromStdString(report.output), QString::fromStdString(report.layout))
-                               .arg(report.edits)
-                               .arg(report.verified_samples)
-                               .arg(report.max_abs_difference, 0, 'g', 3)
-                               .arg(report.seconds, 0, 'f', 1);
-      exportResult_->setText(QStringLiteral("<span style='color:#1b7f3b'>✔</span> ") + text.toHtmlEscaped());
-      Q_EMIT exportFinished(true, text);
-      if (errorDialogs_) QMessageBox::information(this, tr("Export verified"), text);
-    };
-  }, /*cancellable=*/true, /*visible=*/true, endings);
+  if (hasSession())
+    exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));
+  controller_->exportModel(request);
 }
 
 void BiasPage::chooseExport() {
-  if (!hasSession_) return;
-  if (const auto request = askBiasExport(this, modelPath_, stack_.applied_count())) exportModel(*request);
+  if (!hasSession()) return;
+  if (const auto request = askBiasExport(this, modelPath_, controller_->stack().applied_count())) exportModel(*request);
 }
 
 void BiasPage::showErrorDialog(const QString& message) {
   if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
-}
-
-void BiasPage::stackChangeFailed(const QString& message) {
-  showErrorDialog(message);
-  // The page moved its stack before the core did; the core rolled back: show what it holds.
-  if (hasSession_) resyncWithCore();
-}
-
-void BiasPage::setControlsEnabled(bool enabled) {
-  for (QWidget* w : std::initializer_list<QWidget*>{target_, sensitive_, cell_, slider_, lambdaSpin_, applyButton_,
-                                                    blindButton_, oversampleButton_, exportButton_})
-    w->setEnabled(enabled);
 }
 
 }  // namespace mumoe::ui

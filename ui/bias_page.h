@@ -1,5 +1,6 @@
-// BiasPage: bias correction of a multi-label model (spec §5) on top of the torch-free
-// editing::BiasSession, which lives on the page's own worker thread (WorkerQueue).
+// BiasPage: bias correction of a multi-label model (spec §5). The page lays out and shows; its
+// BiasController (bias_controller.h) runs the torch-free editing::BiasSession on the page's
+// worker thread, coalesces evaluations and keeps the edit stack.
 //
 //   * task: target output, sensitive attribute and subpopulation (the four cells of
 //     target × sensitive, or a free predicate typed into the combo box); it starts on the most
@@ -11,12 +12,11 @@
 //     "Oversample" add the baselines as comparison columns (shown by BiasResultsView);
 //   * "Apply edit" pushes onto the core's EditStack, which the session saves in SQLite at every
 //     change (edits survive reopening); undoAction()/redoAction() (the page's buttons, and the
-//     main window's Edit menu with Ctrl+Z / Ctrl+Shift+Z from any page) undo and redo there. The
-//     page shows the core's stack as answered, advanced by the changes still queued (the
-//     worker applies them in the same order): there is no second stack to keep in step;
+//     main window's Edit menu with Ctrl+Z / Ctrl+Shift+Z from any page) undo and redo there;
 //   * "Export…" folds the applied edits into a new model file on the worker and shows the
 //     verification (max |difference| on N test samples).
-// λ requests are coalesced: while one evaluation runs only the newest pending one follows.
+// λ requests are coalesced (by the controller): while one evaluation runs only the newest
+// pending one follows.
 #pragma once
 
 #include <QMap>
@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 
+#include "bias_controller.h"
 #include "bias_results_view.h"
 #include "editing/bias_session.h"
 
@@ -37,12 +38,12 @@ class QLabel;
 class QListWidget;
 class QPushButton;
 class QSlider;
-class QStackedWidget;
 class QTableWidget;
 class QAction;
 
 namespace mumoe::ui {
 
+class NoteStack;
 class WorkerQueue;
 
 class BiasPage : public QWidget {
@@ -59,7 +60,7 @@ class BiasPage : public QWidget {
             const QString& cachePath = {});
   /// No session: shows `html` (e.g. why a multi-class model has no bias page) instead.
   void showNote(const QString& html);
-  bool hasSession() const { return hasSession_; }
+  bool hasSession() const;
   QString modelPath() const { return modelPath_; }
   void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
 
@@ -77,7 +78,7 @@ class BiasPage : public QWidget {
   QAction* redoAction() const { return redoAction_; }
   QChartView* chartView() const { return results_->chartView(); }
   QLabel* exportResultLabel() const { return exportResult_; }
-  WorkerQueue* worker() const { return worker_; }
+  WorkerQueue* worker() const;
 
   double proposedLambda() const { return proposed_; }
   /// Sets λ (the spin box and slider follow) and asks for its metrics.
@@ -85,7 +86,7 @@ class BiasPage : public QWidget {
   const std::optional<BiasEvaluation>& evaluation() const { return evaluation_; }
   /// The edit stack as shown: the core's, with the changes still queued on the worker applied.
   /// Equal to the core's whenever the worker is idle.
-  const editing::EditStack& coreStack() const { return stack_; }
+  const editing::EditStack& coreStack() const;
   int expertCount() const { return experts_; }
 
   void applyEdit();
@@ -110,58 +111,36 @@ class BiasPage : public QWidget {
   void openFailed(const QString& message);
 
  private:
-  struct Slot;
   QWidget* buildControls();
-  void onOpened(const QStringList& targets, const QStringList& attributes, int experts, const editing::EditStack& stack,
-                const std::optional<editing::BiasTask>& initial, double seconds);
+  void connectController();
+  void onOpened(const BiasOpening& opening);
   /// Lists the sensitive attributes for the target; selects `preferred` ("" = keep the current one).
   void fillSensitive(const QString& preferred = {});
   void fillCells();
   void taskChanged();
   std::optional<editing::BiasTask> currentTask(QString* error = nullptr) const;
   void requestEvaluation();
-  void submitEvaluation();
+  void onEvaluated(const BiasEvaluation& evaluation, bool proposed);
   void showEvaluation();
-  void showComparison(const QString& name, const editing::VariantMetrics& metrics, int epoch);
   void clearComparisons();
-  /// After a failed apply/undo/redo: reads the core's edit stack back into the list.
-  void resyncWithCore();
-  /// The core's stack as it answered: shown; a change re-evaluates "before".
-  void setStack(const editing::EditStack& stack);
-  /// Queues a change of the core's stack (stack_ already shows its result).
-  void submitStackChange(const QString& task, std::function<void(editing::BiasSession&)> change);
-  void forgetStack();
+  /// The controller's stack in the list, the actions and the Export button.
   void showStack();
-  void updateEditActions();
   void onSliderMoved(int value);
   void onSpinChanged(double value);
-  void evaluationFailed(const QString& message);
-  /// An apply/undo/redo the core refused: says why and shows the core's stack again.
-  void stackChangeFailed(const QString& message);
   void showErrorDialog(const QString& message);
-  void setControlsEnabled(bool enabled);
 
-  WorkerQueue* worker_ = nullptr;
-  std::shared_ptr<Slot> slot_;
-  bool hasSession_ = false;
+  BiasController* controller_ = nullptr;
   bool errorDialogs_ = true;
-  int pendingStackChanges_ = 0;  ///< apply/undo/redo jobs queued and not answered yet
   QString modelPath_;
   QString testSpec_;
   int experts_ = 0;
   double proposed_ = 0;
   std::optional<double> lambda_;  ///< unset: propose (the task changed)
-  bool evaluating_ = false;
-  bool dirty_ = false;
-  std::optional<BiasEvaluation> evaluation_;
-  editing::EditStack stack_;      ///< as shown (queued changes applied)
-  editing::EditStack confirmed_;  ///< as the core last answered ("before" is evaluated with it)
+  std::optional<BiasEvaluation> evaluation_;  ///< the last one shown
   QStringList targets_, attributes_;
   QMap<QString, editing::VariantMetrics> comparisons_;
-  int comparisonEpoch_ = 0;  ///< bumped when comparisons_ is cleared; stale baselines are dropped
 
-  QStackedWidget* stackWidget_ = nullptr;
-  QLabel* note_ = nullptr;
+  NoteStack* pages_ = nullptr;
   QLabel* header_ = nullptr;
   QComboBox* target_ = nullptr;
   QComboBox* sensitive_ = nullptr;

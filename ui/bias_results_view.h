@@ -8,6 +8,7 @@
 #include <QString>
 #include <QWidget>
 
+#include "bias_controller.h"
 #include "editing/bias_task.h"
 #include "editing/logit_edit.h"
 #include "editing/variant_metrics.h"
@@ -18,17 +19,6 @@ class QLabel;
 class QTableWidget;
 
 namespace mumoe::ui {
-
-/// One evaluation of the λ slider: the edit and the metrics without and with it.
-struct BiasEvaluation {
-  editing::BiasTask task;
-  editing::LogitEdit edit;
-  double proposedLambda = 0;       ///< the proposed signed N for `task` (whatever λ `edit` uses)
-  editing::VariantMetrics before;  ///< the model with the applied edits
-  editing::VariantMetrics after;   ///< … plus `edit`; its MRS is measured against `before`
-  double coreMs = 0;
-  double latencyMs = 0;            ///< request to answer on the GUI thread
-};
 
 class BiasResultsView : public QWidget {
   Q_OBJECT

@@ -1,5 +1,7 @@
 #include "format.h"
 
+#include <QObject>
+
 #include <QLocale>
 #include <QStringList>
 
@@ -28,6 +30,12 @@ QString gatingText(const nn::LayerConfig& c) {
   QString text = QString::fromStdString(nn::to_string(c.gate_norm) + " + " + nn::to_string(c.gate_activation));
   if (c.input_layer_norm) text += QStringLiteral(", input LayerNorm");
   return text;
+}
+
+QString durationText(double seconds) {
+  if (seconds < 0) return {};
+  if (seconds < 60) return QObject::tr("%1 s").arg(seconds, 0, 'f', seconds < 10 ? 1 : 0);
+  return QObject::tr("%1 min %2 s").arg(int(seconds) / 60).arg(int(seconds) % 60);
 }
 
 }  // namespace mumoe::ui

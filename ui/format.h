@@ -20,5 +20,7 @@ QString rankText(const nn::LayerConfig& config);
 QString shapeText(const nn::LayerConfig& config);
 /// "batchnorm + entmax15, input LayerNorm".
 QString gatingText(const nn::LayerConfig& config);
+/// 4.25 → "4.3 s", 75 → "1 min 15 s"; "" for a negative (unknown) duration.
+QString durationText(double seconds);
 
 }  // namespace mumoe::ui

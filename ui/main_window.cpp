@@ -22,7 +22,6 @@
 #include <QMessageBox>
 #include <QMimeData>
 #include <QPixmapCache>
-#include <QProgressBar>
 #include <QSettings>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -50,6 +49,7 @@
 #include "format.h"
 #include "gallery_view.h"
 #include "job_monitor.h"
+#include "job_progress_widget.h"
 #include "io/file_checks.h"
 #include "model/open_options.h"
 #include "model_options_dialog.h"
@@ -70,12 +70,6 @@ const char* kDataKey = "dataSpec";
 QString htmlRow(const QString& key, const QString& value) {
   return QStringLiteral("<tr><td style='color:#666;padding-right:12px'>%1</td><td>%2</td></tr>")
       .arg(key.toHtmlEscaped(), value.toHtmlEscaped());
-}
-
-QString durationText(double seconds) {
-  if (seconds < 0) return {};
-  if (seconds < 60) return QObject::tr("%1 s").arg(seconds, 0, 'f', seconds < 10 ? 1 : 0);
-  return QObject::tr("%1 min %2 s").arg(int(seconds) / 60).arg(int(seconds) % 60);
 }
 
 }  // namespace
@@ -152,8 +146,6 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   monitor_->track(tokens_->worker());
   monitor_->track(comparison_->worker());
   monitor_->track(steering_->worker());
-  connect(monitor_, &JobMonitor::progress, this, &MainWindow::onProgress);
-  connect(monitor_, &JobMonitor::busyChanged, this, &MainWindow::onBusyChanged);
   connect(monitor_, &JobMonitor::failed, this, [this](const QString& task, const QString& message) {
     statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
   });
@@ -257,7 +249,6 @@ void MainWindow::buildActions() {
   cancelAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel Job"), monitor_,
                                       &JobMonitor::cancelAll);
   cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
-  cancelAction_->setEnabled(false);
 
   auto* view = menuBar()->addMenu(tr("&View"));
   view->addAction(tr("&Model"), this, [this] { showPage(Page::Model); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_1));
@@ -319,20 +310,8 @@ void MainWindow::buildToolBar() {
 
 void MainWindow::buildStatusBar() {
   statusLabel_ = new QLabel(tr("No model open"));
-  progressLabel_ = new QLabel;
-  progressBar_ = new QProgressBar;
-  progressBar_->setMaximumWidth(220);
-  progressBar_->setTextVisible(true);
-  cancelButton_ = new QToolButton;
-  cancelButton_->setDefaultAction(cancelAction_);
-  cancelButton_->setToolButtonStyle(Qt::ToolButtonIconOnly);
   statusBar()->addWidget(statusLabel_, 1);
-  statusBar()->addPermanentWidget(progressLabel_);
-  statusBar()->addPermanentWidget(progressBar_);
-  statusBar()->addPermanentWidget(cancelButton_);
-  progressBar_->hide();
-  progressLabel_->hide();
-  cancelButton_->hide();
+  statusBar()->addPermanentWidget(new JobProgressWidget(monitor_, cancelAction_));
 }
 
 void MainWindow::connectController() {
@@ -645,28 +624,6 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
                                  .arg(info.layer),
                              15000);
   Q_EMIT sessionReady();
-}
-
-void MainWindow::onProgress(const QString& task, qint64 done, qint64 total, double eta) {
-  progressBar_->setRange(0, static_cast<int>(std::max<qint64>(total, 1)));
-  progressBar_->setValue(static_cast<int>(done));
-  progressBar_->setFormat(QStringLiteral("%1 %p%").arg(task));
-  progressLabel_->setText(eta >= 0 && done < total ? tr("ETA %1").arg(durationText(eta)) : QString());
-  progressLabel_->setVisible(!progressLabel_->text().isEmpty());
-  progressBar_->show();
-}
-
-void MainWindow::onBusyChanged(bool busy) {
-  cancelAction_->setEnabled(busy);
-  cancelButton_->setVisible(busy);
-  if (!busy) {
-    progressBar_->hide();
-    progressLabel_->hide();
-  } else if (!progressBar_->isVisible()) {
-    progressBar_->setRange(0, 0);  // busy indicator until the first progress report
-    progressBar_->setFormat(QString());
-    progressBar_->show();
-  }
 }
 
 void MainWindow::showPage(Page page) { tabs_->setCurrentIndex(static_cast<int>(page)); }

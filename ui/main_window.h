@@ -27,7 +27,6 @@ class QAction;
 class QComboBox;
 class QLabel;
 class QMenu;
-class QProgressBar;
 class QSplitter;
 class QTabWidget;
 class QTableView;
@@ -145,8 +144,6 @@ class MainWindow : public QMainWindow {
   void rebuildRecentMenu();
   void showError(const QString& title, const QString& message);
   void onSessionOpened(const SessionInfo& info);
-  void onProgress(const QString& task, qint64 done, qint64 total, double eta);
-  void onBusyChanged(bool busy);
   void saveLayout() const;
   void restoreLayout();
 
@@ -169,9 +166,6 @@ class MainWindow : public QMainWindow {
   QSplitter* modelSplitter_ = nullptr;
   QComboBox* dataCombo_ = nullptr;
   QLabel* statusLabel_ = nullptr;
-  QLabel* progressLabel_ = nullptr;
-  QProgressBar* progressBar_ = nullptr;
-  QToolButton* cancelButton_ = nullptr;
   QMenu* recentMenu_ = nullptr;
   QAction* openAction_ = nullptr;
   QAction* demoAction_ = nullptr;

@@ -22,6 +22,7 @@
 
 #include "analysis/text_analysis_session.h"
 #include "io/errors.h"
+#include "note_stack.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -162,12 +163,6 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
   worker_ = new WorkerQueue(this);
   connect(worker_, &WorkerQueue::failed, this, &TokenPage::failed);
 
-  note_ = new QLabel;
-  note_->setWordWrap(true);
-  note_->setTextFormat(Qt::RichText);
-  note_->setAlignment(Qt::AlignTop | Qt::AlignLeft);
-  note_->setMargin(24);
-
   header_ = new QLabel;
   header_->setTextFormat(Qt::RichText);
   header_->setWordWrap(true);
@@ -248,9 +243,7 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
   cv->addWidget(header_);
   cv->addWidget(split, 1);
 
-  stack_ = new QStackedWidget;
-  stack_->addWidget(note_);
-  stack_->addWidget(content);
+  stack_ = new NoteStack(content);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(0, 0, 0, 0);
   layout->addWidget(stack_);
@@ -294,8 +287,7 @@ void TokenPage::showNote(const QString& html) {
     slot->session.reset();
     return {};
   }, /*cancellable=*/false, /*visible=*/false);
-  note_->setText(html);
-  stack_->setCurrentIndex(0);
+  stack_->showNote(html);
 }
 
 void TokenPage::open(const QString& modelPath, const QStringList& layers, const QString& cachePath) {
@@ -317,9 +309,8 @@ void TokenPage::openLayer() {
   hasAblation_ = false;
   model_->setGallery({});
   experts_->setRowCount(0);
-  note_->setText(tr("<h3>Tokens</h3><p><i>Extracting %1 of %2 on its validation split…</i></p>")
+  stack_->showNote(tr("<h3>Tokens</h3><p><i>Extracting %1 of %2 on its validation split…</i></p>")
                      .arg(layer_->currentText().toHtmlEscaped(), QFileInfo(modelPath_).fileName().toHtmlEscaped()));
-  stack_->setCurrentIndex(0);
   analysis::TextSessionOptions options;
   options.model_path = modelPath_.toStdString();
   options.layer = layer_->currentText().toStdString();
@@ -328,13 +319,11 @@ void TokenPage::openLayer() {
   // The endings replace the "Extracting…" note the job leaves.
   WorkerQueue::Handlers endings;
   endings.failed = [this](const QString& message) {
-    note_->setText(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
-    stack_->setCurrentIndex(0);
+    stack_->showNote(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
     Q_EMIT openFailed(message);
   };
   endings.cancelled = [this] {
-    note_->setText(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
-    stack_->setCurrentIndex(0);
+    stack_->showNote(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
   };
   worker_->submit(tr("Opening the token view"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
@@ -375,7 +364,7 @@ void TokenPage::openLayer() {
       }
       experts_->setSortingEnabled(true);
       experts_->sortByColumn(1, Qt::DescendingOrder);
-      stack_->setCurrentIndex(1);
+      stack_->showContent();
       Q_EMIT opened();
       selectExpert(best);
     };

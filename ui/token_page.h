@@ -25,6 +25,7 @@ class QStackedWidget;
 
 namespace mumoe::ui {
 
+class NoteStack;
 class WorkerQueue;
 
 /// One row per gallery item; DisplayRole is "before«token»after".
@@ -106,8 +107,7 @@ class TokenPage : public QWidget {
   analysis::LmAblationReport ablationReport_;
   uint64_t seed_ = 0;
 
-  QStackedWidget* stack_ = nullptr;
-  QLabel* note_ = nullptr;
+  NoteStack* stack_ = nullptr;
   QLabel* header_ = nullptr;
   QComboBox* layer_ = nullptr;
   QTableWidget* experts_ = nullptr;

@@ -2,6 +2,9 @@
 // state across queues (the first queue to finish does not clear it), one cancel for every
 // queue, typed per-job endings, stale answers dropped, and the ETA the monitor estimates when a
 // job gives none — checked against the arithmetic done by hand.
+#include <QAction>
+#include <QLabel>
+#include <QProgressBar>
 #include <QSignalSpy>
 #include <QtTest>
 
@@ -11,6 +14,7 @@
 
 #include "io/errors.h"
 #include "job_monitor.h"
+#include "job_progress_widget.h"
 #include "ui_test_registry.h"
 #include "worker_queue.h"
 
@@ -105,6 +109,34 @@ class JobMonitorTest : public QObject {
     const double eta = progress.at(1).at(3).toDouble();
     QVERIFY2(eta >= 0 && eta < 5.0, qPrintable(QString::number(eta)));
     QCOMPARE(progress.at(2).at(3).toDouble(), 7.5);
+  }
+
+  void theStatusBarWidgetShowsTheMonitorAndOwnsCancel() {
+    ui::WorkerQueue queue;
+    ui::JobMonitor monitor;
+    monitor.track(&queue);
+    QAction cancel(QStringLiteral("Cancel"));
+    connect(&cancel, &QAction::triggered, &monitor, &ui::JobMonitor::cancelAll);
+    QWidget window;
+    auto* widget = new ui::JobProgressWidget(&monitor, &cancel, &window);
+    window.show();
+    QVERIFY(!cancel.isEnabled());
+    QVERIFY(!widget->isVisible());
+    std::atomic<bool> started{false};
+    queue.submit(QStringLiteral("Long job"), [&queue, &started](const std::function<bool()>& cancelled) -> ui::WorkerQueue::Deliver {
+      queue.postProgress(QStringLiteral("Long job"), 25, 100, 90.0);
+      started = true;
+      while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      throw Cancelled();
+    });
+    QVERIFY(cancel.isEnabled());
+    QVERIFY(widget->isVisible());
+    QTRY_COMPARE(widget->progressBar()->value(), 25);
+    QCOMPARE(widget->progressBar()->format(), QStringLiteral("Long job %p%"));
+    QCOMPARE(widget->etaLabel()->text(), QStringLiteral("ETA 1 min 30 s"));
+    cancel.trigger();
+    QTRY_VERIFY_WITH_TIMEOUT(!widget->isVisible(), 5000);
+    QVERIFY(!cancel.isEnabled());
   }
 
   void failuresReachTheJobsHandlerAndStaleAnswersAreDropped() {
