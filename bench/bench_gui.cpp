@@ -267,8 +267,10 @@ int main(int argc, char** argv) {
 
   // A 10,000-image gallery, scrolled page by page.
   bool bigReady = false;
+  // Wait for the answer to the 10,000-sample request itself: changing the order first asks for
+  // (and gets) a gallery of the old count.
   auto c = QObject::connect(window->controller(), &mumoe::ui::SessionController::galleryReady, window.get(),
-                            [&] { bigReady = true; });
+                            [&](const mumoe::analysis::Gallery& g) { bigReady = bigReady || g.request.count == 10'000; });
   gallery->setOrder(mumoe::analysis::GalleryOrder::Top);
   gallery->setCount(10'000);
   if (!waitFor([&] { return bigReady; }, 60'000)) fail(QStringLiteral("the top-10,000 gallery did not come"));
