@@ -285,30 +285,15 @@ void SessionController::exportGallery(const QString& path, const analysis::Galle
   submit(
       tr("Exporting the gallery"),
       [this, path, gallery](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
-        std::function<analysis::SampleImage(const analysis::GalleryItem&)> imageOf;
-        std::vector<std::string> classNames;
-        std::string source;
-        if (slot.block) {
-          imageOf = [block = slot.block.get()](const analysis::GalleryItem& item) { return block->image(item.sample, item.patch); };
-          classNames = slot.block->class_names();
-          source = slot.block->layer_name() + ", strongest patch per image";
-        } else {
-          auto& session = slot.get();
-          if (!session.has_gallery_images())
-            throw UsageError(session.options().data_spec + " holds no images to draw a contact sheet from");
-          imageOf = [&session](const analysis::GalleryItem& item) { return session.sample_image(item.sample); };
-          classNames = session.class_names();
-          source = session.options().data_spec;
-        }
         const auto total = static_cast<qint64>(gallery.items.size());
-        qint64 drawn = 0;
-        analysis::write_gallery_sheet(  // atomic; names the path on failure
-            path.toStdString(), gallery, classNames,
-            [&](const analysis::GalleryItem& item) {
-              if (++drawn % 256 == 0) worker_->postProgress(tr("Exporting the gallery"), drawn, total, -1);
-              return imageOf(item);
-            },
-            source, cancelled);
+        const QString task = tr("Exporting the gallery");
+        const analysis::SheetProgress progress = [&](int64_t drawn, int64_t all) {
+          if (drawn % 256 == 0) worker_->postProgress(task, drawn, all, -1);
+          return !cancelled();
+        };
+        // The CLI's drawing, title included (atomic; names the path on failure).
+        if (slot.block) analysis::write_gallery_sheet(path.toStdString(), *slot.block, gallery, progress);
+        else analysis::write_gallery_sheet(path.toStdString(), slot.get(), gallery, progress);
         const int count = static_cast<int>(total);
         return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
       },

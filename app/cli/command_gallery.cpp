@@ -43,12 +43,7 @@ std::string two_decimals(double v) {
 
 void write_png(const analysis::AnalysisSession& session, const analysis::Gallery& g, const std::string& path) {
 #ifdef MUMOE_WITH_OPENCV
-  if (!session.has_gallery_images())
-    throw UsageError("--output needs images: " + session.options().data_spec +
-                     " holds features, so name the images they were made from with --images SPEC");
-  analysis::write_gallery_sheet(
-      path, g, session.class_names(), [&](const analysis::GalleryItem& item) { return session.sample_image(item.sample); },
-      "");
+  analysis::write_gallery_sheet(path, session, g);
 #else
   throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
@@ -108,9 +103,7 @@ int run_block_gallery(GalleryOptions& o) {
                                   std::to_string(a->samples()) + " images (try --order top or a lower --threshold)") +
                        ": no sheet to draw");
 #ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(
-        o.output, g, a->class_names(), [&](const analysis::GalleryItem& item) { return a->image(item.sample, item.patch); },
-        a->layer_name() + ", strongest patch per image");
+    analysis::write_gallery_sheet(o.output, *a, g);
 #endif
   }
   if (o.analysis.json) {

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "io/atomic_file.h"
+#include "analysis/vit_block_analysis.h"
 #include "io/errors.h"
 
 namespace mumoe::analysis {
@@ -103,6 +104,41 @@ void write_gallery_sheet(const std::string& path, const Gallery& g, const std::v
     tiles.push_back({image_of(item), label, two_decimals(item.coefficient)});
   }
   write_contact_sheet(path, gallery_sheet_title(g, source), tiles);
+}
+
+namespace {
+
+/// image_of with progress: counts the images drawn and cancels when `progress` says so.
+std::function<SampleImage(const GalleryItem&)> counted(std::function<SampleImage(const GalleryItem&)> image_of,
+                                                       const SheetProgress& progress, int64_t total) {
+  if (!progress) return image_of;
+  return [image_of = std::move(image_of), progress, total, drawn = int64_t{0}](const GalleryItem& item) mutable {
+    auto image = image_of(item);
+    if (!progress(++drawn, total)) throw Cancelled();
+    return image;
+  };
+}
+
+}  // namespace
+
+void write_gallery_sheet(const std::string& path, const AnalysisSession& session, const Gallery& gallery,
+                         const SheetProgress& progress) {
+  if (!session.has_gallery_images())
+    throw UsageError(session.options().data_spec +
+                     " holds features, not images: name the images they were made from (--images SPEC) to draw a "
+                     "contact sheet");
+  const auto total = static_cast<int64_t>(gallery.items.size());
+  write_gallery_sheet(path, gallery, session.class_names(),
+                      counted([&](const GalleryItem& item) { return session.sample_image(item.sample); }, progress, total),
+                      session.options().data_spec);
+}
+
+void write_gallery_sheet(const std::string& path, const VitBlockAnalysis& block, const Gallery& gallery,
+                         const SheetProgress& progress) {
+  const auto total = static_cast<int64_t>(gallery.items.size());
+  write_gallery_sheet(path, gallery, block.class_names(),
+                      counted([&](const GalleryItem& item) { return block.image(item.sample, item.patch); }, progress, total),
+                      block.layer_name() + ", strongest patch per image");
 }
 
 }  // namespace mumoe::analysis

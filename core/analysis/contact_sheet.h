@@ -12,6 +12,8 @@
 
 namespace mumoe::analysis {
 
+class VitBlockAnalysis;
+
 struct ContactSheetTile {
   SampleImage image;
   std::string label;    ///< drawn in white at the top
@@ -42,5 +44,18 @@ std::string gallery_sheet_title(const Gallery& gallery, const std::string& sourc
 void write_gallery_sheet(const std::string& path, const Gallery& gallery, const std::vector<std::string>& class_names,
                          const std::function<SampleImage(const GalleryItem&)>& image_of, const std::string& source,
                          const std::function<bool()>& cancelled = {});
+
+/// Called after each image drawn; false cancels (Cancelled).
+using SheetProgress = std::function<bool(int64_t drawn, int64_t total)>;
+
+/// A head's gallery as its sheet — what `mumoe gallery --output` and the GUI's Export View write:
+/// the session's images (sample_image), titled with its data set. Throws UsageError naming the
+/// data when it holds no images (features: give gallery_images).
+void write_gallery_sheet(const std::string& path, const AnalysisSession& session, const Gallery& gallery,
+                         const SheetProgress& progress = {});
+/// A ViT block's gallery: each image with its strongest patch outlined, titled
+/// "<layer>, strongest patch per image".
+void write_gallery_sheet(const std::string& path, const VitBlockAnalysis& block, const Gallery& gallery,
+                         const SheetProgress& progress = {});
 
 }  // namespace mumoe::analysis

@@ -190,10 +190,11 @@ class StudioTest : public QObject {
     const auto info = window_->controller()->info();
     const std::string common = std::string(testkit::kDemoModel.toStdString()) + " --data " + info.dataSpec.toStdString() +
                                " --cache " + dir_.filePath(QStringLiteral("cli.sqlite")).toStdString() + " --json --quiet";
+    const QString cliSheet = dir_.filePath(QStringLiteral("cli-sheet.png"));
     const auto cliGallery = testkit::run_cli("gallery " + common + " --mode " + std::to_string(r.mode) + " --expert " +
                                              std::to_string(r.expert) + " --order random --threshold " +
                                              std::to_string(r.threshold) + " --count " + std::to_string(r.count) +
-                                             " --seed " + std::to_string(r.seed));
+                                             " --seed " + std::to_string(r.seed) + " --output " + cliSheet.toStdString());
     QCOMPARE(cliGallery.code, 0);
     const auto jg = nlohmann::json::parse(cliGallery.out);
     QVERIFY(!jg.at("from_cache").get<bool>());  // computed by the CLI, not read from the window's cache
@@ -205,6 +206,18 @@ class StudioTest : public QObject {
       QCOMPARE(items[i].at("coefficient").get<double>(), gallery.items[i].coefficient);
       QCOMPARE(items[i].at("label").get<int64_t>(), gallery.items[i].label);
     }
+    // The window's PNG export of that gallery is the CLI's sheet, byte for byte (one drawing,
+    // title included).
+    const QString windowSheet = dir_.filePath(QStringLiteral("window-sheet.png"));
+    QSignalSpy exported(window_->controller(), &ui::SessionController::galleryExported);
+    window_->showPage(ui::MainWindow::Page::Experts);
+    QVERIFY(window_->exportCurrentView(windowSheet));
+    QVERIFY(exported.wait(20'000));
+    QFile a(cliSheet), b(windowSheet);
+    QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
+    const QByteArray cliBytes = a.readAll();
+    QVERIFY(cliBytes.startsWith("\x89PNG"));
+    QVERIFY(cliBytes == b.readAll());
 
     QSignalSpy ablations(window_->controller(), &ui::SessionController::ablationReady);
     window_->ablate({expert_});
