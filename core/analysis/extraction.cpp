@@ -3,9 +3,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <chrono>
-#include <set>
 
+#include "analysis/chunked_run.h"
 #include "analysis/content_hash.h"
 #include "analysis/tensor_records.h"
 #include "io/errors.h"
@@ -59,48 +58,27 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
                               const ExtractionCallback& progress) {
   model.check_compatible(data);
   const auto info = make_run_info(model, data, options);
-  const auto start = std::chrono::steady_clock::now();
-  ExtractionSummary summary;
-  summary.run_id = cache.begin_run(key, info);
-  const auto present = cache.chunk_indices(summary.run_id);
-  const std::set<int64_t> done(present.begin(), present.end());
-  const int64_t chunks = info.chunk_count();
-  summary.chunks_reused = static_cast<int64_t>(done.size());
-
   const auto device = nn::parse_device(options.device);
   model.backbone_to(device);
   auto layer = nn::copy_block(model.layer(), torch::kFloat64, device);
   torch::NoGradGuard no_grad;
-
-  ExtractionProgress p;
-  p.samples_total = info.sample_count;
-  p.chunks_total = chunks;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
-    if (!done.count(c)) {
-      const auto inputs = model.layer_inputs(data, begin, end);
-      const auto out = layer->forward(inputs.to(device, torch::kFloat64));
-      const auto scores = out.output.cpu();
-      if (!torch::isfinite(scores).all().item<bool>())
-        throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
-                                            std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +
-                                            data.identity);
-      std::vector<torch::Tensor> coefficients;
-      for (const auto& a : out.coefficients) coefficients.push_back(a.cpu());
-      const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
-      cache.put_chunk(summary.run_id, make_chunk_record(c, begin, inputs, data.labels.slice(0, begin, end), scores,
-                                                        coefficients, attributes));
-      ++summary.chunks_computed;
-    }
-    p.chunks_done = c + 1;
-    p.samples_done = end;
-    p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
-    if (progress && !progress(p)) throw Cancelled();
-  }
-  cache.complete_run(summary.run_id);
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return summary;
+  return fill_chunked_run(
+      cache, key, info,
+      [&](int64_t c) {
+        const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
+        const auto inputs = model.layer_inputs(data, begin, end);
+        const auto out = layer->forward(inputs.to(device, torch::kFloat64));
+        const auto scores = out.output.cpu();
+        if (!torch::isfinite(scores).all().item<bool>())
+          throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
+                                              std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +
+                                              data.identity);
+        std::vector<torch::Tensor> coefficients;
+        for (const auto& a : out.coefficients) coefficients.push_back(a.cpu());
+        const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
+        return make_chunk_record(c, begin, inputs, data.labels.slice(0, begin, end), scores, coefficients, attributes);
+      },
+      progress);
 }
 
 }  // namespace mumoe::analysis

@@ -85,20 +85,31 @@ nlohmann::json to_json(const Gallery& g) {
         {{"sample", i.sample}, {"label", i.label}, {"prediction", i.prediction}, {"coefficient", i.coefficient}});
     if (i.patch >= 0) items.back()["patch"] = i.patch;
   }
-  const auto& r = g.request;
+  auto j = to_json(g.request);
+  j["eligible"] = g.eligible;
+  j["items"] = items;
+  return j;
+}
+
+nlohmann::json to_json(const GalleryRequest& r) {
   return {{"mode", r.mode},           {"expert", r.expert}, {"order", to_string(r.order)},
-          {"threshold", r.threshold}, {"count", r.count},   {"seed", r.seed},
-          {"eligible", g.eligible},   {"items", items}};
+          {"threshold", r.threshold}, {"count", r.count},   {"seed", r.seed}};
+}
+
+GalleryRequest gallery_request_from_json(const nlohmann::json& j) {
+  GalleryRequest r;
+  r.mode = j.at("mode");
+  r.expert = j.at("expert");
+  r.order = parse_gallery_order(j.at("order"));
+  r.threshold = j.at("threshold");
+  r.count = j.at("count");
+  r.seed = j.at("seed");
+  return r;
 }
 
 Gallery gallery_from_json(const nlohmann::json& j) {
   Gallery g;
-  g.request.mode = j.at("mode");
-  g.request.expert = j.at("expert");
-  g.request.order = parse_gallery_order(j.at("order"));
-  g.request.threshold = j.at("threshold");
-  g.request.count = j.at("count");
-  g.request.seed = j.at("seed");
+  g.request = gallery_request_from_json(j);
   g.eligible = j.at("eligible");
   for (const auto& i : j.at("items"))
     g.items.push_back({i.at("sample"), i.at("label"), i.at("prediction"), i.at("coefficient"), i.value("patch", int64_t{-1})});

@@ -17,6 +17,10 @@ ClassAccuracy class_accuracy_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const ModeStatistics& s);
 ModeStatistics mode_statistics_from_json(const nlohmann::json& j);
 
+/// {mode, expert, order, threshold, count, seed}: a gallery request, also inside every gallery's JSON.
+nlohmann::json to_json(const GalleryRequest& r);
+GalleryRequest gallery_request_from_json(const nlohmann::json& j);
+
 nlohmann::json to_json(const Gallery& g);
 Gallery gallery_from_json(const nlohmann::json& j);
 

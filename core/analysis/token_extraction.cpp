@@ -3,10 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <optional>
-#include <set>
 
+#include "analysis/chunked_run.h"
 #include "analysis/content_hash.h"
 #include "analysis/lm_forward.h"
 #include "analysis/tensor_records.h"
@@ -51,60 +50,41 @@ ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::Ru
                                     const LmEvalSet& set, int64_t layer, const TokenExtractionOptions& options,
                                     const ExtractionCallback& progress) {
   const auto info = make_token_run_info(gpt, set, options);
-  const auto start = std::chrono::steady_clock::now();
-  ExtractionSummary summary;
-  summary.run_id = cache.begin_run(key, info);
-  const auto present = cache.chunk_indices(summary.run_id);
-  const std::set<int64_t> done(present.begin(), present.end());
-  const int64_t chunks = info.chunk_count();
-  summary.chunks_reused = static_cast<int64_t>(done.size());
-
   const auto device = nn::parse_device(options.device);
   std::optional<nn::MuMoEGpt> model;  // copied only when something is computed
   torch::NoGradGuard no_grad;
   const int64_t t = set.block_size;
-  ExtractionProgress p;
-  p.samples_total = info.sample_count;
-  p.chunks_total = chunks;
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t first = c * options.sequences_per_chunk;
-    const int64_t last = std::min(set.sequences, first + options.sequences_per_chunk);
-    if (!done.count(c)) {
-      if (!model) model = copy_gpt(gpt, torch::kFloat64, device);
-      const std::vector<int64_t> ids(set.stream.begin() + first * t, set.stream.begin() + last * t);
-      const std::vector<int64_t> targets(set.stream.begin() + first * t + 1, set.stream.begin() + last * t + 1);
-      const auto pass =
-          forward_at_layer(*model, torch::tensor(ids, torch::kLong).view({last - first, t}).to(device), layer);
-      const auto losses = token_losses(pass.logits, torch::tensor(targets, torch::kLong)).cpu();
-      if (!torch::isfinite(losses).all().item<bool>())
-        throw FileError(key.model_path, "the GPT produced NaN or infinite logits on sequences " +
-                                            std::to_string(first) + "–" + std::to_string(last - 1) + " of " +
-                                            set.identity);
-      const auto n = (last - first) * t;
-      cache::ChunkRecord r;
-      r.chunk_index = c;
-      r.first_sample = first * t;
-      r.count = n;
-      r.labels = targets;
-      const auto pred = pass.logits.argmax(-1).reshape({-1}).cpu().contiguous();
-      r.predictions.assign(pred.data_ptr<int64_t>(), pred.data_ptr<int64_t>() + n);
-      const auto l = losses.to(torch::kFloat64).contiguous();
-      r.scores.assign(l.data_ptr<double>(), l.data_ptr<double>() + n);
-      const auto h = pass.mlp_input.reshape({n, -1}).to(torch::kCPU, torch::kFloat32).contiguous();
-      r.inputs.assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
-      r.coefficients.push_back(to_sparse_rows(pass.coefficients.reshape({n, -1}).cpu()));
-      cache.put_chunk(summary.run_id, r);
-      ++summary.chunks_computed;
-    }
-    p.chunks_done = c + 1;
-    p.samples_done = last * t;
-    p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
-    if (progress && !progress(p)) throw Cancelled();
-  }
-  cache.complete_run(summary.run_id);
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return summary;
+  return fill_chunked_run(
+      cache, key, info,
+      [&](int64_t c) {
+        const int64_t first = c * options.sequences_per_chunk;
+        const int64_t last = std::min(set.sequences, first + options.sequences_per_chunk);
+        if (!model) model = copy_gpt(gpt, torch::kFloat64, device);
+        const std::vector<int64_t> ids(set.stream.begin() + first * t, set.stream.begin() + last * t);
+        const std::vector<int64_t> targets(set.stream.begin() + first * t + 1, set.stream.begin() + last * t + 1);
+        const auto pass =
+            forward_at_layer(*model, torch::tensor(ids, torch::kLong).view({last - first, t}).to(device), layer);
+        const auto losses = token_losses(pass.logits, torch::tensor(targets, torch::kLong)).cpu();
+        if (!torch::isfinite(losses).all().item<bool>())
+          throw FileError(key.model_path, "the GPT produced NaN or infinite logits on sequences " +
+                                              std::to_string(first) + "–" + std::to_string(last - 1) + " of " +
+                                              set.identity);
+        const auto n = (last - first) * t;
+        cache::ChunkRecord r;
+        r.chunk_index = c;
+        r.first_sample = first * t;
+        r.count = n;
+        r.labels = targets;
+        const auto pred = pass.logits.argmax(-1).reshape({-1}).cpu().contiguous();
+        r.predictions.assign(pred.data_ptr<int64_t>(), pred.data_ptr<int64_t>() + n);
+        const auto l = losses.to(torch::kFloat64).contiguous();
+        r.scores.assign(l.data_ptr<double>(), l.data_ptr<double>() + n);
+        const auto h = pass.mlp_input.reshape({n, -1}).to(torch::kCPU, torch::kFloat32).contiguous();
+        r.inputs.assign(h.data_ptr<float>(), h.data_ptr<float>() + h.numel());
+        r.coefficients.push_back(to_sparse_rows(pass.coefficients.reshape({n, -1}).cpu()));
+        return r;
+      },
+      progress);
 }
 
 }  // namespace mumoe::analysis

@@ -50,25 +50,16 @@ nlohmann::json to_json(const TokenGallery& g) {
                      {"context", t.context.before + "«" + t.context.token + "»" + t.context.after},
                      {"context_first", t.context.first},
                      {"context_last", t.context.last}});
-  return {{"mode", g.request.mode},
-          {"expert", g.request.expert},
-          {"order", to_string(g.request.order)},
-          {"threshold", g.request.threshold},
-          {"count", g.request.count},
-          {"seed", g.request.seed},
-          {"context_radius", g.context_radius},
-          {"eligible", g.eligible},
-          {"items", items}};
+  auto j = to_json(g.request);
+  j["context_radius"] = g.context_radius;
+  j["eligible"] = g.eligible;
+  j["items"] = items;
+  return j;
 }
 
 TokenGallery token_gallery_from_json(const nlohmann::json& j) {
   TokenGallery g;
-  g.request.mode = j.at("mode");
-  g.request.expert = j.at("expert");
-  g.request.order = parse_gallery_order(j.at("order"));
-  g.request.threshold = j.at("threshold");
-  g.request.count = j.at("count");
-  g.request.seed = j.at("seed");
+  g.request = gallery_request_from_json(j);
   g.context_radius = j.at("context_radius");
   g.eligible = j.at("eligible");
   for (const auto& i : j.at("items")) {
