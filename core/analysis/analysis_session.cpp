@@ -16,9 +16,6 @@
 namespace mumoe::analysis {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 std::string experts_key(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) {
   std::string key = "mode" + std::to_string(mode) + ":";
   for (size_t i = 0; i < experts.size(); ++i) key += (i ? "," : "") + std::to_string(experts[i]);
@@ -159,51 +156,31 @@ ClassAccuracy AnalysisSession::accuracy() {
 }
 
 Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshold) {
-  const auto start = Clock::now();
-  const auto id = impl_->complete_run_id();
   const std::string key = "mode" + std::to_string(mode) + ":t" + std::to_string(threshold);
-  if (auto stored = stored_answer(*impl_->cache, id, "statistics", key, [](const nlohmann::json& j) { return mode_statistics_from_json(j); }))
-    return {std::move(*stored), true, seconds_since(start)};
-  auto value = expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold);
-  impl_->cache->put_result(id, "statistics", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "statistics", key, false,
+                       [](const nlohmann::json& j) { return mode_statistics_from_json(j); },
+                       [&] { return expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold); });
 }
 
 Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& request) {
-  const auto start = Clock::now();
-  const auto id = impl_->complete_run_id();
-  if (auto stored = stored_answer(*impl_->cache, id, "gallery", request.key(),
-                                  [](const nlohmann::json& j) { return gallery_from_json(j); }))
-    return {std::move(*stored), true, seconds_since(start)};
-  auto value = select_gallery(run(), request);
-  impl_->cache->put_result(id, "gallery", request.key(), to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "gallery", request.key(), false,
+                       [](const nlohmann::json& j) { return gallery_from_json(j); },
+                       [&] { return select_gallery(run(), request); });
 }
 
 Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<int64_t>& experts,
                                                 AblationMethod method, bool recompute) {
-  const auto start = Clock::now();
-  const auto id = impl_->complete_run_id();
-  const auto key = experts_key(mode, experts, method);
-  if (!recompute)
-    if (auto stored = stored_answer(*impl_->cache, id, "ablation", key, [](const nlohmann::json& j) { return ablation_outcome_from_json(j); }))
-      return {std::move(*stored), true, seconds_since(start)};
-  auto value = impl_->engine(run()).ablate(mode, experts, method);
-  impl_->cache->put_result(id, "ablation", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "ablation", experts_key(mode, experts, method), recompute,
+                       [](const nlohmann::json& j) { return ablation_outcome_from_json(j); },
+                       [&] { return impl_->engine(run()).ablate(mode, experts, method); });
 }
 
 Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress,
                                             bool recompute) {
-  const auto start = Clock::now();
-  const auto id = impl_->complete_run_id();
   const auto key = "mode" + std::to_string(mode) + ":" + to_string(method);
-  if (!recompute)
-    if (auto stored = stored_answer(*impl_->cache, id, "sweep", key, [](const nlohmann::json& j) { return sweep_outcome_from_json(j); }))
-      return {std::move(*stored), true, seconds_since(start)};
-  auto value = impl_->engine(run()).sweep(mode, method, progress);
-  impl_->cache->put_result(id, "sweep", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "sweep", key, recompute,
+                       [](const nlohmann::json& j) { return sweep_outcome_from_json(j); },
+                       [&] { return impl_->engine(run()).sweep(mode, method, progress); });
 }
 
 bool AnalysisSession::has_gallery_images() const {

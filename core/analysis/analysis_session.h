@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/ablation_results.h"
+#include "analysis/answer.h"
 #include "analysis/expert_statistics.h"
 #include "analysis/gallery.h"
 #include "analysis/progress.h"
@@ -38,12 +39,6 @@ struct SessionOptions {
 };
 
 /// An answer and where it came from.
-template <typename T>
-struct Answer {
-  T value;
-  bool from_cache = false;
-  double seconds = 0;  ///< time to answer (lookup or computation)
-};
 
 /// One 8-bit image for galleries: rows × cols × channels (1 or 3), row-major.
 struct SampleImage {

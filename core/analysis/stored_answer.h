@@ -6,9 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <optional>
 #include <string>
 
+#include "analysis/answer.h"
 #include "cache/analysis_cache.h"
 #include "io/errors.h"
 
@@ -28,6 +30,21 @@ auto stored_answer(cache::AnalysisCache& cache, int64_t run_id, const std::strin
   }
   cache.delete_result(run_id, kind, key);
   return std::nullopt;
+}
+
+/// The one way a session answers a question it caches: the stored answer (run_id, kind, key)
+/// when there is one and `recompute` is false; else `compute()`, stored as to_json(value) so
+/// that the next asking is a lookup. Timed either way.
+template <typename Decode, typename Compute>
+auto cached_answer(cache::AnalysisCache& cache, int64_t run_id, const std::string& kind, const std::string& key,
+                   bool recompute, Decode decode, Compute compute) -> Answer<decltype(compute())> {
+  const auto start = std::chrono::steady_clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  if (!recompute)
+    if (auto stored = stored_answer(cache, run_id, kind, key, decode)) return {std::move(*stored), true, seconds()};
+  auto value = compute();
+  cache.put_result(run_id, kind, key, to_json(value).dump());
+  return {std::move(value), false, seconds()};
 }
 
 }  // namespace mumoe::analysis

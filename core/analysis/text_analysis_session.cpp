@@ -140,43 +140,27 @@ cache::CacheCheckReport TextAnalysisSession::recompute() {
 }
 
 Answer<TokenGallery> TextAnalysisSession::gallery(const GalleryRequest& request, int64_t context_radius) {
-  const auto start = Clock::now();
-  const auto id = impl_->complete_run_id();
   const auto key = request.key() + ":c" + std::to_string(context_radius);
-  if (auto stored = stored_answer(*impl_->cache, id, "token-gallery", key, [](const nlohmann::json& j) { return token_gallery_from_json(j); }))
-    return {std::move(*stored), true, seconds_since(start)};
-  auto value = select_token_gallery(run(), impl_->set, request, context_radius);
-  impl_->cache->put_result(id, "token-gallery", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "token-gallery", key, false,
+                       [](const nlohmann::json& j) { return token_gallery_from_json(j); },
+                       [&] { return select_token_gallery(run(), impl_->set, request, context_radius); });
 }
 
 Answer<LmAblationReport> TextAnalysisSession::ablate(const std::vector<int64_t>& experts, AblationMethod method,
                                                      bool recompute, const SweepCallback& progress) {
-  const auto start = Clock::now();
   std::string key;
   for (size_t i = 0; i < experts.size(); ++i) key += (i ? "," : "") + std::to_string(experts[i]);
   key += ":" + to_string(method);
-  const auto id = impl_->result_run_id();
-  if (!recompute)
-    if (auto stored = stored_answer(*impl_->cache, id, "lm-ablation", key, [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); }))
-      return {std::move(*stored), true, seconds_since(start)};
-  auto value = impl_->ablation(progress).ablate(experts, method);
-  impl_->cache->put_result(id, "lm-ablation", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->result_run_id(), "lm-ablation", key, recompute,
+                       [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); },
+                       [&] { return impl_->ablation(progress).ablate(experts, method); });
 }
 
 Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const SweepCallback& progress,
                                                    bool recompute) {
-  const auto start = Clock::now();
-  const auto key = to_string(method);
-  const auto id = impl_->result_run_id();
-  if (!recompute)
-    if (auto stored = stored_answer(*impl_->cache, id, "lm-sweep", key, [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); }))
-      return {std::move(*stored), true, seconds_since(start)};
-  auto& engine = impl_->ablation({});
-  auto value = engine.sweep(method, progress);
-  impl_->cache->put_result(id, "lm-sweep", key, to_json(value).dump());
-  return {std::move(value), false, seconds_since(start)};
+  return cached_answer(*impl_->cache, impl_->result_run_id(), "lm-sweep", to_string(method), recompute,
+                       [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); },
+                       [&] { return impl_->ablation({}).sweep(method, progress); });
 }
 
 ModeStatistics TextAnalysisSession::statistics(double threshold) {
