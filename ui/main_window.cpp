@@ -14,8 +14,6 @@
 #include <QFileInfo>
 #include <QHeaderView>
 #include <QInputDialog>
-#include <QJsonDocument>
-#include <QJsonObject>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMenuBar>
@@ -53,6 +51,7 @@
 #include "io/file_checks.h"
 #include "model/open_options.h"
 #include "model_options_dialog.h"
+#include "model_details.h"
 #include "model_overview_model.h"
 #include "sample_detail.h"
 #include "session_controller.h"
@@ -66,11 +65,6 @@ namespace {
 constexpr int kMaxRecentFiles = 8;
 const char* kRecentKey = "recentFiles";
 const char* kDataKey = "dataSpec";
-
-QString htmlRow(const QString& key, const QString& value) {
-  return QStringLiteral("<tr><td style='color:#666;padding-right:12px'>%1</td><td>%2</td></tr>")
-      .arg(key.toHtmlEscaped(), value.toHtmlEscaped());
-}
 
 }  // namespace
 
@@ -715,54 +709,7 @@ void MainWindow::showLayerDetails() {
   }
   auto* proxy = static_cast<QSortFilterProxyModel*>(table_->model());
   const int row = current.isValid() ? proxy->mapToSource(current).row() : 0;
-  const auto& layer = summary.layers[static_cast<size_t>(row)];
-  const auto& c = layer.config;
-
-  QString html = QStringLiteral("<h3>Layer %1</h3><table>").arg(QString::fromStdString(layer.name).toHtmlEscaped());
-  html += htmlRow(tr("Variant"), QString::fromStdString(c.variant_name()) +
-                                     (c.is_block() ? tr(" two-layer block (shared coefficients)") : tr(" layer")));
-  html += htmlRow(tr("Expert modes"), QStringLiteral("%1 (hierarchy %2)").arg(joinDims(c.expert_dims)).arg(c.hierarchy()));
-  html += htmlRow(tr("Total experts"), groupedNumber(c.total_experts()));
-  html += htmlRow(tr("Ranks"), rankText(c));
-  html += htmlRow(tr("Shape"), shapeText(c) + (c.use_bias ? tr(" (per-expert bias)") : tr(" (no bias)")));
-  html += htmlRow(tr("Gating"), gatingText(c));
-  html += htmlRow(tr("Tensor prefix"), layer.prefix.empty() ? tr("(top level)") : QString::fromStdString(layer.prefix));
-  html += htmlRow(tr("Parameters"), tr("%1 (factors %2, gating %3%4)")
-                                        .arg(groupedNumber(layer.parameters.total()), groupedNumber(layer.parameters.factors),
-                                             groupedNumber(layer.parameters.gating),
-                                             layer.parameters.input_norm ? tr(", input norm %1").arg(groupedNumber(layer.parameters.input_norm))
-                                                                         : QString()));
-  html += QStringLiteral("</table><h3>%1</h3><table>").arg(tr("Model file"));
-  html += htmlRow(tr("File"), QString::fromStdString(summary.path));
-  html += htmlRow(tr("Size"), tr("%1 bytes").arg(groupedNumber(static_cast<int64_t>(summary.file_bytes))));
-  html += htmlRow(tr("Format"), summary.inferred ? tr("PyTorch state_dict (configuration inferred)")
-                                                 : tr("mumoe model file, version %1").arg(summary.format_version));
-  html += htmlRow(tr("Architecture"), QString::fromStdString(summary.architecture));
-  if (!summary.backbone.empty())
-    html += htmlRow(tr("Backbone"), QString::fromStdString(summary.backbone) +
-                                        (summary.backbone_preset.empty()
-                                             ? QString()
-                                             : tr(" — preset %1").arg(QString::fromStdString(summary.backbone_preset))));
-  const auto provenance = QJsonDocument::fromJson(QByteArray::fromStdString(summary.provenance_json)).object();
-  const auto test = provenance.value(QStringLiteral("test_metrics")).toObject();
-  if (test.contains(QStringLiteral("accuracy")))
-    html += htmlRow(tr("Test accuracy"), tr("%1 % on %2 (%3 samples)")
-                                             .arg(test.value(QStringLiteral("accuracy")).toDouble() * 100, 0, 'f', 2)
-                                             .arg(test.value(QStringLiteral("data")).toString())
-                                             .arg(test.value(QStringLiteral("samples")).toInt()));
-  auto list = [](const std::vector<std::string>& names) {
-    QStringList out;
-    for (const auto& n : names) out << QString::fromStdString(n);
-    return out.isEmpty() ? QObject::tr("—") : out.join(QStringLiteral(", "));
-  };
-  html += htmlRow(tr("Labels"), list(summary.label_names));
-  html += htmlRow(tr("Attributes"), list(summary.attribute_names));
-  html += QStringLiteral("</table><h3>%1</h3><pre>%2</pre>")
-              .arg(tr("Provenance"),
-                   QString::fromUtf8(QJsonDocument::fromJson(QByteArray::fromStdString(summary.provenance_json))
-                                         .toJson(QJsonDocument::Indented))
-                       .toHtmlEscaped());
-  details_->setHtml(html);
+  details_->setHtml(layerDetailsHtml(summary, static_cast<size_t>(row)));
 }
 
 void MainWindow::rememberRecent(const QString& path) {
