@@ -1,0 +1,161 @@
+#include "nn/moe_layer.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "io/errors.h"
+
+namespace mumoe::nn {
+
+void MoELayerConfig::validate() const {
+  if (input_dim < 1 || output_dim < 1) throw UsageError("an MoE layer needs input and output sizes of at least 1");
+  if (hidden_dim < 0) throw UsageError("the experts' hidden size must be 0 (linear experts) or positive");
+  if (experts < 1) throw UsageError("an MoE layer needs at least one expert");
+  if (is_token_choice(router) && (k < 1 || k > experts))
+    throw UsageError("k (experts per token) must be in 1 … " + std::to_string(experts));
+  if (!(capacity_factor > 0)) throw UsageError("the capacity factor must be positive");
+  if (group_size < 0) throw UsageError("the group size must be 0 (the whole batch) or positive");
+  if (slots_per_expert < 1) throw UsageError("Soft MoE needs at least one slot per expert");
+  if (sinkhorn_iterations < 1) throw UsageError("Sinkhorn needs at least one iteration");
+  if (!(sparsity_gamma > 0) || sparsity_iterations < 0)
+    throw UsageError("the sparsity-constrained router needs γ > 0 and iterations ≥ 0");
+}
+
+int64_t MoELayerConfig::capacity(int64_t group_tokens) const {
+  if (router == RouterKind::SoftMoE) return slots_per_expert;
+  const double per_expert = static_cast<double>(group_tokens) / static_cast<double>(experts);
+  if (is_token_choice(router))
+    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(capacity_factor * static_cast<double>(k) * per_expert)));
+  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(capacity_factor * per_expert)), 1, std::max<int64_t>(1, group_tokens));
+}
+
+int64_t MoELayerConfig::parameter_count() const {
+  const int64_t router_parameters = input_dim * experts * (router == RouterKind::SoftMoE ? slots_per_expert : 1);
+  const int64_t expert_parameters = hidden_dim > 0 ? input_dim * hidden_dim + hidden_dim + hidden_dim * output_dim + output_dim
+                                                   : input_dim * output_dim + output_dim;
+  return router_parameters + experts * expert_parameters;
+}
+
+MoELayerImpl::MoELayerImpl(MoELayerConfig config) : config_(std::move(config)) {
+  config_.validate();
+  const auto& c = config_;
+  const int64_t first_out = c.hidden_dim > 0 ? c.hidden_dim : c.output_dim;
+  router_ = register_parameter("router", torch::empty({c.input_dim, c.experts * (c.router == RouterKind::SoftMoE ? c.slots_per_expert : 1)}));
+  w1_ = register_parameter("experts_w1", torch::empty({c.experts, c.input_dim, first_out}));
+  b1_ = register_parameter("experts_b1", torch::empty({c.experts, first_out}));
+  if (c.hidden_dim > 0) {
+    w2_ = register_parameter("experts_w2", torch::empty({c.experts, c.hidden_dim, c.output_dim}));
+    b2_ = register_parameter("experts_b2", torch::empty({c.experts, c.output_dim}));
+  }
+  reset_parameters();
+}
+
+void MoELayerImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  const auto& c = config_;
+  // A random router: a zero one would give every token equal affinities, and the tie rule
+  // would send them all to expert 0.
+  router_.normal_(0.0, 1.0 / std::sqrt(static_cast<double>(c.input_dim)));
+  // Each expert as torch.nn.Linear initialises itself: U(±1/√fan_in).
+  const double bound1 = 1.0 / std::sqrt(static_cast<double>(c.input_dim));
+  w1_.uniform_(-bound1, bound1);
+  b1_.uniform_(-bound1, bound1);
+  if (c.hidden_dim > 0) {
+    const double bound2 = 1.0 / std::sqrt(static_cast<double>(c.hidden_dim));
+    w2_.uniform_(-bound2, bound2);
+    b2_.uniform_(-bound2, bound2);
+  }
+}
+
+torch::Tensor MoELayerImpl::affinity(const torch::Tensor& tokens) { return torch::softmax(tokens.matmul(router_), 1); }
+
+RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens) {
+  const auto& c = config_;
+  const auto logits = tokens.matmul(router_);
+  if (c.router == RouterKind::SoftMoE) return soft_moe_routing(logits, c.experts);
+  const auto a = torch::softmax(logits, 1);
+  const int64_t p = c.capacity(tokens.size(0));
+  switch (c.router) {
+    case RouterKind::SoftmaxTokenChoice: return token_choice_allocation(a, a, p, c.k);
+    case RouterKind::SinkhornTokenChoice: return token_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), a, p, c.k);
+    case RouterKind::SoftmaxExpertChoice: return expert_choice_allocation(a, a, p);
+    case RouterKind::SinkhornExpertChoice: return expert_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), a, p);
+    case RouterKind::SparsityExpertChoice:
+      return expert_choice_allocation(sparsity_constrained_plan(a, p, c.sparsity_gamma, c.sparsity_iterations), a, p);
+    case RouterKind::SoftMoE: break;
+  }
+  throw UsageError("unknown router");
+}
+
+torch::Tensor MoELayerImpl::experts_on_slots(const torch::Tensor& slots) {
+  auto h = torch::baddbmm(b1_.unsqueeze(1), slots, w1_);
+  if (config_.hidden_dim == 0) return h;
+  return torch::baddbmm(b2_.unsqueeze(1), torch::gelu(h), w2_);
+}
+
+MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_t>& ablated) {
+  const auto& c = config_;
+  if ((x.dim() != 2 && x.dim() != 3) || x.size(-1) != c.input_dim)
+    throw UsageError("an MoE layer with input size " + std::to_string(c.input_dim) + " takes [B, " +
+                     std::to_string(c.input_dim) + "] or [B, T, " + std::to_string(c.input_dim) + "]");
+  auto keep = torch::ones({c.experts}, x.options());
+  for (const auto e : ablated) {
+    if (e < 0 || e >= c.experts)
+      throw UsageError("expert " + std::to_string(e) + " does not exist (the layer has " + std::to_string(c.experts) + ")");
+    keep[e] = 0;
+  }
+  MoEOutput out;
+  out.aux_loss = torch::zeros({}, x.options());
+  if (c.router == RouterKind::SoftMoE) {
+    // Per input: its T tokens are mixed into the n · p slots (a head's row is one token).
+    const auto tokens = x.dim() == 3 ? x : x.unsqueeze(1);  // [B, T, I]
+    const int64_t b = tokens.size(0), t = tokens.size(1), n = c.experts, p = c.slots_per_expert;
+    const auto logits = tokens.matmul(router_);                            // [B, T, n·p]
+    const auto dispatch = torch::softmax(logits, 1).view({b, t, n, p});   // over each input's tokens
+    const auto combine = (torch::softmax(logits, 2).view({b, t, n, p})) * keep.view({1, 1, n, 1});
+    const auto slots = torch::einsum("btnp,bti->nbpi", {dispatch, tokens}).reshape({n, b * p, c.input_dim});
+    const auto outputs = experts_on_slots(slots).view({n, b, p, c.output_dim});
+    const auto y = torch::einsum("btnp,nbpo->bto", {combine, outputs});
+    const auto coefficients = combine.sum(-1);
+    out.output = x.dim() == 3 ? y : y.squeeze(1);
+    out.coefficients = x.dim() == 3 ? coefficients : coefficients.squeeze(1);
+    out.tokens = b * t;
+    return out;
+  }
+  const auto rows = x.reshape({-1, c.input_dim});
+  const int64_t total = rows.size(0);
+  if (total == 0) {
+    auto shape = x.sizes().vec();
+    shape.back() = c.output_dim;
+    out.output = torch::zeros(shape, x.options());
+    shape.back() = c.experts;
+    out.coefficients = torch::zeros(shape, x.options());
+    return out;
+  }
+  const int64_t group = c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
+  std::vector<torch::Tensor> outputs, coefficients;
+  int64_t groups = 0;
+  for (int64_t start = 0; start < total; start += group) {
+    const auto tokens = rows.slice(0, start, std::min(total, start + group));
+    const auto routing = route(tokens);
+    const auto combine = routing.combine * keep.view({1, -1, 1});
+    outputs.push_back(combine_slots(combine, experts_on_slots(slot_inputs(routing.dispatch, tokens))));
+    coefficients.push_back(combine.sum(-1));
+    out.dropped_tokens += dropped_tokens(routing.dispatch);
+    if (c.router == RouterKind::SoftmaxTokenChoice) out.aux_loss = out.aux_loss + importance_loss(affinity(tokens));
+    ++groups;
+  }
+  if (groups > 1) out.aux_loss = out.aux_loss / static_cast<double>(groups);
+  auto shape = x.sizes().vec();
+  shape.back() = c.output_dim;
+  out.output = torch::cat(outputs).view(shape);
+  shape.back() = c.experts;
+  out.coefficients = torch::cat(coefficients).view(shape);
+  out.tokens = total;
+  return out;
+}
+
+}  // namespace mumoe::nn

@@ -1,0 +1,90 @@
+// MoELayer: a sparse or soft mixture-of-experts layer in the router study's unified form
+// (moe_routing.h) — a router (one of the six) and n experts, each a linear map I → O or a
+// two-layer MLP I → H → GELU → O, evaluated on the slots the routing tensors fill. It stands
+// where a μMoE layer stands: a classifier head ([B, I] rows) or a transformer's MLP block
+// ([B, T, I] tokens).
+//
+// Tokens and groups. Token- and expert-choice routers allocate buffer slots within a group of
+// tokens: the rows of the batch (all B · T tokens, in order) are cut into groups of group_size
+// (0: the whole batch is one group), so an answer depends on the group a token is in, as in every
+// capacity-limited MoE. Soft MoE mixes the tokens of one input (the T tokens of a sequence; a
+// head's row is a sequence of one token).
+//
+// The "expert coefficient" of token t for expert i, which every analysis reads, is its combine
+// weight summed over the expert's slots, Σ_j C[t, i, j]: the softmax affinity where the token was
+// taken (token and expert choice; 0 where it was not, e.g. dropped), the slot weights for Soft MoE.
+// Ablating expert i removes its output: its combine weights are set to zero.
+#pragma once
+
+#include <torch/nn/module.h>
+#include <torch/nn/pimpl.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/moe_routing.h"
+
+namespace mumoe::nn {
+
+struct MoELayerConfig {
+  RouterKind router = RouterKind::SoftmaxTokenChoice;
+  int64_t input_dim = 0;
+  int64_t hidden_dim = 0;  ///< 0: each expert is linear I → O; else I → H → GELU → O
+  int64_t output_dim = 0;
+  int64_t experts = 8;
+  int64_t k = 1;                 ///< token choice: experts per token
+  double capacity_factor = 1.0;  ///< c: slots per expert = ceil(c · k · g / n) (token choice),
+                                 ///< ceil(c · g / n) (expert choice) for a group of g tokens
+  int64_t group_size = 0;        ///< tokens per routing group; 0 = the whole batch
+  int64_t slots_per_expert = 1;  ///< Soft MoE's p
+  int64_t sinkhorn_iterations = 20;
+  double sparsity_gamma = 1.0;        ///< γ of the sparsity-constrained plan
+  int64_t sparsity_iterations = 50;
+
+  /// Throws UsageError naming the first bad field.
+  void validate() const;
+  /// The buffer capacity p for a group of `group_tokens` (Soft MoE: slots_per_expert).
+  int64_t capacity(int64_t group_tokens) const;
+  /// Trainable parameters: the router and the experts.
+  int64_t parameter_count() const;
+};
+
+struct MoEOutput {
+  torch::Tensor output;        ///< [B, O] or [B, T, O]
+  torch::Tensor coefficients;  ///< [B, n] or [B, T, n]: Σ_j C[t, i, j] (see the header)
+  int64_t tokens = 0;
+  int64_t dropped_tokens = 0;  ///< tokens no expert received (capacity-limited routers)
+  torch::Tensor aux_loss;      ///< the importance loss for Softmax Token Choice (study App. A), else 0
+};
+
+class MoELayerImpl : public torch::nn::Module {
+ public:
+  explicit MoELayerImpl(MoELayerConfig config);
+
+  /// x: [B, I] or [B, T, I]. `ablated` experts contribute nothing (their combine weights are 0).
+  MoEOutput forward(const torch::Tensor& x, const std::vector<int64_t>& ablated = {});
+
+  /// The routing tensors of one group of tokens [m, I] (token and expert choice), or of one
+  /// input's tokens (Soft MoE).
+  RoutingTensors route(const torch::Tensor& tokens);
+  /// The experts on their slots: [n, p, I] → [n, p, O].
+  torch::Tensor experts_on_slots(const torch::Tensor& slots);
+  /// The token–expert affinity softmax(X W) [m, n] that combines (and, for the softmax routers,
+  /// dispatches).
+  torch::Tensor affinity(const torch::Tensor& tokens);
+
+  const MoELayerConfig& config() const { return config_; }
+  /// Router weights: W [I, n], or Soft MoE's slot parameters Φ [I, n · p].
+  torch::Tensor router_weight() const { return router_; }
+
+  void reset_parameters();
+
+ private:
+  MoELayerConfig config_;
+  torch::Tensor router_;
+  torch::Tensor w1_, b1_;  ///< [n, I, H|O], [n, H|O]
+  torch::Tensor w2_, b2_;  ///< [n, H, O], [n, O] (two-layer experts only)
+};
+TORCH_MODULE(MoELayer);
+
+}  // namespace mumoe::nn
