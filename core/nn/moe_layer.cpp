@@ -158,4 +158,37 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_
   return out;
 }
 
+torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) {
+  const auto& c = config_;
+  if ((x.dim() != 2 && x.dim() != 3) || x.size(-1) != c.input_dim)
+    throw UsageError("an MoE layer with input size " + std::to_string(c.input_dim) + " takes [B, I] or [B, T, I]");
+  // y − contribution_i for every i: contributions [m, n, O] from the combine weights and the
+  // slot outputs of each group (or input, for Soft MoE).
+  std::vector<torch::Tensor> parts;
+  if (c.router == RouterKind::SoftMoE) {
+    const auto tokens = x.dim() == 3 ? x : x.unsqueeze(1);
+    const int64_t b = tokens.size(0), t = tokens.size(1), n = c.experts, p = c.slots_per_expert;
+    const auto logits = tokens.matmul(router_);
+    const auto dispatch = torch::softmax(logits, 1).view({b, t, n, p});
+    const auto combine = torch::softmax(logits, 2).view({b, t, n, p});
+    const auto slots = torch::einsum("btnp,bti->nbpi", {dispatch, tokens}).reshape({n, b * p, c.input_dim});
+    const auto outputs = experts_on_slots(slots).view({n, b, p, c.output_dim});
+    const auto contributions = torch::einsum("btnp,nbpo->btno", {combine, outputs});  // [B, T, n, O]
+    const auto y = contributions.sum(2, /*keepdim=*/true);
+    return (y - contributions).reshape({b * t, n, c.output_dim});
+  }
+  const auto rows = x.reshape({-1, c.input_dim});
+  const int64_t total = rows.size(0);
+  const int64_t group = c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
+  for (int64_t start = 0; start < total; start += group) {
+    const auto tokens = rows.slice(0, start, std::min(total, start + group));
+    const auto routing = route(tokens);
+    const auto outputs = experts_on_slots(slot_inputs(routing.dispatch, tokens));   // [n, p, O]
+    const auto contributions = torch::einsum("tnp,npo->tno", {routing.combine, outputs});  // [m, n, O]
+    parts.push_back(contributions.sum(1, /*keepdim=*/true) - contributions);
+  }
+  if (parts.empty()) return torch::zeros({0, c.experts, c.output_dim}, x.options());
+  return torch::cat(parts);
+}
+
 }  // namespace mumoe::nn

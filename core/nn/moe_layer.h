@@ -64,6 +64,13 @@ class MoELayerImpl : public torch::nn::Module {
   /// x: [B, I] or [B, T, I]. `ablated` experts contribute nothing (their combine weights are 0).
   MoEOutput forward(const torch::Tensor& x, const std::vector<int64_t>& ablated = {});
 
+  /// Exact ablation of every expert in one pass: the output of each token with each expert
+  /// removed in turn, [tokens, n, O] (rows of x flattened as in forward). Routing does not depend
+  /// on the experts' outputs, so removing expert i subtracts its slots' contribution
+  /// Σ_j C[t, i, j] ỹ_ij from y_t — the same numbers as forward(x, {i}) for every i, without n
+  /// passes. Memory: tokens × n × O.
+  torch::Tensor outputs_without_each_expert(const torch::Tensor& x);
+
   /// The routing tensors of one group of tokens [m, I] (token and expert choice), or of one
   /// input's tokens (Soft MoE).
   RoutingTensors route(const torch::Tensor& tokens);

@@ -564,3 +564,36 @@ TEST(MoELayer, TrainsThroughTheCombineWeightsAndStatesItsShape) {
   EXPECT_THROW(nn::parse_router_kind("top-2"), UsageError);
   EXPECT_EQ(nn::parse_router_kind("sinkhorn-expert-choice"), RouterKind::SinkhornExpertChoice);
 }
+
+TEST(MoELayer, RemovingEachExpertInOnePassIsTheNaiveOracle) {
+  // The naive oracle: one forward pass per expert with that expert ablated. Every router, a
+  // classifier head's rows ([B, I]) and a block's tokens ([B, T, I]); float64 so that the
+  // predictions (argmax) can be compared exactly, and the numbers to rounding.
+  for (auto router : {RouterKind::SoftmaxTokenChoice, RouterKind::SinkhornTokenChoice, RouterKind::SoftmaxExpertChoice,
+                      RouterKind::SinkhornExpertChoice, RouterKind::SparsityExpertChoice, RouterKind::SoftMoE}) {
+    SCOPED_TRACE(nn::to_string(router));
+    torch::manual_seed(9);
+    nn::MoELayerConfig config;
+    config.router = router;
+    config.input_dim = 5;
+    config.hidden_dim = 7;
+    config.output_dim = 4;
+    config.experts = 6;
+    config.k = 2;
+    config.group_size = 16;
+    config.slots_per_expert = 2;
+    nn::MoELayer layer(config);
+    layer->to(torch::kDouble);
+    for (const auto& x : {torch::randn({40, 5}, torch::kDouble), torch::randn({6, 7, 5}, torch::kDouble)}) {
+      const auto fast = layer->outputs_without_each_expert(x);
+      const int64_t tokens = x.numel() / 5;
+      ASSERT_EQ(fast.sizes(), (std::vector<int64_t>{tokens, 6, 4}));
+      for (int64_t e = 0; e < 6; ++e) {
+        const auto naive = layer->forward(x, {e}).output.reshape({tokens, 4});
+        const auto one = fast.select(1, e);
+        EXPECT_LT((one - naive).abs().max().item<double>(), 1e-12) << "expert " << e;
+        EXPECT_TRUE(torch::equal(one.argmax(1), naive.argmax(1))) << "expert " << e;
+      }
+    }
+  }
+}
