@@ -177,8 +177,11 @@ torch::Tensor sparsity_constrained_plan(const torch::Tensor& utility, int64_t ca
     for (int64_t i = 0; i < n; ++i)
       plan.select(1, i).copy_(b * sparse_simplex_projection((u.select(1, i) - alpha) / (gamma * b), capacity));
     if (it == iterations) break;
-    // Rows with more than their 1/m of mass get a higher potential (less utility), and back.
-    alpha = alpha + step * gamma * b * (static_cast<double>(m) * plan.sum(1) - 1.0);
+    // Rows with more than their 1/m of mass get a higher potential (less utility), and back; the
+    // step shrinks as 1/√(t + 1): with a constant one, experts that share their favourite tokens
+    // chase them back and forth and the last plan leaves most tokens out.
+    const double rate = step / std::sqrt(1.0 + static_cast<double>(it));
+    alpha = alpha + rate * gamma * b * (static_cast<double>(m) * plan.sum(1) - 1.0);
   }
   return (plan * static_cast<double>(m)).to(utility.options());
 }

@@ -369,7 +369,7 @@ TEST(MoERouting, SparsityConstrainedPlanFollowsItsSemiDualIterations) {
       for (int64_t t = 0; t < m; ++t) {
         double row = 0;
         for (int64_t i = 0; i < n; ++i) row += expected[t][i];
-        alpha[t] += step * gamma * b * (m * row - 1.0);
+        alpha[t] += step / std::sqrt(1.0 + static_cast<double>(it)) * gamma * b * (m * row - 1.0);
       }
     }
     const auto got = to_matrix(plan);
