@@ -135,7 +135,10 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
                          " channels but the model's " + b.describe() + " takes " + std::to_string(b.in_channels));
     } else {
       // A streamed set is checked on its first image here; every other image when it is decoded.
-      const auto shape = data.image(0).sizes();
+      // Keep the image: sizes() refers into the tensor, which a temporary would take with it
+      // (a use after free that ASan found).
+      const auto first = data.image(0);
+      const auto shape = first.sizes();
       if (shape[0] != b.in_channels || shape[1] != b.image_size || shape[2] != b.image_size)
         throw UsageError(data.identity + " has images of shape " + c10::str(shape) + " but the model expects [" +
                          std::to_string(b.in_channels) + ", " + std::to_string(b.image_size) + ", " +
