@@ -45,7 +45,10 @@ torch::Tensor decode_file(const std::string& path, int64_t channels) {
   else if (channels == 3)
     cv::cvtColor(image, image, image.channels() == 4 ? cv::COLOR_BGRA2RGB : cv::COLOR_BGR2RGB);
   const auto t = torch::from_blob(image.data, {image.rows, image.cols, channels}, torch::kUInt8);
-  return t.permute({2, 0, 1}).contiguous();
+  // clone, not contiguous(): for one channel (or a 1 × 1 image) the permuted view is already
+  // contiguous, contiguous() would return it as it is, and it would point into `image`, which is
+  // freed on return (a use after free that ASan found).
+  return t.permute({2, 0, 1}).clone(at::MemoryFormat::Contiguous);
 }
 
 // Decodes every path into one uint8 tensor [S, C, H, W] with a fixed size and channel count.
