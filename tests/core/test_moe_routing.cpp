@@ -191,6 +191,24 @@ std::vector<double> sparse_projection_sorted(const std::vector<double>& v, size_
   return out;
 }
 
+/// Soft MoE's routing tensors from slot logits [m][n·p], transcribed: dispatch = each slot's
+/// softmax over the tokens, combine = each token's softmax over every slot.
+void soft_moe_transcription(const Matrix& l, size_t n, size_t p, Slots& d, Slots& c) {
+  const size_t m = l.size();
+  d = zeros(m, n, p);
+  c = zeros(m, n, p);
+  for (size_t s = 0; s < n * p; ++s) {
+    double sum = 0;
+    for (size_t t = 0; t < m; ++t) sum += std::exp(l[t][s]);
+    for (size_t t = 0; t < m; ++t) d[t][s / p][s % p] = std::exp(l[t][s]) / sum;
+  }
+  for (size_t t = 0; t < m; ++t) {
+    double sum = 0;
+    for (size_t s = 0; s < n * p; ++s) sum += std::exp(l[t][s]);
+    for (size_t s = 0; s < n * p; ++s) c[t][s / p][s % p] = std::exp(l[t][s]) / sum;
+  }
+}
+
 double gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 
 /// One expert on one input vector: W1, b1 (and W2, b2 when two-layer), all as read from the layer.
@@ -386,18 +404,8 @@ TEST(MoERouting, SoftMoERoutingIsTwoSoftmaxes) {
   const int64_t m = 4, n = 3, p = 2;
   const auto logits = torch::randn({m, n * p}, torch::kDouble);
   const auto r = nn::soft_moe_routing(logits, n);
-  const auto l = to_matrix(logits);
-  Slots d = zeros(m, n, p), c = zeros(m, n, p);
-  for (int64_t s = 0; s < n * p; ++s) {  // dispatch: each slot's weights over the tokens
-    double sum = 0;
-    for (int64_t t = 0; t < m; ++t) sum += std::exp(l[t][s]);
-    for (int64_t t = 0; t < m; ++t) d[t][s / p][s % p] = std::exp(l[t][s]) / sum;
-  }
-  for (int64_t t = 0; t < m; ++t) {  // combine: each token's weights over every slot
-    double sum = 0;
-    for (int64_t s = 0; s < n * p; ++s) sum += std::exp(l[t][s]);
-    for (int64_t s = 0; s < n * p; ++s) c[t][s / p][s % p] = std::exp(l[t][s]) / sum;
-  }
+  Slots d, c;
+  soft_moe_transcription(to_matrix(logits), n, p, d, c);
   expect_slots(r.dispatch, d, 1e-12);
   expect_slots(r.combine, c, 1e-12);
 }
@@ -509,17 +517,8 @@ TEST(MoELayer, SoftMoEMixesTheTokensOfEachInput) {
   for (int64_t b = 0; b < 2; ++b) {
     const auto tokens = to_matrix(x[b]);
     const auto l = matmul(tokens, phi);
-    Slots d = zeros(5, 3, 2), c = zeros(5, 3, 2);
-    for (size_t s = 0; s < 6; ++s) {
-      double sum = 0;
-      for (size_t t = 0; t < 5; ++t) sum += std::exp(l[t][s]);
-      for (size_t t = 0; t < 5; ++t) d[t][s / 2][s % 2] = std::exp(l[t][s]) / sum;
-    }
-    for (size_t t = 0; t < 5; ++t) {
-      double sum = 0;
-      for (size_t s = 0; s < 6; ++s) sum += std::exp(l[t][s]);
-      for (size_t s = 0; s < 6; ++s) c[t][s / 2][s % 2] = std::exp(l[t][s]) / sum;
-    }
+    Slots d, c;
+    soft_moe_transcription(l, 3, 2, d, c);
     const auto expected = unified_layer(tokens, d, c, w, true, {2});
     const auto got = to_matrix(out.output[b]);
     for (size_t t = 0; t < 5; ++t)
