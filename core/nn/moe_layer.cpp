@@ -72,11 +72,14 @@ void MoELayerImpl::reset_parameters() {
 
 torch::Tensor MoELayerImpl::affinity(const torch::Tensor& tokens) { return torch::softmax(tokens.matmul(router_), 1); }
 
-RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens) {
+RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens) { return route(tokens, nullptr); }
+
+RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens, torch::Tensor* affinity_out) {
   const auto& c = config_;
   const auto logits = tokens.matmul(router_);
   if (c.router == RouterKind::SoftMoE) return soft_moe_routing(logits, c.experts);
   const auto a = torch::softmax(logits, 1);
+  if (affinity_out) *affinity_out = a;
   const int64_t p = c.capacity(tokens.size(0));
   switch (c.router) {
     case RouterKind::SoftmaxTokenChoice: return token_choice_allocation(a, a, p, c.k);
@@ -88,6 +91,16 @@ RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens) {
     case RouterKind::SoftMoE: break;
   }
   throw UsageError("unknown router");
+}
+
+MoELayerImpl::SoftMoEPass MoELayerImpl::soft_moe_pass(const torch::Tensor& tokens) {
+  const auto& c = config_;
+  const int64_t b = tokens.size(0), t = tokens.size(1), n = c.experts, p = c.slots_per_expert;
+  const auto logits = tokens.matmul(router_);                           // [B, T, n·p]
+  const auto dispatch = torch::softmax(logits, 1).view({b, t, n, p});  // over each input's tokens
+  const auto combine = torch::softmax(logits, 2).view({b, t, n, p});   // over every slot
+  const auto slots = torch::einsum("btnp,bti->nbpi", {dispatch, tokens}).reshape({n, b * p, c.input_dim});
+  return {combine, experts_on_slots(slots).view({n, b, p, c.output_dim})};
 }
 
 torch::Tensor MoELayerImpl::experts_on_slots(const torch::Tensor& slots) {
@@ -112,13 +125,10 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_
   if (c.router == RouterKind::SoftMoE) {
     // Per input: its T tokens are mixed into the n · p slots (a head's row is one token).
     const auto tokens = x.dim() == 3 ? x : x.unsqueeze(1);  // [B, T, I]
-    const int64_t b = tokens.size(0), t = tokens.size(1), n = c.experts, p = c.slots_per_expert;
-    const auto logits = tokens.matmul(router_);                            // [B, T, n·p]
-    const auto dispatch = torch::softmax(logits, 1).view({b, t, n, p});   // over each input's tokens
-    const auto combine = (torch::softmax(logits, 2).view({b, t, n, p})) * keep.view({1, 1, n, 1});
-    const auto slots = torch::einsum("btnp,bti->nbpi", {dispatch, tokens}).reshape({n, b * p, c.input_dim});
-    const auto outputs = experts_on_slots(slots).view({n, b, p, c.output_dim});
-    const auto y = torch::einsum("btnp,nbpo->bto", {combine, outputs});
+    const int64_t b = tokens.size(0), t = tokens.size(1);
+    const auto pass = soft_moe_pass(tokens);
+    const auto combine = pass.combine * keep.view({1, 1, c.experts, 1});
+    const auto y = torch::einsum("btnp,nbpo->bto", {combine, pass.slot_outputs});
     const auto coefficients = combine.sum(-1);
     out.output = x.dim() == 3 ? y : y.squeeze(1);
     out.coefficients = x.dim() == 3 ? coefficients : coefficients.squeeze(1);
@@ -140,12 +150,13 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_
   int64_t groups = 0;
   for (int64_t start = 0; start < total; start += group) {
     const auto tokens = rows.slice(0, start, std::min(total, start + group));
-    const auto routing = route(tokens);
+    torch::Tensor affinity;
+    const auto routing = route(tokens, &affinity);
     const auto combine = routing.combine * keep.view({1, -1, 1});
     outputs.push_back(combine_slots(combine, experts_on_slots(slot_inputs(routing.dispatch, tokens))));
     coefficients.push_back(combine.sum(-1));
     out.dropped_tokens += dropped_tokens(routing.dispatch);
-    if (c.router == RouterKind::SoftmaxTokenChoice) out.aux_loss = out.aux_loss + importance_loss(affinity(tokens));
+    if (c.router == RouterKind::SoftmaxTokenChoice) out.aux_loss = out.aux_loss + importance_loss(affinity);
     ++groups;
   }
   if (groups > 1) out.aux_loss = out.aux_loss / static_cast<double>(groups);
@@ -167,15 +178,10 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
   std::vector<torch::Tensor> parts;
   if (c.router == RouterKind::SoftMoE) {
     const auto tokens = x.dim() == 3 ? x : x.unsqueeze(1);
-    const int64_t b = tokens.size(0), t = tokens.size(1), n = c.experts, p = c.slots_per_expert;
-    const auto logits = tokens.matmul(router_);
-    const auto dispatch = torch::softmax(logits, 1).view({b, t, n, p});
-    const auto combine = torch::softmax(logits, 2).view({b, t, n, p});
-    const auto slots = torch::einsum("btnp,bti->nbpi", {dispatch, tokens}).reshape({n, b * p, c.input_dim});
-    const auto outputs = experts_on_slots(slots).view({n, b, p, c.output_dim});
-    const auto contributions = torch::einsum("btnp,nbpo->btno", {combine, outputs});  // [B, T, n, O]
+    const auto pass = soft_moe_pass(tokens);
+    const auto contributions = torch::einsum("btnp,nbpo->btno", {pass.combine, pass.slot_outputs});  // [B, T, n, O]
     const auto y = contributions.sum(2, /*keepdim=*/true);
-    return (y - contributions).reshape({b * t, n, c.output_dim});
+    return (y - contributions).reshape({tokens.size(0) * tokens.size(1), c.experts, c.output_dim});
   }
   const auto rows = x.reshape({-1, c.input_dim});
   const int64_t total = rows.size(0);

@@ -87,6 +87,15 @@ class MoELayerImpl : public torch::nn::Module {
   void reset_parameters();
 
  private:
+  /// route() that also hands back the softmax affinity (the importance loss needs it).
+  RoutingTensors route(const torch::Tensor& tokens, torch::Tensor* affinity);
+  /// Soft MoE on inputs [B, T, I]: the combine weights [B, T, n, p] and the slot outputs
+  /// [n, B, p, O] — what forward and the one-pass ablation both start from.
+  struct SoftMoEPass {
+    torch::Tensor combine, slot_outputs;
+  };
+  SoftMoEPass soft_moe_pass(const torch::Tensor& tokens);
+
   MoELayerConfig config_;
   torch::Tensor router_;
   torch::Tensor w1_, b1_;  ///< [n, I, H|O], [n, H|O]
