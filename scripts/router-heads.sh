@@ -1,25 +1,48 @@
 #!/usr/bin/env bash
-# The six MoE routers of the router study as classifier heads on the demo CNN's 128-d
-# Fashion-MNIST features (issue 18's first reading; docs/EXPERIMENTS.md): N experts × seeds, one
-# JSON line per trained head into OUT/router-heads.jsonl, then the table.
+# μMoE heads (CP, TR) beside the six routers of the router study as classifier heads on the demo
+# CNN's 128-d Fashion-MNIST features, at matched parameters (issue 18; docs/EXPERIMENTS.md),
+# through the product itself: `mumoe train --router` / `mumoe train --variant` write the heads,
+# `mumoe compare --json` measures them (the rows the GUI's Compare page shows), and
+# scripts/router_heads_table.py averages over seeds.
 #
-#   scripts/router-heads.sh [OUT=build/sweep] [N ...]      (default N: 16 64 128; seeds 0 1)
+#   scripts/router-heads.sh [OUT=build/routers] [N ...]      (default N: 16 64 128 256; SEEDS="0 1")
+#
+# Parameters: a router head with linear experts has I·N + N·(I·O + O) = 1,418·N (I = 128, O = 10);
+# the μMoE CP head gets the rank R = round(1,290·N / (N + 139)) and the TR head ranks
+# (4, 4, round(1,274·N / 556)), which match it to within a rank's worth.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-OUT="${1:-build/sweep}"; shift || true
-EXPERTS=("$@"); [ ${#EXPERTS[@]} -gt 0 ] || EXPERTS=(16 64 128)
-scripts/build.sh default mumoe mumoe-router-heads
+OUT="${1:-build/routers}"; shift || true
+EXPERTS=("$@"); [ ${#EXPERTS[@]} -gt 0 ] || EXPERTS=(16 64 128 256)
+SEEDS=${SEEDS:-0 1}
+EPOCHS=${EPOCHS:-10}
+scripts/build.sh default mumoe
 B=build/app/cli/mumoe
 DEMO=resources/demo/demo.mumoe.safetensors
-mkdir -p "$OUT"
+FEATURES=build/sweep
+mkdir -p "$OUT" "$FEATURES"
 for split in train test; do
-  [ -f "$OUT/$split.safetensors" ] || $B features "$DEMO" --data "fashion-mnist:$split" --output "$OUT/$split.safetensors"
+  [ -f "$FEATURES/$split.safetensors" ] ||
+    $B features "$DEMO" --data "fashion-mnist:$split" --output "$FEATURES/$split.safetensors"
 done
-: > "$OUT/router-heads.jsonl"
+train() {  # NAME ARGS...: one head, skipped when it exists (the script resumes)
+  local name=$1; shift
+  [ -f "$OUT/$name.safetensors" ] && return 0
+  $B train --data "features:$FEATURES/train.safetensors" --test-data "features:$FEATURES/test.safetensors" \
+    --epochs "$EPOCHS" --quiet --output "$OUT/$name.safetensors" "$@"
+}
 for n in "${EXPERTS[@]}"; do
-  for seed in ${SEEDS:-0 1}; do
-    build/bench/mumoe-router-heads "$OUT/train.safetensors" "$OUT/test.safetensors" --experts "$n" --epochs 10 \
-      --seed "$seed" >> "$OUT/router-heads.jsonl"
+  for seed in $SEEDS; do
+    for router in softmax-token-choice sinkhorn-token-choice softmax-expert-choice sinkhorn-expert-choice \
+                  sparsity-expert-choice soft-moe; do
+      train "$router-n$n-s$seed" --router "$router" --experts "$n" --seed "$seed"
+    done
+    train "mumoe-cp-n$n-s$seed" --variant cp --experts "$n" --rank $(( (1290 * n + (n + 139) / 2) / (n + 139) )) \
+      --activation entmax15 --seed "$seed"
+    train "mumoe-tr-n$n-s$seed" --variant tr --experts "$n" --tr-ranks "4,4,$(( (1274 * n + 278) / 556 ))" \
+      --activation entmax15 --seed "$seed"
   done
 done
-/usr/bin/python3 scripts/router_heads_table.py "$OUT/router-heads.jsonl"
+$B compare "$OUT"/*.safetensors --data "features:$FEATURES/test.safetensors" --cache "$OUT/analysis.sqlite" \
+  --json --quiet > "$OUT/compare.json"
+/usr/bin/python3 scripts/router_heads_table.py "$OUT/compare.json"

@@ -2,7 +2,7 @@
 
 #include <QChart>
 #include <QChartView>
-#include <QElapsedTimer>
+#include <QComboBox>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
@@ -12,7 +12,6 @@
 #include <QLogValueAxis>
 #include <QMap>
 #include <QPushButton>
-#include <QScatterSeries>
 #include <QSplitter>
 #include <QTableWidget>
 #include <QValueAxis>
@@ -20,14 +19,44 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
-#include "analysis/analysis_session.h"
+#include "analysis/layer_comparison.h"
 #include "chart_style.h"
-#include "model/model_summary.h"
-#include "nn/layer_config.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
+namespace {
+
+/// The figures the chart can plot against N: what the combo box shows, and how to read a row.
+struct ChartMetric {
+  const char* label;
+  const char* axis;
+  double (*value)(const ComparedModel&);
+  bool bounded_by_one;  ///< the axis stops at 1
+};
+
+const ChartMetric kMetrics[] = {
+    {"Mean polysemanticity", "mean polysemanticity p (lower = more specialised)",
+     [](const ComparedModel& m) { return m.mean_polysemanticity; }, true},
+    {"Class purity", "mean class purity of each expert's samples",
+     [](const ComparedModel& m) { return m.mean_class_purity; }, true},
+    {"I(E;Y) / H(Y)", "share of the class entropy the strongest expert explains",
+     [](const ComparedModel& m) { return m.information_ratio; }, true},
+    {"Accuracy", "accuracy", [](const ComparedModel& m) { return m.accuracy; }, true},
+    {"Load CV", "load coefficient of variation (0 = balanced)", [](const ComparedModel& m) { return m.load_cv; }, false},
+    {"µs per sample", "measured time per sample (µs)",
+     [](const ComparedModel& m) { return m.microseconds_per_sample; }, false},
+};
+
+QString figure(double v, int precision) { return std::isfinite(v) ? QString::number(v, 'f', precision) : QStringLiteral("—"); }
+
+}  // namespace
+
+QString seriesName(const ComparedModel& m) {
+  const auto family = QString::fromStdString(m.family);
+  return family.startsWith(QStringLiteral("μMoE")) ? family + QLatin1Char(' ') + QString::fromStdString(m.gate) : family;
+}
 
 ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   worker_ = new WorkerQueue(this);
@@ -38,9 +67,14 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   connect(add_, &QPushButton::clicked, this, &ModelComparisonPage::chooseModels);
   connect(clear_, &QPushButton::clicked, this, &ModelComparisonPage::clear);
 
-  table_ = new QTableWidget(0, 6);
-  table_->setHorizontalHeaderLabels(
-      {tr("Model"), tr("N"), tr("Gate"), tr("Accuracy"), tr("Mean polysemanticity"), tr("Experts with effect")});
+  table_ = new QTableWidget(0, 14);
+  table_->setHorizontalHeaderLabels({tr("Model"), tr("Layer"), tr("N"), tr("Parameters"), tr("Accuracy"),
+                                     tr("Mean polysemanticity"), tr("Experts with effect"), tr("Class purity"),
+                                     tr("I(E;Y)/H(Y)"), tr("Load CV"), tr("Dead"), tr("Dropped"),
+                                     tr("kFLOPs/sample"), tr("µs/sample")});
+  metric_ = new QComboBox;
+  for (const auto& m : kMetrics) metric_->addItem(tr(m.label));
+  connect(metric_, &QComboBox::currentIndexChanged, this, &ModelComparisonPage::rebuildChart);
   // The file name takes what the numbers leave; the numeric columns keep their headers readable.
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(0, QHeaderView::Stretch);
@@ -49,7 +83,7 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   table_->setSelectionBehavior(QAbstractItemView::SelectRows);
 
   chart_ = new QChart;
-  styleChart(chart_);
+  chart_->setTitle(tr("Mean polysemanticity vs number of experts"));
   chart_->setTitle(tr("Mean polysemanticity vs number of experts (paper Fig. 3)"));
   view_ = new QChartView(chart_);
   view_->setRenderHint(QPainter::Antialiasing);
@@ -59,6 +93,8 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   buttons->addWidget(add_);
   buttons->addWidget(clear_);
   buttons->addStretch();
+  buttons->addWidget(new QLabel(tr("Chart:")));
+  buttons->addWidget(metric_);
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->addWidget(table_);
   splitter->addWidget(view_);
@@ -79,9 +115,10 @@ void ModelComparisonPage::setData(const QString& dataSpec, const QString& cacheP
   dataSpec_ = dataSpec;
   cachePath_ = cachePath;
   header_->setText(tr("<b>Specialisation across models</b> · every model is swept (each expert of its first mode "
-                      "removed in turn) on <code>%1</code>; cached sweeps are read back. Add the heads of an "
-                      "expert-count sweep (<code>scripts/sweep-experts.sh</code>) to see whether polysemanticity "
-                      "falls as N grows.")
+                      "removed in turn) on <code>%1</code>; cached sweeps are read back. Add μMoE heads "
+                      "(<code>scripts/sweep-experts.sh</code>) and sparse or soft MoE heads "
+                      "(<code>mumoe train --router</code>) to see which experts specialise as N grows — the "
+                      "same rows as <code>mumoe compare</code>.")
                        .arg(dataSpec_.toHtmlEscaped()));
 }
 
@@ -93,47 +130,27 @@ void ModelComparisonPage::chooseModels() {
 
 void ModelComparisonPage::addModels(const QStringList& paths) {
   for (const auto& path : paths) {
-    const QString data = dataSpec_, cache = cachePath_;
+    const QString task = tr("Comparing %1").arg(QFileInfo(path).fileName());
+    analysis::SessionOptions o;
+    o.model_path = path.toStdString();
+    o.data_spec = dataSpec_.toStdString();
+    o.cache_path = cachePath_.toStdString();
     WorkerQueue* worker = worker_;
-    worker_->submit(tr("compare %1").arg(QFileInfo(path).fileName()),
-                    [this, path, data, cache, worker](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-                      QElapsedTimer timer;
-                      timer.start();
-                      analysis::SessionOptions o;
-                      o.model_path = path.toStdString();
-                      o.data_spec = data.toStdString();
-                      o.cache_path = cache.toStdString();
-                      const QString task = tr("compare %1").arg(QFileInfo(path).fileName());
-                      auto session = analysis::AnalysisSession::open_extracted(
-                          o, [&](const analysis::ExtractionProgress& p) {
-                            worker->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
-                            return !cancelled();
-                          });
-                      const auto sweep = session->sweep(0, analysis::AblationMethod::Sparse,
-                                                        [&](int64_t done, int64_t total) {
-                                                          worker->postProgress(task, done, total);
-                                                          return !cancelled();
-                                                        });
-                      ComparedModel m;
-                      m.path = path;
-                      m.experts = session->expert_dims().at(0);
-                      m.accuracy = session->accuracy().overall;
-                      m.meanPolysemanticity = sweep.value.mean_polysemanticity;
-                      m.expertsWithEffect = sweep.value.experts_with_effect;
-                      // The gate activation from the file's summary (torch-free; no tensor data read).
-                      for (const auto& l : model::summarize_model_file(path.toStdString()).layers)
-                        if (l.name == session->layer_name())
-                          m.activation = QString::fromStdString(nn::to_string(l.config.gate_activation));
-                      m.seconds = timer.elapsed() / 1000.0;
-                      return [this, m](double) {
-                        models_.push_back(m);
-                        std::sort(models_.begin(), models_.end(), [](const ComparedModel& a, const ComparedModel& b) {
-                          return a.activation != b.activation ? a.activation < b.activation : a.experts < b.experts;
-                        });
-                        rebuild();
-                        Q_EMIT modelCompared(m);
-                      };
-                    });
+    worker_->submit(task, [this, o, task, worker](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+      const auto row = analysis::compare_layer(o, [&](const std::string& step, int64_t done, int64_t total, double eta) {
+        worker->postProgress(task + QStringLiteral(" · ") + QString::fromStdString(step), done, total, eta);
+        return !cancelled();
+      });
+      return [this, row](double) {
+        models_.push_back(row);
+        std::stable_sort(models_.begin(), models_.end(), [](const ComparedModel& a, const ComparedModel& b) {
+          const auto sa = seriesName(a), sb = seriesName(b);
+          return sa != sb ? sa < sb : a.experts < b.experts;
+        });
+        rebuild();
+        Q_EMIT modelCompared(row);
+      };
+    });
   }
 }
 
@@ -148,62 +165,76 @@ void ModelComparisonPage::rebuild() {
   table_->setRowCount(static_cast<int>(models_.size()));
   for (int r = 0; r < models_.size(); ++r) {
     const auto& m = models_[r];
-    auto item = [](const QString& text, bool right) {
+    int column = 0;
+    auto put = [&](const QString& text, bool right = true) {
       auto* i = new QTableWidgetItem(text);
       if (right) i->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      table_->setItem(r, column++, i);
       return i;
     };
-    table_->setItem(r, 0, item(QFileInfo(m.path).fileName(), false));
-    table_->item(r, 0)->setToolTip(m.path);
-    table_->setItem(r, 1, item(QString::number(m.experts), true));
-    table_->setItem(r, 2, item(m.activation, false));
-    table_->setItem(r, 3, item(QStringLiteral("%1 %").arg(100 * m.accuracy, 0, 'f', 2), true));
-    table_->setItem(r, 4, item(std::isnan(m.meanPolysemanticity) ? QStringLiteral("—")
-                                                                  : QString::number(m.meanPolysemanticity, 'f', 4),
-                               true));
-    table_->setItem(r, 5, item(QStringLiteral("%1 of %2").arg(m.expertsWithEffect).arg(m.experts), true));
+    put(QFileInfo(QString::fromStdString(m.model_path)).fileName(), false)
+        ->setToolTip(QString::fromStdString(m.model_path));
+    put(seriesName(m), false);
+    put(QString::number(m.experts));
+    put(QString::number(m.parameters));
+    put(QStringLiteral("%1 %").arg(100 * m.accuracy, 0, 'f', 2));
+    put(figure(m.mean_polysemanticity, 4));
+    put(QStringLiteral("%1 of %2").arg(m.experts_with_effect).arg(m.experts));
+    put(figure(m.mean_class_purity, 3));
+    put(figure(m.information_ratio, 3));
+    put(figure(m.load_cv, 2));
+    put(QString::number(m.dead_experts));
+    put(QString::number(m.dropped_tokens));
+    put(figure(2 * m.multiply_adds_per_sample / 1000, 1));
+    put(figure(m.microseconds_per_sample, 2));
   }
+  rebuildChart();
+}
 
+void ModelComparisonPage::rebuildChart() {
+  const auto& metric = kMetrics[std::max(0, metric_->currentIndex())];
   chart_->removeAllSeries();
   for (auto* axis : chart_->axes()) {
     chart_->removeAxis(axis);
     delete axis;
   }
   QMap<QString, QLineSeries*> lines;
-  double lowest = 1, highest = 0;
-  qint64 nMin = 0, nMax = 0;
+  double lowest = std::numeric_limits<double>::infinity(), highest = -lowest;
+  int64_t nMin = 0, nMax = 0;
   for (const auto& m : models_) {
-    if (std::isnan(m.meanPolysemanticity)) continue;
-    auto*& line = lines[m.activation];
+    const double value = metric.value(m);
+    if (!std::isfinite(value)) continue;
+    auto*& line = lines[seriesName(m)];
     if (!line) {
       line = new QLineSeries;
-      line->setName(m.activation);
+      line->setName(seriesName(m));
       line->setPointsVisible(true);
     }
-    line->append(static_cast<double>(m.experts), m.meanPolysemanticity);
-    lowest = std::min(lowest, m.meanPolysemanticity);
-    highest = std::max(highest, m.meanPolysemanticity);
+    line->append(static_cast<double>(m.experts), value);
+    lowest = std::min(lowest, value);
+    highest = std::max(highest, value);
     nMin = nMin == 0 ? m.experts : std::min(nMin, m.experts);
     nMax = std::max(nMax, m.experts);
   }
   if (lines.isEmpty()) {
-    chart_->setTitle(tr("Mean polysemanticity vs number of experts — add models to compare"));
+    chart_->setTitle(tr("%1 vs number of experts — add models to compare").arg(tr(metric.label)));
     return;
   }
-  chart_->setTitle(tr("Mean polysemanticity vs number of experts (paper Fig. 3)"));
+  chart_->setTitle(tr("%1 vs number of experts").arg(tr(metric.label)));
   auto* x = new QLogValueAxis;
   x->setBase(2);
   x->setLabelFormat(QStringLiteral("%d"));
   x->setTitleText(tr("experts N (log scale)"));
   x->setRange(std::max<double>(1, nMin / 1.5), nMax * 1.5);
   auto* y = new QValueAxis;
-  y->setTitleText(tr("mean polysemanticity p (lower = more specialised)"));
+  y->setTitleText(tr(metric.axis));
   // Ticks at round values (1, 2 or 5 × 10^k apart); the axis stops at 1, polysemanticity's bound.
   const double pad = std::max(0.005, (highest - lowest) * 0.2);
   const double raw = std::max(1e-4, (highest - lowest + 2 * pad) / 5);
   const double decade = std::pow(10.0, std::floor(std::log10(raw)));
   const double step = raw / decade <= 1 ? decade : raw / decade <= 2 ? 2 * decade : raw / decade <= 5 ? 5 * decade : 10 * decade;
-  const double top = std::min(1.0, std::ceil((highest + pad) / step) * step);
+  const double ceiling = std::ceil((highest + pad) / step) * step;
+  const double top = metric.bounded_by_one ? std::min(1.0, ceiling) : ceiling;
   const double bottom = std::max(0.0, std::floor((lowest - pad) / step) * step);
   y->setRange(bottom, top);
   y->setTickType(QValueAxis::TicksDynamic);

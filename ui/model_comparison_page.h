@@ -1,10 +1,12 @@
-// ModelComparisonPage: specialisation across models — the paper's "mean polysemanticity vs N"
-// (its Fig. 3). The user adds model files (e.g. the expert-count sweep's heads, all on the same
-// data SPEC); for each, on a worker thread, the page opens an AnalysisSession, extracts what the
-// cache lacks, runs the full ablation sweep of the first expert mode (cached answers are read
-// back) and adds a row: N, gate activation, accuracy, mean polysemanticity, experts with an
-// effect. The chart plots mean polysemanticity against N (log axis), one line per gate
-// activation (entmax15, softmax).
+// ModelComparisonPage: specialisation across models — μMoE layers and the router study's sparse
+// and soft MoE layers on one table and chart (the paper's "mean polysemanticity vs N", its
+// Fig. 3, and issue 18's comparison). The user adds model files (e.g. the expert-count sweep's
+// heads and `mumoe train --router` heads, all on the same data SPEC); for each, on a worker
+// thread, the page calls analysis::compare_layer — the call `mumoe compare` makes — which
+// extracts and sweeps what the cache lacks, and adds its row: layer kind, N, parameters,
+// accuracy, mean polysemanticity, experts with an effect, class purity, I(E;Y)/H(Y), load CV,
+// dead experts, dropped samples, cost per sample. The chart plots the chosen figure against N
+// (log axis), one line per layer kind (μMoE CP entmax15, Soft MoE, …).
 //
 // Torch-free header.
 #pragma once
@@ -14,7 +16,10 @@
 #include <QVector>
 #include <QWidget>
 
+#include "analysis/layer_comparison.h"
+
 class QChart;
+class QComboBox;
 class QChartView;
 class QLabel;
 class QPushButton;
@@ -24,16 +29,11 @@ namespace mumoe::ui {
 
 class WorkerQueue;
 
-/// One model's point of the comparison.
-struct ComparedModel {
-  QString path;
-  qint64 experts = 0;          ///< N of the first expert mode
-  QString activation;          ///< "entmax15" | "softmax"
-  double accuracy = 0;         ///< of the unablated model on the data
-  double meanPolysemanticity = 0;  ///< NaN when no removal changed any class accuracy
-  qint64 expertsWithEffect = 0;
-  double seconds = 0;          ///< open + extraction + sweep (or cache reads)
-};
+/// One model's row: the core's comparison (layer_comparison.h says what each figure means).
+using ComparedModel = analysis::LayerComparison;
+
+/// "μMoE CP entmax15", "Soft MoE", …: the chart's line a row belongs to.
+QString seriesName(const ComparedModel& model);
 
 class ModelComparisonPage : public QWidget {
   Q_OBJECT
@@ -59,6 +59,7 @@ class ModelComparisonPage : public QWidget {
  private:
   void chooseModels();
   void rebuild();
+  void rebuildChart();
 
   WorkerQueue* worker_ = nullptr;
   QString dataSpec_ = QStringLiteral("fashion-mnist:test");
@@ -68,6 +69,7 @@ class ModelComparisonPage : public QWidget {
   QPushButton* add_ = nullptr;
   QPushButton* clear_ = nullptr;
   QTableWidget* table_ = nullptr;
+  QComboBox* metric_ = nullptr;  ///< the figure the chart plots against N
   QChartView* view_ = nullptr;
   QChart* chart_ = nullptr;
 };

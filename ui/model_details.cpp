@@ -22,6 +22,14 @@ QString layerDetailsHtml(const model::ModelSummary& summary, size_t layerIndex) 
   const auto& c = layer.config;
 
   QString html = QStringLiteral("<h3>Layer %1</h3><table>").arg(QString::fromStdString(layer.name).toHtmlEscaped());
+  if (layer.router) {
+    html += htmlRow(QObject::tr("Router"), QString::fromStdString(layer.router_description()));
+    html += htmlRow(QObject::tr("Expert coefficient"),
+                    layer.router->router == nn::RouterKind::SoftMoE
+                        ? QObject::tr("the slot weights of the sample for the expert's slots")
+                        : QObject::tr("the combine weight of the sample for the expert (0 where it was not taken)"));
+    html += htmlRow(QObject::tr("Parameters"), groupedNumber(layer.total_parameters()));
+  } else {
   html += htmlRow(QObject::tr("Variant"), QString::fromStdString(c.variant_name()) +
                                      (c.is_block() ? QObject::tr(" two-layer block (shared coefficients)") : QObject::tr(" layer")));
   html += htmlRow(QObject::tr("Expert modes"), QStringLiteral("%1 (hierarchy %2)").arg(joinDims(c.expert_dims)).arg(c.hierarchy()));
@@ -35,6 +43,7 @@ QString layerDetailsHtml(const model::ModelSummary& summary, size_t layerIndex) 
                                              groupedNumber(layer.parameters.gating),
                                              layer.parameters.input_norm ? QObject::tr(", input norm %1").arg(groupedNumber(layer.parameters.input_norm))
                                                                          : QString()));
+  }
   html += QStringLiteral("</table><h3>%1</h3><table>").arg(QObject::tr("Model file"));
   html += htmlRow(QObject::tr("File"), QString::fromStdString(summary.path));
   html += htmlRow(QObject::tr("Size"), QObject::tr("%1 bytes").arg(groupedNumber(static_cast<int64_t>(summary.file_bytes))));

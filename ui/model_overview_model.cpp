@@ -28,6 +28,30 @@ QVariant ModelOverviewModel::data(const QModelIndex& index, int role) const {
   const auto& c = layer.config;
   if (role == Qt::TextAlignmentRole && index.column() == Parameters)
     return QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
+  if (layer.router) {
+    // A sparse or soft MoE layer: its router in the Variant column, no ranks or gates.
+    const auto& r = *layer.router;
+    if (role == SortRole)
+      return index.column() == Experts ? QVariant(static_cast<qlonglong>(r.experts))
+             : index.column() == Parameters ? QVariant(static_cast<qlonglong>(layer.total_parameters()))
+                                            : data(index, Qt::DisplayRole);
+    if (role == Qt::ToolTipRole) return QString::fromStdString(layer.router_description());
+    if (role != Qt::DisplayRole) return {};
+    switch (index.column()) {
+      case Name: return QString::fromStdString(layer.name);
+      case Variant: return QString::fromStdString(nn::display_name(r.router));
+      case Experts: return QString::number(r.experts);
+      case Ranks: return QStringLiteral("—");
+      case Shape:
+        return r.hidden_dim > 0 ? QStringLiteral("%1 → %2 → %3").arg(r.input_dim).arg(r.hidden_dim).arg(r.output_dim)
+                                : QStringLiteral("%1 → %2").arg(r.input_dim).arg(r.output_dim);
+      case Gating:
+        return r.router == nn::RouterKind::SoftMoE ? tr("%1 slot(s) per expert").arg(r.slots_per_expert)
+                                                   : tr("capacity ×%1, groups of %2").arg(r.capacity_factor).arg(r.group_size);
+      case Parameters: return groupedNumber(layer.total_parameters());
+    }
+    return {};
+  }
   if (role == SortRole) {
     switch (index.column()) {
       case Experts: return static_cast<qlonglong>(c.total_experts());

@@ -55,6 +55,7 @@ Command add_gallery_command(CLI::App& parent);
 Command add_ablate_command(CLI::App& parent);
 Command add_edits_command(CLI::App& parent);
 Command add_cache_command(CLI::App& parent);
+Command add_compare_command(CLI::App& parent);
 Command add_steer_command(CLI::App& parent);
 #endif
 

@@ -37,19 +37,29 @@ int run_forward(const ForwardOptions& o) {
     throw FileError(o.input, what + " must be floating point");
   if (!torch::isfinite(input).all().item<bool>())
     throw FileError(o.input, what + " contains NaN or infinite values");
-  const auto& c = layer.config;
-  if ((input.dim() != 2 && input.dim() != 3) || input.size(-1) != c.input_dim)
+  const auto input_dim = layer.input_dim();
+  if ((input.dim() != 2 && input.dim() != 3) || input.size(-1) != input_dim)
     throw FileError(o.input, what + " has shape " + c10::str(input.sizes()) + "; layer '" +
-                                 layer.name + "' expects [B, " + std::to_string(c.input_dim) +
-                                 "] or [B, T, " + std::to_string(c.input_dim) + "]");
+                                 layer.name + "' expects [B, " + std::to_string(input_dim) +
+                                 "] or [B, T, " + std::to_string(input_dim) + "]");
   // Float64 inputs run in float64 (exactness checks); everything else in float32.
   const auto dtype = input.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  auto block = model.build_layer(layer.name, dtype);
-  block->to(device);
-
   const auto start = std::chrono::steady_clock::now();
   torch::NoGradGuard no_grad;
-  auto result = block->forward(input.to(device, dtype), ablation);
+  nn::BlockOutput result;
+  if (layer.is_router()) {
+    // A sparse or soft MoE layer: one expert mode, its coefficients the combine weights.
+    if (ablation.experts_per_mode.size() > 1) throw UsageError("a " + layer.family() + " layer has one expert mode");
+    auto moe = model.build_router_layer(layer.name, dtype);
+    moe->to(device);
+    auto out = moe->forward(input.to(device, dtype),
+                            ablation.experts_per_mode.empty() ? std::vector<int64_t>{} : ablation.experts_per_mode[0]);
+    result = {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+  } else {
+    auto block = model.build_layer(layer.name, dtype);
+    block->to(device);
+    result = block->forward(input.to(device, dtype), ablation);
+  }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

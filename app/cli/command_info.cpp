@@ -47,8 +47,14 @@ void print_text(const model::ModelSummary& s) {
               << (s.backbone_preset.empty() ? "" : ", preset " + printable(s.backbone_preset)) << "\n";
   std::cout
             << "  tensors:      " << s.tensor_count << "\n"
-            << "  parameters:   " << grouped(s.total_parameters()) << " in μMoE layers\n";
+            << "  parameters:   " << grouped(s.total_parameters()) << " in expert layers\n";
   for (const auto& l : s.layers) {
+    if (l.router) {
+      std::cout << "\n  layer '" << printable(l.name) << "'" << (l.prefix.empty() ? "" : " (keys " + printable(l.prefix) + "*)")
+                << "\n    router:      " << l.router_description()
+                << "\n    parameters:  " << grouped(l.total_parameters()) << "\n";
+      continue;
+    }
     const auto& c = l.config;
     std::cout << "\n  layer '" << printable(l.name) << "'" << (l.prefix.empty() ? "" : " (keys " + printable(l.prefix) + "*)") << "\n"
               << "    variant:     " << c.variant_name() << (c.is_block() ? " two-layer block" : " layer")

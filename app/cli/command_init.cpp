@@ -42,7 +42,7 @@ int run_init(const InitOptions& o) {
 
   torch::manual_seed(static_cast<uint64_t>(o.seed));
   nn::MuMoEBlock block(c);
-  model::ModelLayer layer{o.name, o.name == "mumoe" ? "" : o.name + ".", c, false};
+  model::ModelLayer layer{o.name, o.name == "mumoe" ? "" : o.name + ".", c, false, std::nullopt};
   model::Manifest manifest;
   manifest.layers = {layer};
   manifest.label_names = parse_name_list(o.labels);

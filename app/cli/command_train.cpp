@@ -1,5 +1,6 @@
 // mumoe train --data SPEC --output FILE [...]: trains a CNN + μMoE-head image classifier on
-// image data, or a bare μMoE head on a feature file (features:FILE), with progress and ETA on
+// image data, or a bare μMoE head on a feature file (features:FILE) — or with --router one of
+// the router study's sparse or soft MoE heads (nn/moe_layer.h) — with progress and ETA on
 // stderr, a checkpoint after every epoch, --resume, and a final evaluation on --test-data
 // recorded in the model file's provenance.
 #include <nlohmann/json.hpp>
@@ -31,6 +32,12 @@ struct TrainCommandOptions {
   int64_t patch_size = 7;  ///< the ViT's (feature_dim is its width; --layers and --heads as the GPT's)
   int64_t mlp_experts = 0;  ///< ViT: > 0 makes every block's MLP a μMoE block with this many experts
   int64_t mlp_rank = 0;     ///< its CP rank (0 = parameter-matched to the dense MLP)
+  std::string mlp_router;   ///< ViT: the MLPs are this router's MoE layers instead of μMoE blocks
+  int64_t mlp_hidden = 0;   ///< their experts' hidden width (0 = parameter-matched to the dense MLP)
+  /// A sparse or soft MoE head (nn/moe_layer.h) instead of μMoE: its router and options.
+  std::string router;
+  int64_t top_k = 1, group = 128, slots = 1, expert_hidden = 0;
+  double capacity_factor = 1.0;
   train::TrainOptions train;
   LanguageModelRequest lm;  ///< the GPT's own options (text SPECs)
   bool json = false, quiet = false, overwrite = false;
@@ -71,6 +78,8 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("patch_size", "--patch-size", o.patch_size);
   take("mlp_experts", "--mlp-experts", o.mlp_experts);
   take("mlp_rank", "--mlp-rank", o.mlp_rank);
+  take("mlp_router", "--mlp-router", o.mlp_router);
+  take("mlp_hidden", "--mlp-hidden", o.mlp_hidden);
   take("epochs", "--epochs", o.train.epochs);
   take("batch_size", "--batch-size", o.train.batch_size);
   take("learning_rate", "--lr", o.train.learning_rate);
@@ -78,6 +87,35 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("schedule", "--schedule", o.train.schedule);
   take("seed", "--seed", o.train.seed);
   take("device", "--device", o.train.device);
+  take("router", "--router", o.router);
+  take("top_k", "--top-k", o.top_k);
+  take("group", "--group", o.group);
+  take("capacity_factor", "--capacity-factor", o.capacity_factor);
+  take("slots", "--slots", o.slots);
+  take("expert_hidden", "--expert-hidden", o.expert_hidden);
+  take("aux_loss_weight", "--aux-loss-weight", o.train.aux_loss_weight);
+}
+
+// The router head that --router asks for, on features of width `input_dim` with `classes`
+// outputs; its experts are the first number of --experts.
+nn::MoELayerConfig router_head_config(const TrainCommandOptions& o, int64_t input_dim, int64_t classes) {
+  nn::MoELayerConfig c;
+  c.router = nn::parse_router_kind(o.router);
+  c.input_dim = input_dim;
+  c.output_dim = classes;
+  const auto experts = parse_int_list(o.experts, "--experts");
+  if (experts.size() != 1) throw UsageError("--router takes one number of experts (--experts N), got " + o.experts);
+  c.experts = experts[0];
+  c.k = o.top_k;
+  c.capacity_factor = o.capacity_factor;
+  // Routing depends on the group a sample is in: groups are fixed (never "the whole batch"), so
+  // evaluation and analysis see the groups training saw, whatever their batch sizes.
+  if (o.group < 1) throw UsageError("--group must be at least 1 (samples routed together)");
+  c.group_size = o.group;
+  c.slots_per_expert = o.slots;
+  c.hidden_dim = o.expert_hidden;
+  c.validate();
+  return c;
 }
 
 std::string duration(double seconds) {
@@ -126,6 +164,9 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
 
   // --targets turns the task into multi-label: one binary output per named attribute.
   const auto targets = parse_name_list(o.targets);
+  if (!o.router.empty() && (data::feature_file_of(o.data).empty() || !targets.empty()))
+    throw UsageError("--router trains a sparse or soft MoE head on a feature file (--data features:FILE) for a "
+                     "multi-class task; image backbones and --targets take μMoE heads so far");
   const bool multilabel = !targets.empty();
   auto prepare = [&](data::Dataset d) { return multilabel ? data::with_targets(std::move(d), targets) : d; };
   // Training visits every image each epoch, so a streamed folder is decoded into memory once.
@@ -134,12 +175,17 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   const auto labels = multilabel ? targets : train_data.class_names;
   head.output_dim = static_cast<int64_t>(labels.size());
 
-  if (o.mlp_experts < 0 || o.mlp_rank < 0) throw UsageError("--mlp-experts and --mlp-rank cannot be negative");
+  if (o.mlp_experts < 0 || o.mlp_rank < 0 || o.mlp_hidden < 0)
+    throw UsageError("--mlp-experts, --mlp-rank and --mlp-hidden cannot be negative");
+  if (!o.mlp_router.empty() && o.mlp_experts == 0) throw UsageError("--mlp-router needs --mlp-experts N");
   if (o.mlp_experts > 0 && !train_data.has_images())
     throw UsageError("--mlp-experts makes a ViT's MLPs μMoE blocks; " + o.data + " holds features (no backbone to train)");
   torch::manual_seed(o.train.seed);
   // Image data trains a CNN with the head; a feature file trains the head alone on its features.
   auto classifier = [&] {
+    if (!o.router.empty())
+      return model::ClassifierModel::from_router_layer(
+          nn::MoELayer(router_head_config(o, train_data.features.size(1), head.output_dim)), "head", labels);
     if (!train_data.has_images()) {
       head.input_dim = train_data.features.size(1);
       return model::ClassifierModel::from_layer(nn::MuMoEBlock(head), "head", labels, multilabel);
@@ -157,7 +203,17 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
       backbone.vit.depth = o.lm.layers;
       backbone.vit.heads = o.lm.heads;
       backbone.vit.mlp_dim = 4 * o.feature_dim;
-      if (o.mlp_experts > 0) {
+      if (o.mlp_experts > 0 && !o.mlp_router.empty()) {
+        // The router study's MoE layers as the MLPs: routing groups are one image's tokens.
+        const auto& v = backbone.vit;
+        const auto hidden =
+            o.mlp_hidden > 0 ? o.mlp_hidden : nn::parameter_matched_expert_hidden(v.width, v.mlp_dim, o.mlp_experts);
+        const int64_t side = backbone.image_size / v.patch_size;
+        const int64_t tokens = side * side + 1;  // patches + the class token
+        for (int64_t i = 0; i < v.depth; ++i)
+          backbone.vit.router_mlps[i] =
+              nn::router_mlp_config(nn::parse_router_kind(o.mlp_router), v.width, o.mlp_experts, hidden, tokens);
+      } else if (o.mlp_experts > 0) {
         const auto& v = backbone.vit;
         const auto rank = o.mlp_rank > 0 ? o.mlp_rank : nn::parameter_matched_cp_rank(v.width, v.mlp_dim, o.mlp_experts);
         for (int64_t i = 0; i < v.depth; ++i)
@@ -183,6 +239,7 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
                                {"schedule", o.train.schedule},
                                {"optimizer", "AdamW"},
                                {"device", o.train.device},
+                               {"aux_loss_weight", o.train.aux_loss_weight},
                                {"libtorch", TORCH_VERSION}};
 
   // The checkpoint is the output file itself, rewritten atomically after every epoch.
@@ -267,6 +324,22 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--mlp-experts", o->mlp_experts,
                   "ViT: make every block's MLP a μMoE two-layer block with this many experts (default 0: timm's MLP)");
   app->add_option("--mlp-rank", o->mlp_rank, "ViT μMoE MLPs: CP rank (default: parameter-matched to the dense MLP)");
+  app->add_option("--mlp-router", o->mlp_router,
+                  "ViT: make the --mlp-experts MLPs a router's MoE layers instead of μMoE blocks (the --router names)");
+  app->add_option("--mlp-hidden", o->mlp_hidden,
+                  "ViT router MLPs: each expert's hidden width (default: parameter-matched to the dense MLP)");
+  app->add_option("--router", o->router,
+                  "Features only: a sparse or soft MoE head instead of μMoE: softmax-token-choice, "
+                  "sinkhorn-token-choice, softmax-expert-choice, sinkhorn-expert-choice, sparsity-expert-choice "
+                  "or soft-moe (experts = --experts)");
+  app->add_option("--top-k", o->top_k, "Router head, token choice: experts per sample (default 1)");
+  app->add_option("--group", o->group, "Router head: samples routed together (default 128)");
+  app->add_option("--capacity-factor", o->capacity_factor, "Router head: buffer capacity factor c (default 1)");
+  app->add_option("--slots", o->slots, "Soft MoE: slots per expert (default 1)");
+  app->add_option("--expert-hidden", o->expert_hidden,
+                  "Router head: each expert an MLP with this hidden width (default 0: linear experts)");
+  app->add_option("--aux-loss-weight", o->train.aux_loss_weight,
+                  "Router head: weight of the importance loss (Softmax Token Choice only; default 0.01)");
   app->add_option("--epochs", o->train.epochs, "Epochs (default 10)");
   app->add_option("--batch-size", o->train.batch_size, "Batch size (default 128)");
   app->add_option("--lr", o->train.learning_rate, "Peak learning rate (default 2e-3)");

@@ -8,6 +8,7 @@
 #include "analysis/counterfactual_ablation.h"
 #include "analysis/extraction.h"
 #include "analysis/result_json.h"
+#include "analysis/router_ablation.h"
 #include "analysis/stored_answer.h"
 #include "data/dataset.h"
 #include "io/errors.h"
@@ -34,6 +35,7 @@ struct AnalysisSession::Impl {
   ExtractionOptions extraction;
   std::optional<RunData> run;
   std::unique_ptr<CounterfactualAblation> ablation;
+  std::unique_ptr<RouterAblation> router_ablation;  ///< instead of `ablation` for a router layer
   std::vector<std::string> class_names;
   mutable std::optional<data::Dataset> gallery_images;  ///< loaded on first use
 
@@ -64,6 +66,15 @@ struct AnalysisSession::Impl {
     if (!ablation)
       ablation = std::make_unique<CounterfactualAblation>(model->layer(), r, model->class_count(), options.device);
     return *ablation;
+  }
+  RouterAblation& router_engine(const RunData& r) {
+    if (!router_ablation)
+      router_ablation = std::make_unique<RouterAblation>(model->router_layer(), r, model->class_count(), options.device);
+    return *router_ablation;
+  }
+  void drop_engines() {
+    ablation.reset();
+    router_ablation.reset();
   }
 };
 
@@ -106,7 +117,9 @@ const std::string& AnalysisSession::cache_path() const { return impl_->cache->pa
 const std::string& AnalysisSession::layer_name() const { return impl_->model->layer_name(); }
 const std::vector<std::string>& AnalysisSession::class_names() const { return impl_->class_names; }
 const std::vector<std::string>& AnalysisSession::attribute_names() const { return impl_->data.attribute_names; }
-std::vector<int64_t> AnalysisSession::expert_dims() const { return impl_->model->layer()->config().expert_dims; }
+std::vector<int64_t> AnalysisSession::expert_dims() const { return impl_->model->expert_dims(); }
+std::string AnalysisSession::layer_family() const { return impl_->model->layer_family(); }
+const model::ClassifierModel& AnalysisSession::model() const { return *impl_->model; }
 int64_t AnalysisSession::sample_count() const { return impl_->data.size(); }
 bool AnalysisSession::has_images() const { return impl_->data.has_images(); }
 
@@ -123,7 +136,7 @@ ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
     return s;
   }
   impl_->run.reset();
-  impl_->ablation.reset();
+  impl_->drop_engines();
   return extract_run(*impl_->cache, impl_->key, *impl_->model, impl_->data, impl_->extraction, progress);
 }
 
@@ -141,7 +154,7 @@ const RunData& AnalysisSession::run() {
 
 cache::CacheCheckReport AnalysisSession::recompute() {
   impl_->run.reset();
-  impl_->ablation.reset();
+  impl_->drop_engines();
   const auto id = impl_->run_id();
   if (!id) return {};
   const auto classes = static_cast<int64_t>(impl_->class_names.size());
@@ -172,7 +185,10 @@ Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<
                                                 AblationMethod method, bool recompute) {
   return cached_answer(*impl_->cache, impl_->complete_run_id(), "ablation", experts_key(mode, experts, method), recompute,
                        [](const nlohmann::json& j) { return ablation_outcome_from_json(j); },
-                       [&] { return impl_->engine(run()).ablate(mode, experts, method); });
+                       [&] {
+                         return impl_->model->is_router() ? impl_->router_engine(run()).ablate(mode, experts, method)
+                                                          : impl_->engine(run()).ablate(mode, experts, method);
+                       });
 }
 
 Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress,
@@ -180,7 +196,10 @@ Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method,
   const auto key = "mode" + std::to_string(mode) + ":" + to_string(method);
   return cached_answer(*impl_->cache, impl_->complete_run_id(), "sweep", key, recompute,
                        [](const nlohmann::json& j) { return sweep_outcome_from_json(j); },
-                       [&] { return impl_->engine(run()).sweep(mode, method, progress); });
+                       [&] {
+                         return impl_->model->is_router() ? impl_->router_engine(run()).sweep(mode, method, progress)
+                                                          : impl_->engine(run()).sweep(mode, method, progress);
+                       });
 }
 
 bool AnalysisSession::has_gallery_images() const {

@@ -23,6 +23,10 @@
 #include "cache/cache_repair.h"
 #include "model/state_dict_layout.h"
 
+namespace mumoe::model {
+class ClassifierModel;
+}
+
 namespace mumoe::analysis {
 
 struct SessionOptions {
@@ -98,6 +102,10 @@ class AnalysisSession {
   const std::vector<std::string>& class_names() const;
   const std::vector<std::string>& attribute_names() const;
   std::vector<int64_t> expert_dims() const;
+  /// "μMoE CP", "μMoE TR", "Soft MoE", "Softmax Token Choice", … (the analysed layer's kind).
+  std::string layer_family() const;
+  /// The opened model (its layer's configuration, for reports).
+  const model::ClassifierModel& model() const;
   int64_t sample_count() const;
   bool has_images() const;
 

@@ -323,16 +323,34 @@ std::vector<int64_t> CounterfactualAblation::predictions_after(int64_t mode, con
 
 AblationOutcome CounterfactualAblation::outcome(int64_t mode, const std::vector<int64_t>& experts,
                                                 const std::vector<int64_t>& predictions, int64_t affected) const {
+  return ablation_outcome(run_, before_, class_count_, mode, experts, predictions, affected);
+}
+
+AblationOutcome ablation_outcome(const RunData& run, const ClassAccuracy& before, int64_t class_count, int64_t mode,
+                                 const std::vector<int64_t>& experts, const std::vector<int64_t>& predictions,
+                                 int64_t affected) {
   AblationOutcome o;
   o.mode = mode;
   o.experts = experts;
-  o.after = class_accuracy(run_.labels, predictions, class_count_);
-  o.drop = accuracy_drop(before_, o.after);
+  o.after = class_accuracy(run.labels, predictions, class_count);
+  o.drop = accuracy_drop(before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
   o.has_effect = has_effect(o.drop);
   o.affected_samples = affected;
-  for (size_t s = 0; s < predictions.size(); ++s) o.changed_predictions += predictions[s] != run_.predictions[s];
+  for (size_t s = 0; s < predictions.size(); ++s) o.changed_predictions += predictions[s] != run.predictions[s];
   return o;
+}
+
+void summarise_sweep(SweepOutcome& sweep) {
+  double sum = 0;
+  sweep.experts_with_effect = 0;
+  for (const auto& o : sweep.experts)
+    if (o.has_effect) {
+      sum += o.polysemanticity;
+      ++sweep.experts_with_effect;
+    }
+  sweep.mean_polysemanticity =
+      sweep.experts_with_effect ? sum / sweep.experts_with_effect : std::numeric_limits<double>::quiet_NaN();
 }
 
 AblationOutcome CounterfactualAblation::ablate(int64_t mode, const std::vector<int64_t>& experts,
@@ -421,14 +439,7 @@ SweepOutcome CounterfactualAblation::sweep(int64_t mode, AblationMethod method, 
   }
   sweep.mode = mode;
   sweep.method = method;
-  double sum = 0;
-  for (const auto& o : sweep.experts)
-    if (o.has_effect) {
-      sum += o.polysemanticity;
-      ++sweep.experts_with_effect;
-    }
-  sweep.mean_polysemanticity =
-      sweep.experts_with_effect ? sum / sweep.experts_with_effect : std::numeric_limits<double>::quiet_NaN();
+  summarise_sweep(sweep);
   sweep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return sweep;
 }

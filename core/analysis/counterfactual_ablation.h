@@ -85,4 +85,12 @@ class CounterfactualAblation {
   ClassAccuracy before_;
 };
 
+/// The outcome of removing `experts` of `mode` given every sample's prediction afterwards:
+/// per-class accuracy, drop d, polysemanticity p (Eq. 4), changed predictions (against the run's).
+AblationOutcome ablation_outcome(const RunData& run, const ClassAccuracy& before, int64_t class_count, int64_t mode,
+                                 const std::vector<int64_t>& experts, const std::vector<int64_t>& predictions,
+                                 int64_t affected);
+/// Fills a sweep's mean polysemanticity (over experts with an effect; NaN if none) and count.
+void summarise_sweep(SweepOutcome& sweep);
+
 }  // namespace mumoe::analysis

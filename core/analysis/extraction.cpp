@@ -34,7 +34,7 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
                                     {"layer_dtype", "float64"}});
   // The same bytes open differently under other choices (a backbone preset, a plain state dict's
   // gate activation, remembered options): the configuration they resolve to is part of the key.
-  parameters["layer_config"] = model::to_json(model.layer()->config());
+  parameters["layer_config"] = model.layer_config_json();
   if (model.has_backbone()) parameters["backbone"] = nn::to_json(model.image_classifier()->backbone_config());
   key.parameters = parameters.dump();
   return key;
@@ -45,10 +45,12 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
   if (options.chunk_size <= 0) throw UsageError("the chunk size must be positive");
   cache::RunInfo info;
   info.sample_count = data.size();
-  info.chunk_size = options.chunk_size;
-  info.input_dim = model.layer()->config().input_dim;
+  // A router layer's chunks are whole routing groups, so that each chunk routes its samples as
+  // every other evaluation of the model does (ClassifierModel::aligned_batch).
+  info.chunk_size = model.aligned_batch(options.chunk_size);
+  info.input_dim = model.layer_input_dim();
   info.output_dim = model.class_count();
-  info.expert_dims = model.layer()->config().expert_dims;
+  info.expert_dims = model.expert_dims();
   info.attribute_count = data.attribute_count();
   return info;
 }
@@ -60,14 +62,26 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   const auto info = make_run_info(model, data, options);
   const auto device = nn::parse_device(options.device);
   model.backbone_to(device);
-  auto layer = nn::copy_block(model.layer(), torch::kFloat64, device);
+  // The analysed layer in float64 on a copy: a μMoE layer or block, or a router layer (which
+  // reports one expert mode, its experts' coefficients Σ_j C[t, i, j]).
+  nn::MuMoEBlock layer{nullptr};
+  nn::MoELayer router{nullptr};
+  if (model.is_router())
+    router = nn::copy_moe_layer(model.router_layer(), torch::kFloat64, device);
+  else
+    layer = nn::copy_block(model.layer(), torch::kFloat64, device);
+  auto evaluate = [&](const torch::Tensor& rows) -> nn::BlockOutput {
+    if (router.is_empty()) return layer->forward(rows);
+    auto out = router->forward(rows);
+    return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+  };
   torch::NoGradGuard no_grad;
   return fill_chunked_run(
       cache, key, info,
       [&](int64_t c) {
         const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
         const auto inputs = model.layer_inputs(data, begin, end);
-        const auto out = layer->forward(inputs.to(device, torch::kFloat64));
+        const auto out = evaluate(inputs.to(device, torch::kFloat64));
         const auto scores = out.output.cpu();
         if (!torch::isfinite(scores).all().item<bool>())
           throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +

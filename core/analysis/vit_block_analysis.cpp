@@ -106,8 +106,8 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   if (block < 0 || block >= source_tokens->depth())
     throw UsageError("the ViT has blocks 0–" + std::to_string(source_tokens->depth() - 1) + ", not " +
                      std::to_string(block));
-  if (source_tokens->mumoe_mlp(block).is_empty())
-    throw UsageError("block " + std::to_string(block) + "'s MLP is timm's fc1/fc2, not a μMoE block");
+  if (source_tokens->mumoe_mlp(block).is_empty() && source_tokens->router_mlp(block).is_empty())
+    throw UsageError("block " + std::to_string(block) + "'s MLP is timm's fc1/fc2, not a μMoE block or MoE layer");
   if (model.multilabel()) throw UsageError("block ablation reports per-class accuracy: a multi-class model is needed");
   model.check_compatible(d.data);
   d.class_names = model.label_names().empty() ? d.data.class_names : model.label_names();
@@ -115,7 +115,8 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
     d.class_names.push_back(std::to_string(d.class_names.size()));
   d.model = copy_model(model, d.device);
   auto* tokens = d.tokens();
-  d.experts = tokens->mumoe_mlp(block)->config().expert_dims.front();
+  d.experts = tokens->router_mlp(block).is_empty() ? tokens->mumoe_mlp(block)->config().expert_dims.front()
+                                                    : tokens->router_mlp(block)->config().experts;
   const auto& b = d.model.image_classifier()->backbone_config();
   d.grid = b.image_size / b.vit.patch_size;
   d.patches = d.grid * d.grid;
@@ -125,7 +126,10 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   if (total == 0) throw UsageError("the data has no samples");
   // The kept streams are the memory this analysis needs (twice, while the batches are joined):
   // refuse what cannot fit, or (fit_in_memory) take the first images that do.
-  d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
+  // A router MLP mixes an image's tokens (Soft MoE's slots, a group's buffer allocation), so its
+  // class token cannot be re-run alone: the whole image is re-run from the block.
+  d.class_token_only =
+      block == tokens->depth() - 1 && tokens->pools_class_token() && tokens->router_mlp(block).is_empty();
   const int64_t kept_tokens = d.class_token_only ? 1 : d.patches + d.prefix_tokens;
   const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(kept_tokens) *
                               static_cast<double>(b.vit.width);
@@ -229,6 +233,17 @@ std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& mlp, const std::v
   return slices;
 }
 
+// A router MLP's expert n (nn/moe_layer.h): its output layer's weights and bias, zeroed so that
+// the expert outputs 0 on every slot — its output removed by its parameters, where the sparse
+// method sets its combine weights to 0.
+std::vector<torch::Tensor> expert_slices(const nn::MoELayer& mlp, const std::vector<int64_t>& experts) {
+  std::vector<torch::Tensor> slices;
+  for (const auto& p : mlp->named_parameters())
+    if (p.key() == "experts_w2" || p.key() == "experts_b2")
+      for (auto n : experts) slices.push_back(p.value().select(0, n));
+  return slices;
+}
+
 }  // namespace
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
@@ -247,7 +262,9 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
     // The paper's protocol on the copy: zero the experts' factor slices, run the model's own
     // forward over every image, restore the slices.
     auto classifier = d.model.image_classifier();
-    auto slices = expert_slices(d.tokens()->mumoe_mlp(d.block), experts);
+    auto router = d.tokens()->router_mlp(d.block);
+    auto slices = router.is_empty() ? expert_slices(d.tokens()->mumoe_mlp(d.block), experts)
+                                    : expert_slices(router, experts);
     std::vector<torch::Tensor> saved;
     for (auto& slice : slices) {
       saved.push_back(slice.clone());

@@ -254,7 +254,7 @@ std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& bac
   head.name = "head";
   m.layers = {head};
   for (const auto& [block, config] : mlps)
-    m.layers.push_back({vit_mlp_layer_name(block), backbone.prefix + vit_mlp_layer_name(block) + ".", config, false});
+    m.layers.push_back({vit_mlp_layer_name(block), backbone.prefix + vit_mlp_layer_name(block) + ".", config, false, std::nullopt});
   m.provenance = {{"source", "PyTorch state_dict; backbone and head inferred from key names and shapes"},
                   {"backbone_preset", backbone.preset},
                   {"backbone_preset_given", backbone.preset_given}};

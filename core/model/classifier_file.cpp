@@ -13,9 +13,11 @@ Manifest image_classifier_manifest(const nn::ImageClassifier& classifier, std::v
   Manifest m;
   m.architecture = kImageClassifierArchitecture;
   m.architecture_config = {{"backbone", nn::to_json(classifier->backbone_config())}};
-  m.layers = {{"head", "head.", classifier->head()->config(), false}};
+  m.layers = {{"head", "head.", classifier->head()->config(), false, std::nullopt}};
   for (const auto& [block, config] : classifier->backbone_config().vit.mumoe_mlps)
-    m.layers.push_back({vit_mlp_layer_name(block), "backbone." + vit_mlp_layer_name(block) + ".", config, false});
+    m.layers.push_back({vit_mlp_layer_name(block), "backbone." + vit_mlp_layer_name(block) + ".", config, false, std::nullopt});
+  for (const auto& [block, config] : classifier->backbone_config().vit.router_mlps)
+    m.layers.push_back({vit_mlp_layer_name(block), "backbone." + vit_mlp_layer_name(block) + ".", {}, false, config});
   m.label_names = std::move(label_names);
   m.provenance = std::move(provenance);
   return m;
@@ -74,7 +76,9 @@ nn::BackboneConfig manifest_backbone(const Manifest& m, const std::string& path)
     if (!block || backbone.kind != nn::BackboneKind::VisionTransformer)
       throw FileError(path, "manifest: layer '" + layer.name + "' is neither the head nor a ViT block's MLP");
     if (layer.legacy_factor_keys) throw FileError(path, "manifest: layer '" + layer.name + "' has legacy keys");
-    if (!backbone.vit.mumoe_mlps.emplace(*block, layer.config).second)
+    const bool added = layer.is_router() ? backbone.vit.router_mlps.emplace(*block, *layer.router).second
+                                         : backbone.vit.mumoe_mlps.emplace(*block, layer.config).second;
+    if (!added || backbone.vit.router_mlps.count(*block) + backbone.vit.mumoe_mlps.count(*block) > 1)
       throw FileError(path, "manifest: layer '" + layer.name + "' is listed twice");
   }
   try {
@@ -89,6 +93,9 @@ nn::ImageClassifier load_image_classifier(const ModelFile& file) {
   const auto& m = file.manifest();
   if (m.architecture != kImageClassifierArchitecture)
     throw FileError(file.path(), "is a '" + m.architecture + "' model, not an image classifier");
+  if (file.layer("head").is_router())
+    throw FileError(file.path(), "manifest: an image classifier's head must be a μMoE layer (router heads are bare "
+                                 "layers on features so far)");
   nn::ImageClassifier classifier(manifest_backbone(m, file.path()), file.layer("head").config);
   check_no_foreign_tensors(file, classifier);
   file.load_into(*classifier, [&file](const std::string& key) { return classifier_file_key(file, key); });

@@ -52,11 +52,47 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
     m.layer_name_ = "head";
   } else {
     const auto& l = layer.empty() ? file.single_layer() : file.layer(layer);
-    m.layer_ = file.build_layer(l.name);
+    if (l.is_router())
+      m.router_ = file.build_router_layer(l.name);
+    else
+      m.layer_ = file.build_layer(l.name);
     m.layer_name_ = l.name;
   }
-  m.layer_->eval();
+  m.module().eval();
   return m;
+}
+
+nn::MuMoEBlock ClassifierModel::layer() const {
+  if (is_router())
+    throw UsageError("layer '" + layer_name_ + "' is a " + layer_family() +
+                     " layer (a sparse or soft MoE), and this works on μMoE layers only");
+  return layer_;
+}
+
+std::string ClassifierModel::layer_family() const {
+  return is_router() ? nn::display_name(router_->config().router) : "μMoE " + layer_->config().variant_name();
+}
+
+nlohmann::json ClassifierModel::layer_config_json() const {
+  return is_router() ? to_json(router_->config()) : to_json(layer_->config());
+}
+
+std::vector<int64_t> ClassifierModel::expert_dims() const {
+  return is_router() ? std::vector<int64_t>{router_->config().experts} : layer_->config().expert_dims;
+}
+
+int64_t ClassifierModel::layer_input_dim() const {
+  return is_router() ? router_->config().input_dim : layer_->config().input_dim;
+}
+
+int64_t ClassifierModel::aligned_batch(int64_t rows) const {
+  if (!is_router() || router_->config().group_size <= 0) return rows;
+  const int64_t group = router_->config().group_size;
+  return std::max<int64_t>(1, (rows + group - 1) / group) * group;
+}
+
+int64_t ClassifierModel::class_count() const {
+  return is_router() ? router_->config().output_dim : layer_->config().final_output_dim();
 }
 
 torch::Tensor ClassifierModel::backbone_inputs(const data::Dataset& data, const torch::Tensor& indices,
@@ -76,6 +112,15 @@ ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier class
   return m;
 }
 
+ClassifierModel ClassifierModel::from_router_layer(nn::MoELayer layer, std::string name,
+                                                   std::vector<std::string> labels) {
+  ClassifierModel m;
+  m.router_ = std::move(layer);
+  m.layer_name_ = std::move(name);
+  m.label_names_ = std::move(labels);
+  return m;
+}
+
 ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
                                             bool multilabel) {
   ClassifierModel m;
@@ -87,14 +132,25 @@ ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string na
 }
 
 torch::nn::Module& ClassifierModel::module() {
-  return has_backbone() ? static_cast<torch::nn::Module&>(*classifier_) : static_cast<torch::nn::Module&>(*layer_);
+  if (has_backbone()) return *classifier_;
+  if (is_router()) return *router_;
+  return *layer_;
 }
 
 nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch::Tensor& indices,
                                          const torch::Device& device, const nn::ExpertAblation& ablation) {
-  if (has_backbone())
-    return layer_->forward(classifier_->backbone_features(prepared_images(classifier_, data, indices, device)), ablation);
-  return layer_->forward(data.features.index_select(0, indices).to(device), ablation);
+  if (has_backbone()) {
+    auto out =
+        layer_->forward(classifier_->backbone_features(prepared_images(classifier_, data, indices, device)), ablation);
+    // Router MLPs in the backbone: their load-balancing losses, for training.
+    out.aux_loss = classifier_->backbone()->auxiliary_loss();
+    return out;
+  }
+  const auto rows = data.features.index_select(0, indices).to(device);
+  if (!is_router()) return layer_->forward(rows, ablation);
+  auto out = router_->forward(rows, ablation.experts_per_mode.empty() ? std::vector<int64_t>{}
+                                                                      : ablation.experts_per_mode.front());
+  return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
 }
 
 void ClassifierModel::load_weights(const ModelFile& file) {
@@ -102,7 +158,13 @@ void ClassifierModel::load_weights(const ModelFile& file) {
     file.load_into(*classifier_, [&file](const std::string& key) { return classifier_file_key(file, key); });
   } else {
     const auto& layer = file.layer(layer_name_);
-    file.load_into(*layer_, [&](const std::string& key) { return file_key(layer, key); });
+    if (layer.is_router() != is_router())
+      throw FileError(file.path(), "layer '" + layer_name_ + "' is a " + layer.family() + " layer, not a " +
+                                       layer_family() + " layer like the model's");
+    if (is_router())
+      file.load_into(*router_, [&](const std::string& key) { return layer.prefix + key; });
+    else
+      file.load_into(*layer_, [&](const std::string& key) { return file_key(layer, key); });
   }
 }
 
@@ -114,15 +176,21 @@ void ClassifierModel::save(const std::string& path, const nlohmann::json& proven
     return;
   }
   Manifest m;
-  m.layers = {{layer_name_, layer_name_ + ".", layer_->config(), false}};
+  ModelLayer layer;
+  layer.name = layer_name_;
+  layer.prefix = layer_name_ + ".";
+  if (is_router())
+    layer.router = router_->config();
+  else
+    layer.config = layer_->config();
+  m.layers = {layer};
   m.label_names = label_names_;
   m.task = multilabel_ ? kMultiLabel : kMultiClass;
   m.provenance = provenance;
-  save_model_file(path, m, layer_tensors(m.layers[0], layer_));
+  save_model_file(path, m, is_router() ? layer_tensors(layer, router_) : layer_tensors(layer, layer_));
 }
 
 void ClassifierModel::check_compatible(const data::Dataset& data) const {
-  const auto& config = layer_->config();
   if (has_backbone()) {
     if (!data.has_images())
       throw UsageError(data.identity + " holds features, but this model is an image classifier: use an image SPEC");
@@ -147,11 +215,12 @@ void ClassifierModel::check_compatible(const data::Dataset& data) const {
   } else {
     if (data.has_images())
       throw UsageError(data.identity + " holds images, but layer '" + layer_name_ +
-                       "' is a bare μMoE layer: give it a features:FILE SPEC");
-    if (data.features.size(1) != config.input_dim)
+                       "' is a bare " + (is_router() ? layer_family() : std::string("μMoE")) +
+                       " layer: give it a features:FILE SPEC");
+    if (data.features.size(1) != layer_input_dim())
       throw UsageError(data.identity + " has " + std::to_string(data.features.size(1)) +
                        "-dimensional features but layer '" + layer_name_ + "' expects " +
-                       std::to_string(config.input_dim));
+                       std::to_string(layer_input_dim()));
   }
   if (multilabel_) {
     if (!data.multilabel() || data.target_names != label_names_)

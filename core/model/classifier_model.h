@@ -4,6 +4,9 @@
 //   * a bare μMoE layer or block ("mumoe-layers" model file) on precomputed features, whose
 //     final output width is the number of classes (e.g. a head trained on CLIP features).
 // The μMoE layer is split off so that analysis can cache its inputs and re-evaluate only it.
+// A bare layer may instead be a sparse or soft MoE layer of the router study (nn/moe_layer.h,
+// is_router()): forward, training, evaluation and analysis work on it; the μMoE-only features
+// (the rewrite, export of edits) get layer()'s UsageError.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -15,6 +18,7 @@
 #include "data/dataset.h"
 #include "model/model_file.h"
 #include "nn/image_classifier.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 
 namespace mumoe::model {
@@ -31,6 +35,7 @@ class ClassifierModel {
                                                bool multilabel = false);
   static ClassifierModel from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
                                     bool multilabel = false);
+  static ClassifierModel from_router_layer(nn::MoELayer layer, std::string name, std::vector<std::string> labels);
 
   /// Every trainable parameter and buffer (backbone and layer).
   torch::nn::Module& module();
@@ -61,9 +66,25 @@ class ClassifierModel {
                                 const torch::Device& device) const;
 
   /// The analysed μMoE layer (shared with the model: moving or casting it changes the model).
-  nn::MuMoEBlock layer() const { return layer_; }
+  /// Throws UsageError naming the router for a router layer.
+  nn::MuMoEBlock layer() const;
+  /// True when the analysed layer is a sparse or soft MoE layer (router_layer()), not μMoE.
+  bool is_router() const { return !router_.is_empty(); }
+  /// The router layer (empty holder for a μMoE layer).
+  nn::MoELayer router_layer() const { return router_; }
+  /// "μMoE CP", "Soft MoE", … (ModelLayer::family).
+  std::string layer_family() const;
+  /// The layer's configuration as the manifest writes it.
+  nlohmann::json layer_config_json() const;
+  /// Experts per expert mode: the μMoE layer's expert_dims, or {n} for a router layer.
+  std::vector<int64_t> expert_dims() const;
+  int64_t layer_input_dim() const;
+  /// `rows` rounded up to whole routing groups: a router layer routes fixed groups of samples
+  /// (MoELayerConfig::group_size), so every batching of the same data that evaluates it in
+  /// multiples of the group gives the same answers. `rows` unchanged for μMoE layers.
+  int64_t aligned_batch(int64_t rows) const;
   const std::string& layer_name() const { return layer_name_; }
-  int64_t class_count() const { return layer_->config().final_output_dim(); }
+  int64_t class_count() const;
   const std::vector<std::string>& label_names() const { return label_names_; }
   /// True when every output is an independent binary target (sigmoid/BCE), not a class score.
   bool multilabel() const { return multilabel_; }
@@ -77,6 +98,7 @@ class ClassifierModel {
  private:
   nn::ImageClassifier classifier_{nullptr};
   nn::MuMoEBlock layer_{nullptr};
+  nn::MoELayer router_{nullptr};
   std::string layer_name_;
   std::vector<std::string> label_names_;
   bool multilabel_ = false;

@@ -63,7 +63,7 @@ Manifest gpt_manifest(const nn::MuMoEGpt& gpt, nlohmann::json provenance, const 
   m.architecture = kGptArchitecture;
   m.architecture_config = {{"gpt", nn::to_json(config)}, {"tokenizer", tokenizer}};
   for (int64_t i = 0; i < config.n_layer; ++i)
-    m.layers.push_back({layer_name(i), nn::gpt_mlp_prefix(i), config.mlp_config(), false});
+    m.layers.push_back({layer_name(i), nn::gpt_mlp_prefix(i), config.mlp_config(), false, std::nullopt});
   m.provenance = std::move(provenance);
   return m;
 }

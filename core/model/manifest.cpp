@@ -44,7 +44,10 @@ nlohmann::json to_json(const nn::LayerConfig& c) {
 nlohmann::json to_json(const Manifest& m) {
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : m.layers) {
-    nlohmann::json entry = {{"name", l.name}, {"prefix", l.prefix}, {"config", to_json(l.config)}};
+    nlohmann::json entry = {{"name", l.name}, {"prefix", l.prefix}};
+    // A router layer has "router_config" where a μMoE layer has "config": a reader that does not
+    // know router layers fails on the missing "config" instead of misreading the file.
+    entry[l.is_router() ? "router_config" : "config"] = layer_config_json(l);
     if (l.legacy_factor_keys) entry["legacy_factor_keys"] = true;
     layers.push_back(entry);
   }
@@ -87,6 +90,69 @@ nn::LayerConfig layer_config_from_json(const nlohmann::json& j, const std::strin
   return c;
 }
 
+nlohmann::json to_json(const nn::MoELayerConfig& c) {
+  return {{"router", nn::to_string(c.router)},
+          {"input_dim", c.input_dim},
+          {"hidden_dim", c.hidden_dim},
+          {"output_dim", c.output_dim},
+          {"experts", c.experts},
+          {"k", c.k},
+          {"capacity_factor", c.capacity_factor},
+          {"group_size", c.group_size},
+          {"slots_per_expert", c.slots_per_expert},
+          {"sinkhorn_iterations", c.sinkhorn_iterations},
+          {"sparsity_gamma", c.sparsity_gamma},
+          {"sparsity_iterations", c.sparsity_iterations}};
+}
+
+nlohmann::json layer_config_json(const ModelLayer& layer) {
+  return layer.is_router() ? to_json(*layer.router) : to_json(layer.config);
+}
+
+nn::MoELayerConfig router_config_from_json(const nlohmann::json& j, const std::string& path) {
+  const std::string where = "router config";
+  if (!j.is_object()) throw FileError(path, "manifest: router config is not an object");
+  nn::MoELayerConfig c;
+  const nn::MoELayerConfig defaults;
+  try {
+    c.router = nn::parse_router_kind(field<std::string>(j, "router", path, where));
+    c.input_dim = field<int64_t>(j, "input_dim", path, where);
+    c.output_dim = field<int64_t>(j, "output_dim", path, where);
+    c.experts = field<int64_t>(j, "experts", path, where);
+    c.hidden_dim = optional_field<int64_t>(j, "hidden_dim", 0, path, where);
+    c.k = optional_field<int64_t>(j, "k", defaults.k, path, where);
+    c.capacity_factor = optional_field<double>(j, "capacity_factor", defaults.capacity_factor, path, where);
+    c.group_size = optional_field<int64_t>(j, "group_size", defaults.group_size, path, where);
+    c.slots_per_expert = optional_field<int64_t>(j, "slots_per_expert", defaults.slots_per_expert, path, where);
+    c.sinkhorn_iterations =
+        optional_field<int64_t>(j, "sinkhorn_iterations", defaults.sinkhorn_iterations, path, where);
+    c.sparsity_gamma = optional_field<double>(j, "sparsity_gamma", defaults.sparsity_gamma, path, where);
+    c.sparsity_iterations =
+        optional_field<int64_t>(j, "sparsity_iterations", defaults.sparsity_iterations, path, where);
+    c.validate();
+  } catch (const UsageError& e) {
+    throw FileError(path, std::string("manifest: ") + e.what());
+  }
+  return c;
+}
+
+std::string ModelLayer::family() const {
+  if (is_router()) return nn::display_name(router->router);
+  return "μMoE " + config.variant_name();
+}
+
+int64_t ModelLayer::experts() const {
+  if (is_router()) return router->experts;
+  return config.expert_dims.empty() ? 0 : config.expert_dims.front();
+}
+
+int64_t ModelLayer::input_dim() const { return is_router() ? router->input_dim : config.input_dim; }
+int64_t ModelLayer::output_dim() const { return is_router() ? router->output_dim : config.final_output_dim(); }
+
+int64_t ModelLayer::parameter_count() const {
+  return is_router() ? router->parameter_count() : nn::count_parameters(config).total();
+}
+
 Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
   if (!j.is_object()) throw FileError(path, "manifest is not a JSON object");
   const std::string where = "manifest";
@@ -110,7 +176,10 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
     ModelLayer layer;
     layer.name = field<std::string>(l, "name", path, "layer");
     layer.prefix = field<std::string>(l, "prefix", path, "layer " + layer.name);
-    layer.config = layer_config_from_json(field<nlohmann::json>(l, "config", path, "layer " + layer.name), path);
+    if (l.is_object() && l.contains("router_config"))
+      layer.router = router_config_from_json(field<nlohmann::json>(l, "router_config", path, "layer " + layer.name), path);
+    else
+      layer.config = layer_config_from_json(field<nlohmann::json>(l, "config", path, "layer " + layer.name), path);
     layer.legacy_factor_keys = optional_field<bool>(l, "legacy_factor_keys", false, path, "layer");
     m.layers.push_back(std::move(layer));
   }

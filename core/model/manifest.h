@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "nn/layer_config.h"
+#include "nn/moe_layer_config.h"
 
 namespace mumoe::model {
 
@@ -22,13 +23,26 @@ inline constexpr int kFormatVersion = 1;
 inline constexpr const char* kMultiClass = "multiclass";
 inline constexpr const char* kMultiLabel = "multilabel";
 
-/// One μMoE layer or block of a model: its tensors are "<prefix><reference key>".
+/// One expert layer of a model: its tensors are "<prefix><key>". Most are μMoE layers or blocks
+/// (`config`, reference key layout). A sparse or soft MoE layer of the router study (nn/moe_layer.h)
+/// has `router` set instead (its keys: router, experts_w1, experts_b1, experts_w2, experts_b2;
+/// `config` is unused); only bare heads of a "mumoe-layers" file are written that way so far.
 struct ModelLayer {
   std::string name;    ///< what users type after --layer ("head", "transformer.h.0.mlp.MuMoE_layer")
   std::string prefix;  ///< "" or ends with '.'
   nn::LayerConfig config;
   /// Pre-release (MMoE) checkpoints store "factors.k" where the current code has "MuMoE.factors.k".
   bool legacy_factor_keys = false;
+  std::optional<nn::MoELayerConfig> router;
+
+  bool is_router() const { return router.has_value(); }
+  /// "μMoE CP", "μMoE TR", "Soft MoE", "Softmax Token Choice", …
+  std::string family() const;
+  /// The experts of its first (or only) expert mode, and its output width.
+  int64_t experts() const;
+  int64_t input_dim() const;
+  int64_t output_dim() const;
+  int64_t parameter_count() const;
 };
 
 struct Manifest {
@@ -54,10 +68,14 @@ std::string vit_mlp_layer_name(int64_t block);
 std::optional<int64_t> vit_mlp_block(const std::string& layer_name);
 
 nlohmann::json to_json(const nn::LayerConfig& config);
+nlohmann::json to_json(const nn::MoELayerConfig& config);
+/// The layer's configuration as JSON: to_json(config) or, for a router layer, to_json(*router).
+nlohmann::json layer_config_json(const ModelLayer& layer);
 nlohmann::json to_json(const Manifest& manifest);
 
 /// Parses and validates; throws FileError(path, "manifest: …") naming the bad field.
 nn::LayerConfig layer_config_from_json(const nlohmann::json& json, const std::string& path);
+nn::MoELayerConfig router_config_from_json(const nlohmann::json& json, const std::string& path);
 Manifest manifest_from_json(const nlohmann::json& json, const std::string& path);
 
 }  // namespace mumoe::model

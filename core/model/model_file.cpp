@@ -80,8 +80,27 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
   return model;
 }
 
+namespace {
+
+/// The tensors of a router layer (nn::MoELayer's parameters) and their shapes.
+std::map<std::string, std::vector<int64_t>> router_shapes(const nn::MoELayerConfig& c) {
+  const int64_t first_out = c.hidden_dim > 0 ? c.hidden_dim : c.output_dim;
+  std::map<std::string, std::vector<int64_t>> shapes = {
+      {"router", {c.input_dim, c.experts * (c.router == nn::RouterKind::SoftMoE ? c.slots_per_expert : 1)}},
+      {"experts_w1", {c.experts, c.input_dim, first_out}},
+      {"experts_b1", {c.experts, first_out}}};
+  if (c.hidden_dim > 0) {
+    shapes["experts_w2"] = {c.experts, c.hidden_dim, c.output_dim};
+    shapes["experts_b2"] = {c.experts, c.output_dim};
+  }
+  return shapes;
+}
+
+}  // namespace
+
 void ModelFile::check_layer_shapes(const ModelLayer& layer) const {
-  for (const auto& [key, shape] : expected_shapes(layer.config)) {
+  const auto shapes = layer.is_router() ? router_shapes(*layer.router) : expected_shapes(layer.config);
+  for (const auto& [key, shape] : shapes) {
     const auto name = file_key(layer, key);
     auto it = original_name_.find(name);
     const bool optional = key.find("num_batches_tracked") != std::string::npos;
@@ -173,11 +192,31 @@ void ModelFile::load_into(torch::nn::Module& module,
 
 nn::MuMoEBlock ModelFile::build_layer(const std::string& name, torch::Dtype dtype) const {
   const auto& spec = layer(name);
+  if (spec.is_router())
+    throw UsageError(path() + ": layer '" + name + "' is a " + spec.family() +
+                     " layer, and this works on μMoE layers only");
   nn::MuMoEBlock block(spec.config);
   load_into(*block, [&spec](const std::string& key) { return file_key(spec, key); });
   block->to(dtype);
   block->eval();
   return block;
+}
+
+nn::MoELayer ModelFile::build_router_layer(const std::string& name, torch::Dtype dtype) const {
+  const auto& spec = layer(name);
+  if (!spec.is_router())
+    throw UsageError(path() + ": layer '" + name + "' is a μMoE layer, not a sparse or soft MoE layer");
+  nn::MoELayer moe(*spec.router);
+  load_into(*moe, [&spec](const std::string& key) { return spec.prefix + key; });
+  moe->to(dtype);
+  moe->eval();
+  return moe;
+}
+
+std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MoELayer& moe) {
+  std::vector<io::NamedTensor> out;
+  for (const auto& p : moe->named_parameters()) out.push_back({layer.prefix + p.key(), p.value()});
+  return out;
 }
 
 std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MuMoEBlock& block) {

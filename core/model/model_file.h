@@ -25,6 +25,7 @@
 #include "io/tensor_archive.h"
 #include "model/manifest.h"
 #include "model/state_dict_layout.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 
 namespace mumoe::model {
@@ -49,8 +50,10 @@ class ModelFile {
   /// The only layer; throws UsageError (listing names) when the model has several.
   const ModelLayer& single_layer() const;
 
-  /// Builds the layer's module in eval mode with its weights, as `dtype` on the CPU.
+  /// Builds the layer's module in eval mode with its weights, as `dtype` on the CPU. Throws
+  /// UsageError for a router layer (ModelLayer::is_router), which build_router_layer builds.
   nn::MuMoEBlock build_layer(const std::string& name, torch::Dtype dtype = torch::kFloat32) const;
+  nn::MoELayer build_router_layer(const std::string& name, torch::Dtype dtype = torch::kFloat32) const;
 
   /// Copies the file's tensors into every parameter and buffer of `module`; `file_key_of` maps
   /// a module key to a (prefix-stripped) file key. Missing or mis-shaped tensors, non-float
@@ -89,6 +92,8 @@ void write_manifest_sidecar(const std::string& model_path, const Manifest& manif
 /// The tensors of one block under `layer.prefix`, in the reference key layout (parameters and
 /// buffers, including num_batches_tracked as I64).
 std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MuMoEBlock& block);
+/// The tensors of a router layer under `layer.prefix` (its parameters' names).
+std::vector<io::NamedTensor> layer_tensors(const ModelLayer& layer, const nn::MoELayer& moe);
 
 /// Writes tensors and the manifest atomically (temp file + rename).
 void save_model_file(const std::string& path, const Manifest& manifest,

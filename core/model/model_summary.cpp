@@ -1,5 +1,7 @@
 #include "model/model_summary.h"
 
+#include <cstdio>
+
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -15,7 +17,7 @@ namespace mumoe::model {
 
 int64_t ModelSummary::total_parameters() const {
   int64_t total = 0;
-  for (const auto& l : layers) total += l.parameters.total();
+  for (const auto& l : layers) total += l.total_parameters();
   return total;
 }
 
@@ -55,7 +57,8 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
     s.backbone_preset = m.architecture_config.value("backbone_preset", std::string());
   }
   for (const auto& l : file.manifest().layers)
-    s.layers.push_back({l.name, l.prefix, l.config, nn::count_parameters(l.config)});
+    s.layers.push_back({l.name, l.prefix, l.config, l.is_router() ? nn::ParameterCount{} : nn::count_parameters(l.config),
+                        l.router});
   s.label_names = file.manifest().label_names;
   s.attribute_names = file.manifest().attribute_names;
   s.provenance_json = file.manifest().provenance.dump();
@@ -63,9 +66,35 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   return s;
 }
 
+std::string LayerSummary::router_description() const {
+  if (!router) return "";
+  const auto& r = *router;
+  std::string text = nn::display_name(r.router) + ": " + std::to_string(r.input_dim) + " → " +
+                     (r.hidden_dim > 0 ? std::to_string(r.hidden_dim) + " → GELU → " : "") + std::to_string(r.output_dim) +
+                     ", " + std::to_string(r.experts) + " experts";
+  if (r.router == nn::RouterKind::SoftMoE) return text + ", " + std::to_string(r.slots_per_expert) + " slot(s) each";
+  char factor[32];
+  std::snprintf(factor, sizeof factor, "%g", r.capacity_factor);
+  if (nn::is_token_choice(r.router)) text += ", top-" + std::to_string(r.k);
+  return text + ", capacity factor " + factor + ", groups of " + std::to_string(r.group_size);
+}
+
 std::string summary_to_json(const ModelSummary& s, int indent) {
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : s.layers) {
+    if (l.router) {
+      layers.push_back({{"name", l.name},
+                        {"prefix", l.prefix},
+                        {"variant", nn::to_string(l.router->router)},
+                        {"family", nn::display_name(l.router->router)},
+                        {"hierarchy", 1},
+                        {"experts_per_mode", {l.router->experts}},
+                        {"total_experts", l.router->experts},
+                        {"two_layer_block", false},
+                        {"router_config", to_json(*l.router)},
+                        {"parameters", {{"total", l.total_parameters()}}}});
+      continue;
+    }
     auto config = to_json(l.config);
     layers.push_back({{"name", l.name},
                       {"prefix", l.prefix},

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "model/state_dict_layout.h"
 #include "nn/layer_config.h"
+#include "nn/moe_layer_config.h"
 
 namespace mumoe::model {
 
@@ -26,8 +28,14 @@ ModelKind model_kind(const ModelFile& file);
 struct LayerSummary {
   std::string name;
   std::string prefix;
-  nn::LayerConfig config;
-  nn::ParameterCount parameters;
+  nn::LayerConfig config;          ///< a μMoE layer's (unused for a router layer)
+  nn::ParameterCount parameters;   ///< a μMoE layer's (zero for a router layer)
+  /// Set for a sparse or soft MoE layer of the router study (nn/moe_layer_config.h).
+  std::optional<nn::MoELayerConfig> router;
+
+  int64_t total_parameters() const { return router ? router->parameter_count() : parameters.total(); }
+  /// "Soft MoE: 128 → 10, 16 experts, 1 slot each" — a router layer in one line ("" for μMoE).
+  std::string router_description() const;
 };
 
 struct ModelSummary {

@@ -72,6 +72,15 @@ void BackboneConfig::validate() const {
                            std::to_string(vit.width));
         mlp.validate();
       }
+      for (const auto& [block, mlp] : vit.router_mlps) {
+        const std::string name = "backbone: " + display_name(mlp.router) + " MLP of block " + std::to_string(block);
+        if (block < 0 || block >= vit.depth)
+          throw UsageError(name + ": the ViT has blocks 0–" + std::to_string(vit.depth - 1));
+        if (vit.mumoe_mlps.count(block)) throw UsageError(name + ": the block already has a μMoE MLP");
+        if (mlp.input_dim != vit.width || mlp.output_dim != vit.width || mlp.hidden_dim < 1)
+          throw UsageError(name + " must map " + std::to_string(vit.width) + " → hidden → " + std::to_string(vit.width));
+        mlp.validate();
+      }
       break;
     case BackboneKind::ResNet:
       for (auto b : resnet.blocks) require_positive(b, "blocks per stage");
@@ -117,6 +126,10 @@ std::string BackboneConfig::describe() const {
              std::to_string(vit.heads) + " heads, " + (vit.activation == MlpActivation::QuickGelu ? "QuickGELU" : "GELU") +
              (vit.mumoe_mlps.empty() ? std::string()
                                      : ", μMoE MLPs in " + std::to_string(vit.mumoe_mlps.size()) + " blocks") +
+             (vit.router_mlps.empty()
+                  ? std::string()
+                  : ", " + display_name(vit.router_mlps.begin()->second.router) + " MLPs in " +
+                        std::to_string(vit.router_mlps.size()) + " blocks") +
              ")";
     case BackboneKind::ResNet: {
       int64_t layers = 2;
@@ -318,6 +331,31 @@ LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int
   c.input_layer_norm = true;
   c.validate();
   return c;
+}
+
+MoELayerConfig router_mlp_config(RouterKind router, int64_t width, int64_t experts, int64_t expert_hidden,
+                                 int64_t tokens) {
+  MoELayerConfig c;
+  c.router = router;
+  c.input_dim = width;
+  c.output_dim = width;
+  c.hidden_dim = expert_hidden;
+  c.experts = experts;
+  c.group_size = tokens;
+  c.validate();
+  return c;
+}
+
+int64_t parameter_matched_expert_hidden(int64_t width, int64_t hidden, int64_t experts) {
+  const int64_t dense = 2 * width * hidden + hidden + width;
+  // Router I·n and the experts' output biases n·I come first; each unit of hidden width costs
+  // n·(I + 1 + I).
+  const int64_t h = (dense - 2 * width * experts) / (experts * (2 * width + 1));
+  if (h < 1)
+    throw UsageError(std::to_string(experts) + " experts cannot match the parameters of a " + std::to_string(width) +
+                     " → " + std::to_string(hidden) + " → " + std::to_string(width) +
+                     " MLP (their router and biases alone exceed it); give --mlp-hidden");
+  return h;
 }
 
 int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts) {

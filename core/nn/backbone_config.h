@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "nn/layer_config.h"
+#include "nn/moe_layer_config.h"
 
 namespace mumoe::nn {
 
@@ -53,6 +54,12 @@ struct VitConfig {
   /// by to_json(BackboneConfig): a model file's manifest lists these as μMoE layers named
   /// "blocks.{i}.mlp" (model/classifier_file.h), the one place a layer's configuration lives.
   std::map<int64_t, LayerConfig> mumoe_mlps;
+  /// Blocks whose MLP is a sparse or soft MoE layer of the router study (nn/moe_layer.h):
+  /// width → (experts of hidden_dim, GELU) → width, block computes x + MoE(norm2(x)); its tensors
+  /// "blocks.{i}.mlp.router", "…experts_w1" …; listed in the manifest like mumoe_mlps. Routing
+  /// groups are one image's tokens (group_size = tokens per image), so an image is routed the
+  /// same whatever batch it is in.
+  std::map<int64_t, MoELayerConfig> router_mlps;
 };
 
 struct ResNetConfig {
@@ -122,6 +129,15 @@ LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int
 /// The CP rank whose μMoE block has no more parameters than the dense MLP it replaces
 /// (2·width·hidden weights + biases), as the paper's parameter-matched models; at least 1.
 int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts);
+/// A router-study MoE layer that replaces a transformer MLP width → hidden → width: `experts`
+/// GELU MLPs of `expert_hidden` each, routing groups of `tokens` (one image), k = 1, capacity
+/// factor 1, one slot per expert for Soft MoE.
+MoELayerConfig router_mlp_config(RouterKind router, int64_t width, int64_t experts, int64_t expert_hidden,
+                                 int64_t tokens);
+/// The expert hidden width whose router MLP has no more parameters than the dense MLP it
+/// replaces (router I·n + n experts of I·H + H + H·I + I); throws UsageError when even H = 1
+/// does not fit (too many experts for the dense MLP's parameters).
+int64_t parameter_matched_expert_hidden(int64_t width, int64_t hidden, int64_t experts);
 
 std::string to_string(MlpActivation activation);
 MlpActivation parse_mlp_activation(const std::string& text);  ///< "gelu" | "quick_gelu"

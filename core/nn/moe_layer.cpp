@@ -7,37 +7,9 @@
 #include <string>
 
 #include "io/errors.h"
+#include "nn/module_state.h"
 
 namespace mumoe::nn {
-
-void MoELayerConfig::validate() const {
-  if (input_dim < 1 || output_dim < 1) throw UsageError("an MoE layer needs input and output sizes of at least 1");
-  if (hidden_dim < 0) throw UsageError("the experts' hidden size must be 0 (linear experts) or positive");
-  if (experts < 1) throw UsageError("an MoE layer needs at least one expert");
-  if (is_token_choice(router) && (k < 1 || k > experts))
-    throw UsageError("k (experts per token) must be in 1 … " + std::to_string(experts));
-  if (!(capacity_factor > 0)) throw UsageError("the capacity factor must be positive");
-  if (group_size < 0) throw UsageError("the group size must be 0 (the whole batch) or positive");
-  if (slots_per_expert < 1) throw UsageError("Soft MoE needs at least one slot per expert");
-  if (sinkhorn_iterations < 1) throw UsageError("Sinkhorn needs at least one iteration");
-  if (!(sparsity_gamma > 0) || sparsity_iterations < 0)
-    throw UsageError("the sparsity-constrained router needs γ > 0 and iterations ≥ 0");
-}
-
-int64_t MoELayerConfig::capacity(int64_t group_tokens) const {
-  if (router == RouterKind::SoftMoE) return slots_per_expert;
-  const double per_expert = static_cast<double>(group_tokens) / static_cast<double>(experts);
-  if (is_token_choice(router))
-    return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(capacity_factor * static_cast<double>(k) * per_expert)));
-  return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(capacity_factor * per_expert)), 1, std::max<int64_t>(1, group_tokens));
-}
-
-int64_t MoELayerConfig::parameter_count() const {
-  const int64_t router_parameters = input_dim * experts * (router == RouterKind::SoftMoE ? slots_per_expert : 1);
-  const int64_t expert_parameters = hidden_dim > 0 ? input_dim * hidden_dim + hidden_dim + hidden_dim * output_dim + output_dim
-                                                   : input_dim * output_dim + output_dim;
-  return router_parameters + experts * expert_parameters;
-}
 
 MoELayerImpl::MoELayerImpl(MoELayerConfig config) : config_(std::move(config)) {
   config_.validate();
@@ -195,6 +167,13 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
   }
   if (parts.empty()) return torch::zeros({0, c.experts, c.output_dim}, x.options());
   return torch::cat(parts);
+}
+
+MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device) {
+  MoELayer copy(layer->config());
+  copy->to(device, dtype);
+  copy_state_for_eval(*layer, *copy);
+  return copy;
 }
 
 }  // namespace mumoe::nn

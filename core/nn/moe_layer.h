@@ -26,29 +26,6 @@
 
 namespace mumoe::nn {
 
-struct MoELayerConfig {
-  RouterKind router = RouterKind::SoftmaxTokenChoice;
-  int64_t input_dim = 0;
-  int64_t hidden_dim = 0;  ///< 0: each expert is linear I → O; else I → H → GELU → O
-  int64_t output_dim = 0;
-  int64_t experts = 8;
-  int64_t k = 1;                 ///< token choice: experts per token
-  double capacity_factor = 1.0;  ///< c: slots per expert = ceil(c · k · g / n) (token choice),
-                                 ///< ceil(c · g / n) (expert choice) for a group of g tokens
-  int64_t group_size = 0;        ///< tokens per routing group; 0 = the whole batch
-  int64_t slots_per_expert = 1;  ///< Soft MoE's p
-  int64_t sinkhorn_iterations = 20;
-  double sparsity_gamma = 1.0;        ///< γ of the sparsity-constrained plan
-  int64_t sparsity_iterations = 50;
-
-  /// Throws UsageError naming the first bad field.
-  void validate() const;
-  /// The buffer capacity p for a group of `group_tokens` (Soft MoE: slots_per_expert).
-  int64_t capacity(int64_t group_tokens) const;
-  /// Trainable parameters: the router and the experts.
-  int64_t parameter_count() const;
-};
-
 struct MoEOutput {
   torch::Tensor output;        ///< [B, O] or [B, T, O]
   torch::Tensor coefficients;  ///< [B, n] or [B, T, n]: Σ_j C[t, i, j] (see the header)
@@ -102,5 +79,9 @@ class MoELayerImpl : public torch::nn::Module {
   torch::Tensor w2_, b2_;  ///< [n, H, O], [n, O] (two-layer experts only)
 };
 TORCH_MODULE(MoELayer);
+
+/// An independent copy of `layer` as `dtype` on `device`, in eval mode (analysis evaluates
+/// layers in float64 on such copies, leaving the model untouched).
+MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device);
 
 }  // namespace mumoe::nn

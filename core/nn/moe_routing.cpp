@@ -13,19 +13,6 @@ namespace mumoe::nn {
 
 namespace {
 
-struct RouterName {
-  RouterKind kind;
-  const char* name;
-};
-constexpr RouterName kRouterNames[] = {
-    {RouterKind::SoftmaxTokenChoice, "softmax-token-choice"},
-    {RouterKind::SinkhornTokenChoice, "sinkhorn-token-choice"},
-    {RouterKind::SoftmaxExpertChoice, "softmax-expert-choice"},
-    {RouterKind::SinkhornExpertChoice, "sinkhorn-expert-choice"},
-    {RouterKind::SparsityExpertChoice, "sparsity-expert-choice"},
-    {RouterKind::SoftMoE, "soft-moe"},
-};
-
 /// The affinities as a contiguous CPU double matrix [m, n], checked.
 torch::Tensor checked_affinity(const torch::Tensor& a, const char* what) {
   if (a.dim() != 2) throw UsageError(std::string(what) + " must be a matrix [tokens, experts]");
@@ -61,30 +48,6 @@ void check_same_shape(const torch::Tensor& a, const torch::Tensor& b) {
 }
 
 }  // namespace
-
-std::string to_string(RouterKind kind) {
-  for (const auto& r : kRouterNames)
-    if (r.kind == kind) return r.name;
-  return "unknown";
-}
-
-RouterKind parse_router_kind(const std::string& name) {
-  std::string known;
-  for (const auto& r : kRouterNames) {
-    if (name == r.name) return r.kind;
-    known += std::string(known.empty() ? "" : ", ") + r.name;
-  }
-  throw UsageError("unknown router '" + name + "' (one of " + known + ")");
-}
-
-bool is_token_choice(RouterKind kind) {
-  return kind == RouterKind::SoftmaxTokenChoice || kind == RouterKind::SinkhornTokenChoice;
-}
-
-bool is_expert_choice(RouterKind kind) {
-  return kind == RouterKind::SoftmaxExpertChoice || kind == RouterKind::SinkhornExpertChoice ||
-         kind == RouterKind::SparsityExpertChoice;
-}
 
 RoutingTensors token_choice_allocation(const torch::Tensor& dispatch_affinity, const torch::Tensor& combine_affinity,
                                        int64_t capacity, int64_t k) {

@@ -28,27 +28,12 @@
 
 #include <torch/types.h>
 
+#include "nn/moe_layer_config.h"
+
 #include <cstdint>
 #include <string>
 
 namespace mumoe::nn {
-
-enum class RouterKind {
-  SoftmaxTokenChoice,
-  SinkhornTokenChoice,
-  SoftmaxExpertChoice,
-  SinkhornExpertChoice,
-  SparsityExpertChoice,
-  SoftMoE,
-};
-
-/// "softmax-token-choice", "sinkhorn-token-choice", "softmax-expert-choice",
-/// "sinkhorn-expert-choice", "sparsity-expert-choice", "soft-moe".
-std::string to_string(RouterKind kind);
-/// Throws UsageError listing the names for an unknown one.
-RouterKind parse_router_kind(const std::string& name);
-bool is_token_choice(RouterKind kind);
-bool is_expert_choice(RouterKind kind);
 
 /// The routing tensors of one group: dispatch and combine, both [m, n, p] (float, on the CPU or
 /// the device of the affinities they were made from).

@@ -23,6 +23,10 @@ struct BlockOutput {
   torch::Tensor output;                     ///< [B, O'] or [B, T, O']
   std::vector<torch::Tensor> coefficients;  ///< per mode: [B, N_e] or [B, T, N_e], as used
                                             ///< (ablated experts are 0)
+  /// Router layers (ClassifierModel::is_router) only: the load-balancing loss their training adds
+  /// (undefined for μMoE layers, which need none) and the tokens no expert received.
+  torch::Tensor aux_loss;
+  int64_t dropped_tokens = 0;
 };
 
 class MuMoEBlockImpl : public torch::nn::Module {

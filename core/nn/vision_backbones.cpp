@@ -106,6 +106,8 @@ struct VitBlockImpl : tnn::Module {
     norm2 = register_module("norm2", layer_norm(c.width, c.norm_eps));
     if (auto it = c.mumoe_mlps.find(index); it != c.mumoe_mlps.end())
       mumoe_mlp = register_module("mlp", MuMoEBlock(it->second));
+    else if (auto r = c.router_mlps.find(index); r != c.router_mlps.end())
+      router_mlp = register_module("mlp", MoELayer(r->second));
     else
       mlp = register_module("mlp", VitMlp(c.width, c.mlp_dim, c.activation));
     if (c.layer_scale) {
@@ -120,9 +122,22 @@ struct VitBlockImpl : tnn::Module {
   }
   // h + MLP: acts on each token alone.
   torch::Tensor mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation = {}) {
-    auto m = mumoe_mlp ? mumoe_mlp->forward(norm2->forward(h), ablation).output : mlp->forward(norm2->forward(h));
+    torch::Tensor m;
+    if (mumoe_mlp) {
+      m = mumoe_mlp->forward(norm2->forward(h), ablation).output;
+    } else if (router_mlp) {
+      auto out = router_mlp->forward(norm2->forward(h), ablation.experts_per_mode.empty()
+                                                            ? std::vector<int64_t>{}
+                                                            : ablation.experts_per_mode.front());
+      // Kept for training: the backbone's auxiliary_loss() sums the blocks' (study App. A).
+      aux_loss = out.aux_loss;
+      m = out.output;
+    } else {
+      m = mlp->forward(norm2->forward(h));
+    }
     return h + (ls2 ? ls2->forward(m) : m);
   }
+  bool has_expert_mlp() const { return !mumoe_mlp.is_empty() || !router_mlp.is_empty(); }
   torch::Tensor forward(const torch::Tensor& x, const ExpertAblation& ablation = {}) {
     return mlp_residual(attention_residual(x), ablation);
   }
@@ -130,6 +145,8 @@ struct VitBlockImpl : tnn::Module {
   VitAttention attn{nullptr};
   VitMlp mlp{nullptr};
   MuMoEBlock mumoe_mlp{nullptr};  ///< instead of mlp, when configured
+  MoELayer router_mlp{nullptr};   ///< instead of mlp, when configured
+  torch::Tensor aux_loss;         ///< router_mlp's load-balancing loss of the last forward pass
   LayerScale ls1{nullptr}, ls2{nullptr};
 };
 TORCH_MODULE(VitBlock);
@@ -163,6 +180,16 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
   int64_t depth() const override { return config_.depth; }
   int64_t prefix_tokens() const override { return config_.class_token ? 1 : 0; }
   MuMoEBlock mumoe_mlp(int64_t index) const override { return block(index)->mumoe_mlp; }
+  MoELayer router_mlp(int64_t index) const override { return block(index)->router_mlp; }
+
+  torch::Tensor auxiliary_loss() const override {
+    torch::Tensor total;
+    for (int64_t i = 0; i < config_.depth; ++i) {
+      const auto& loss = block(i)->aux_loss;
+      if (loss.defined()) total = total.defined() ? total + loss : loss;
+    }
+    return total;
+  }
 
   torch::Tensor embed(const torch::Tensor& images) override {
     const auto& c = config_;
@@ -181,8 +208,8 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
 
   torch::Tensor run_block(const torch::Tensor& stream, int64_t index, const ExpertAblation& ablation) override {
     auto b = block(index);
-    if (!ablation.empty() && !b->mumoe_mlp)
-      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block: nothing to ablate");
+    if (!ablation.empty() && !b->has_expert_mlp())
+      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE or MoE layer: nothing to ablate");
     return b->forward(stream, ablation);
   }
 
@@ -192,14 +219,15 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
 
   torch::Tensor mlp_residual(const torch::Tensor& attended, int64_t index, const ExpertAblation& ablation) override {
     auto b = block(index);
-    if (!ablation.empty() && !b->mumoe_mlp)
-      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block: nothing to ablate");
+    if (!ablation.empty() && !b->has_expert_mlp())
+      throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE or MoE layer: nothing to ablate");
     return b->mlp_residual(attended, ablation);
   }
 
   std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t index) override {
     auto b = block(index);
-    if (!b->mumoe_mlp) throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE block");
+    if (b->router_mlp) return {b->router_mlp->forward(b->norm2->forward(attended)).coefficients};
+    if (!b->mumoe_mlp) throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE or MoE layer");
     return b->mumoe_mlp->coefficients(b->norm2->forward(attended));
   }
 

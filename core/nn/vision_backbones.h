@@ -10,6 +10,7 @@
 
 #include "nn/backbone_config.h"
 #include "nn/expert_ablation.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 
 namespace mumoe::nn {
@@ -21,8 +22,10 @@ class TokenBackbone {
  public:
   virtual ~TokenBackbone() = default;
   virtual int64_t depth() const = 0;
-  /// Block `block`'s μMoE MLP, or an empty holder when its MLP is timm's fc1/fc2.
+  /// Block `block`'s μMoE MLP, or an empty holder when its MLP is timm's fc1/fc2 or a router's.
   virtual MuMoEBlock mumoe_mlp(int64_t block) const = 0;
+  /// Block `block`'s sparse or soft MoE MLP (nn/moe_layer.h), or an empty holder.
+  virtual MoELayer router_mlp(int64_t block) const = 0;
   /// Prepared images → the residual stream entering block 0 [B, T, D] (patches, class token,
   /// positions, norm_pre).
   virtual torch::Tensor embed(const torch::Tensor& images) = 0;
@@ -52,6 +55,9 @@ class BackboneImpl : public torch::nn::Module {
   virtual torch::Tensor forward(const torch::Tensor& images) = 0;
   /// The step-by-step view of a ViT; nullptr for other backbones.
   virtual TokenBackbone* tokens() { return nullptr; }
+  /// The sum of the load-balancing losses its router MLPs computed in the last forward pass
+  /// (undefined when none has one): what training adds for Softmax Token Choice MLPs.
+  virtual torch::Tensor auxiliary_loss() const { return {}; }
 };
 
 /// The module for `config` (validated), randomly initialised; the caller loads weights.

@@ -93,10 +93,14 @@ TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset&
         static_cast<torch::optim::AdamWOptions&>(group.options())
             .lr(learning_rate_at(o, epoch * steps_per_epoch + step, total_steps));
       optimizer.zero_grad();
-      const auto output = model.forward(data, idx, device).output;
+      const auto forward = model.forward(data, idx, device);
+      const auto& output = forward.output;
       auto loss = model.multilabel()
                       ? torch::binary_cross_entropy_with_logits(output, labels.to(output.scalar_type()))
                       : torch::cross_entropy_loss(output, labels);
+      // A router layer's load-balancing loss (only Softmax Token Choice has a non-zero one: the
+      // study's importance loss, App. A; the other routers balance by construction).
+      if (forward.aux_loss.defined()) loss = loss + o.aux_loss_weight * forward.aux_loss;
       loss.backward();
       optimizer.step();
       loss_sum += loss.item<double>();
@@ -147,6 +151,7 @@ Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Datase
   model.module().eval();
   torch::NoGradGuard no_grad;
   if (model.multilabel()) return evaluate_multilabel(model, data, batch_size, device, ablation);
+  batch_size = model.aligned_batch(batch_size);
   const int64_t classes = static_cast<int64_t>(data.class_names.size());
   auto correct = torch::zeros({classes}, torch::kLong);
   auto count = torch::zeros({classes}, torch::kLong);

@@ -15,6 +15,8 @@ namespace mumoe::train {
 struct TrainOptions {
   int64_t epochs = 10;
   int64_t batch_size = 128;
+  /// Weight of a router layer's auxiliary load-balancing loss (nn::MoEOutput::aux_loss).
+  double aux_loss_weight = 0.01;
   double learning_rate = 2e-3;
   double weight_decay = 1e-4;  ///< AdamW's decoupled weight decay (0: plain Adam)
   std::string schedule = "cosine";  ///< "cosine" (to 0 over all steps) or "constant"

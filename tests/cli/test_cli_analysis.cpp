@@ -207,3 +207,64 @@ TEST_F(CliAnalysis, BadRequestsAreUsageErrorsAndBadFilesAreNamed) {
 }
 
 }  // namespace
+
+namespace {
+
+// `mumoe train --router` writes a sparse or soft MoE head that `mumoe info`, `mumoe ablate` and
+// `mumoe compare` read; compare puts it beside a μMoE head, and its rows' accuracy equals the
+// trained head evaluated here directly, group by group.
+TEST(CliRouterHeads, TrainInfoAblateAndCompareBesideAMuMoEHead) {
+  testkit::TempDir dir;
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(),
+                                                       testkit::head_config(nn::Factorization::CP, {8}, 4), 256, 3);
+  const auto data = "features:" + fixture.features_path;
+  const auto head = dir.file("soft.safetensors");
+  auto run = testkit::run_cli("train --data " + data + " --test-data " + data + " --router softmax-expert-choice" +
+                              " --experts 4 --group 64 --epochs 2 --quiet --output " + head);
+  ASSERT_EQ(run.code, 0) << run.out;
+
+  run = testkit::run_cli("info --json " + head);
+  ASSERT_EQ(run.code, 0) << run.out;
+  const auto info = nlohmann::json::parse(run.out.substr(run.out.find('{')));
+  EXPECT_EQ(info["layers"][0]["family"], "Softmax Expert Choice");
+  EXPECT_EQ(info["layers"][0]["router_config"]["group_size"], 64);
+
+  // The head evaluated here: groups of 64 rows, float64.
+  const auto file = model::ModelFile::load(head);
+  auto layer = file.build_router_layer("head", torch::kFloat64);
+  const auto features = io::SafetensorsFile::open(fixture.features_path);
+  const auto x = features.read("features").to(torch::kFloat64);
+  const auto labels = features.read("labels");
+  torch::Tensor predictions;
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> parts;
+    for (int64_t b = 0; b < x.size(0); b += 64) parts.push_back(layer->forward(x.slice(0, b, b + 64)).output.argmax(1));
+    predictions = torch::cat(parts);
+  }
+  const double accuracy = (predictions == labels).to(torch::kDouble).mean().item<double>();
+
+  const auto cache = " --cache " + dir.file("cache.sqlite");
+  run = testkit::run_cli("ablate " + head + " --data " + data + cache + " --experts 1 --json --quiet");
+  ASSERT_EQ(run.code, 0) << run.out;
+
+  run = testkit::run_cli("compare " + head + " " + fixture.model_path + " " + dir.file("missing.safetensors") +
+                         " --data " + data + cache + " --json --quiet");
+  EXPECT_EQ(run.code, 2) << run.out;  // the missing model fails; the others still have rows
+  const auto rows = nlohmann::json::parse(run.out.substr(run.out.find('[')));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["family"], "Softmax Expert Choice");
+  EXPECT_DOUBLE_EQ(rows[0]["accuracy"].get<double>(), accuracy);
+  EXPECT_EQ(rows[0]["experts"], 4);
+  EXPECT_EQ(rows[1]["family"], "μMoE CP");
+  EXPECT_EQ(rows[1]["dropped_tokens"], 0);
+  EXPECT_TRUE(rows[2].contains("error"));
+  EXPECT_NE(rows[2]["error"].get<std::string>().find("missing.safetensors"), std::string::npos);
+
+  // --router trains heads on features only.
+  run = testkit::run_cli("train --data fashion-mnist:test --router soft-moe --epochs 1 --output " + dir.file("x.safetensors"));
+  EXPECT_NE(run.code, 0);
+  EXPECT_NE(run.out.find("--router"), std::string::npos) << run.out;
+}
+
+}  // namespace

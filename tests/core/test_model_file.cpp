@@ -164,7 +164,7 @@ TEST(ModelFile, ManifestRoundTripPreservesEverything) {
   nn::MuMoEBlock block(c);
   testkit::randomize(block, 9);
   model::Manifest m;
-  m.layers = {{"head", "head.", c, false}};
+  m.layers = {{"head", "head.", c, false, std::nullopt}};
   m.label_names = {"x", "y", "z"};
   m.attribute_names = {"Young", "Male"};
   m.provenance = {{"command", "mumoe train --seed 3"}, {"accuracy", 0.91}};
@@ -267,7 +267,7 @@ TEST(ModelFileErrors, ManifestLayerWithoutItsTensors) {
   c.expert_dims = {5};
   c.cp_rank = 3;
   model::Manifest m;
-  m.layers = {{"head", "head.", c, false}};
+  m.layers = {{"head", "head.", c, false, std::nullopt}};
   expect_load_error(reference_cp_bn(""), "layer 'head': tensor 'head.",
                     {{"mumoe.manifest", model::to_json(m).dump()}});
 }

@@ -57,7 +57,7 @@ inline AnalysisFixture write_analysis_fixture(const std::string& dir, const nn::
   }
   block->eval();
   model::Manifest m;
-  m.layers = {{"head", "head.", config, false}};
+  m.layers = {{"head", "head.", config, false, std::nullopt}};
   const int64_t classes = config.final_output_dim();
   for (int64_t c = 0; c < classes; ++c) m.label_names.push_back("class" + std::to_string(c));
   m.provenance = {{"created_by", "analysis test fixture"}};

@@ -53,7 +53,7 @@ std::string writeModel(const testkit::TempDir& dir, const std::string& name,
   model::Manifest manifest;
   std::vector<io::NamedTensor> tensors;
   for (const auto& [layerName, c] : layers) {
-    model::ModelLayer layer{layerName, layerName + ".", c, false};
+    model::ModelLayer layer{layerName, layerName + ".", c, false, std::nullopt};
     manifest.layers.push_back(layer);
     nn::MuMoEBlock block(c);
     for (auto& t : model::layer_tensors(layer, block)) tensors.push_back(t);
@@ -93,7 +93,7 @@ class MainWindowTest : public QObject {
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
     model::ModelSummary summary;
     for (int i = 0; i < 3; ++i)
-      summary.layers.push_back({"layer" + std::to_string(i), "", config(8 << i, 4), nn::count_parameters(config(8 << i, 4))});
+      summary.layers.push_back({"layer" + std::to_string(i), "", config(8 << i, 4), nn::count_parameters(config(8 << i, 4)), std::nullopt});
     model.setSummary(summary);
     QCOMPARE(model.rowCount(), 3);
     QCOMPARE(model.columnCount(), int(ui::ModelOverviewModel::ColumnCount));
@@ -140,7 +140,7 @@ class MainWindowTest : public QObject {
       c.output_dim = 3;
       c.expert_dims = {experts};
       c.cp_rank = 4;
-      model::ModelLayer layer{name, name + ".", c, false};
+      model::ModelLayer layer{name, name + ".", c, false, std::nullopt};
       manifest.layers.push_back(layer);
       nn::MuMoEBlock block(c);
       for (auto& t : model::layer_tensors(layer, block)) tensors.push_back(t);
@@ -294,7 +294,7 @@ class MainWindowTest : public QObject {
     const auto plain = dir.file("plain.safetensors");
     {
       nn::MuMoEBlock block(c);
-      io::write_safetensors(plain, model::layer_tensors({"head", "head.", c, false}, block), {});
+      io::write_safetensors(plain, model::layer_tensors({"head", "head.", c, false, std::nullopt}, block), {});
     }
     const auto names = dir.file("names.txt");
     testkit::write_bytes(names, "zero\none\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\n");
