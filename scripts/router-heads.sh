@@ -27,9 +27,11 @@ for split in train test; do
 done
 train() {  # NAME ARGS...: one head, skipped when it exists (the script resumes)
   local name=$1; shift
-  [ -f "$OUT/$name.safetensors" ] && return 0
+  # A finished head has no optimizer state beside it; an interrupted one resumes.
+  [ -f "$OUT/$name.safetensors" ] && [ ! -f "$OUT/$name.safetensors.optim.pt" ] && return 0
+  local resume=(); [ -f "$OUT/$name.safetensors.optim.pt" ] && resume=(--resume)
   $B train --data "features:$FEATURES/train.safetensors" --test-data "features:$FEATURES/test.safetensors" \
-    --epochs "$EPOCHS" --quiet --output "$OUT/$name.safetensors" "$@"
+    --epochs "$EPOCHS" --quiet --output "$OUT/$name.safetensors" "${resume[@]}" "$@"
 }
 for n in "${EXPERTS[@]}"; do
   for seed in $SEEDS; do

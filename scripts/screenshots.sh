@@ -44,12 +44,18 @@ if [[ -x $build/tests/ui/ui_tests ]]; then
   MUMOE_SCREENSHOT_DIR="$PWD/$out" "$build/tests/ui/ui_tests" >/dev/null 2>&1 || true
   [[ -s $out/model-options.png ]] || echo "screenshots.sh: no $out/model-options.png" >&2
 fi
-sweep=build/sweep
-if [[ -f $sweep/test.safetensors ]] && compgen -G "$sweep/head-*.safetensors" >/dev/null; then
+# Compare: the router-heads experiment's heads (scripts/router-heads.sh: μMoE CP/TR beside the six
+# routers at matched parameters), else the expert-count sweep's μMoE heads; read from their caches.
+routers=build/routers sweep=build/sweep
+if [[ -f $sweep/test.safetensors ]] && compgen -G "$routers/*-s0.safetensors" >/dev/null; then
+  MUMOE_CACHE=$routers/analysis.sqlite "$studio" --screenshot "$out/compare.png" --view compare --size 1500x900 \
+    --data "features:$sweep/test.safetensors" "$routers"/*-s0.safetensors 2>&1 |
+    grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+elif [[ -f $sweep/test.safetensors ]] && compgen -G "$sweep/head-*.safetensors" >/dev/null; then
   MUMOE_CACHE=$sweep/analysis.sqlite "$studio" --screenshot "$out/compare.png" --view compare --size 1400x860 \
     --data "features:$sweep/test.safetensors" "$sweep"/head-entmax15-*.safetensors "$sweep"/head-softmax-*.safetensors 2>&1 |
     grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
 else
-  echo "screenshots.sh: no expert-count sweep in $sweep (scripts/sweep-experts.sh); compare.png left as it is"
+  echo "screenshots.sh: no router heads in $routers nor sweep in $sweep (scripts/router-heads.sh); compare.png left as it is"
 fi
 echo "screenshots in $out/"

@@ -1,6 +1,7 @@
 #include "model_comparison_page.h"
 
 #include <QChart>
+#include <QColor>
 #include <QChartView>
 #include <QComboBox>
 #include <QFileDialog>
@@ -8,6 +9,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QLineEdit>
 #include <QLineSeries>
 #include <QLogValueAxis>
 #include <QMap>
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "analysis/layer_comparison.h"
@@ -48,6 +51,13 @@ const ChartMetric kMetrics[] = {
     {"µs per sample", "measured time per sample (µs)",
      [](const ComparedModel& m) { return m.microseconds_per_sample; }, false},
 };
+
+/// Ten distinguishable colours (Tableau 10): a chart of μMoE and all six routers has eight
+/// lines, more than the chart theme's palette tells apart.
+const QColor kSeriesColours[] = {QColor(0x4e, 0x79, 0xa7), QColor(0xf2, 0x8e, 0x2b), QColor(0xe1, 0x57, 0x59),
+                                 QColor(0x76, 0xb7, 0xb2), QColor(0x59, 0xa1, 0x4f), QColor(0xed, 0xc9, 0x48),
+                                 QColor(0xb0, 0x7a, 0xa1), QColor(0xff, 0x9d, 0xa7), QColor(0x9c, 0x75, 0x5f),
+                                 QColor(0xba, 0xb0, 0xac)};
 
 QString figure(double v, int precision) { return std::isfinite(v) ? QString::number(v, 'f', precision) : QStringLiteral("—"); }
 
@@ -92,13 +102,25 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(add_);
   buttons->addWidget(clear_);
+  layer_ = new QLineEdit;
+  layer_->setPlaceholderText(tr("each model's only layer"));
+  layer_->setToolTip(tr("The layer compared in every model: empty for a head, blocks.L.mlp for a ViT block's MLP"));
+  layer_->setMaximumWidth(220);
+  connect(layer_, &QLineEdit::editingFinished, this, [this] {
+    if (layer_->text() != layerInUse_) setLayer(layer_->text());
+  });
+  buttons->addWidget(new QLabel(tr("Layer:")));
+  buttons->addWidget(layer_);
   buttons->addStretch();
   buttons->addWidget(new QLabel(tr("Chart:")));
   buttons->addWidget(metric_);
   auto* splitter = new QSplitter(Qt::Vertical);
   splitter->addWidget(table_);
   splitter->addWidget(view_);
-  splitter->setStretchFactor(1, 2);
+  // Room for a dozen rows and a readable chart; the user moves the handle for more of either.
+  splitter->setStretchFactor(0, 2);
+  splitter->setStretchFactor(1, 3);
+  splitter->setSizes({320, 480});
   auto* layout = new QVBoxLayout(this);
   layout->addWidget(header_);
   layout->addLayout(buttons);
@@ -122,6 +144,14 @@ void ModelComparisonPage::setData(const QString& dataSpec, const QString& cacheP
                        .arg(dataSpec_.toHtmlEscaped()));
 }
 
+void ModelComparisonPage::setLayer(const QString& layer) {
+  if (layer != layerInUse_ && (!models_.isEmpty() || worker_->pending() > 0)) clear();
+  layerInUse_ = layer;
+  if (layer_->text() != layer) layer_->setText(layer);
+}
+
+QString ModelComparisonPage::layer() const { return layerInUse_; }
+
 void ModelComparisonPage::chooseModels() {
   const auto paths = QFileDialog::getOpenFileNames(this, tr("Models to compare"), QString(),
                                                    tr("Model files (*.safetensors *.pth *.pt);;All files (*)"));
@@ -135,6 +165,7 @@ void ModelComparisonPage::addModels(const QStringList& paths) {
     o.model_path = path.toStdString();
     o.data_spec = dataSpec_.toStdString();
     o.cache_path = cachePath_.toStdString();
+    o.layer = layerInUse_.toStdString();
     WorkerQueue* worker = worker_;
     worker_->submit(task, [this, o, task, worker](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
       const auto row = analysis::compare_layer(o, [&](const std::string& step, int64_t done, int64_t total, double eta) {
@@ -243,7 +274,9 @@ void ModelComparisonPage::rebuildChart() {
   y->setLabelFormat(step < 0.01 ? QStringLiteral("%.3f") : QStringLiteral("%.2f"));
   chart_->addAxis(x, Qt::AlignBottom);
   chart_->addAxis(y, Qt::AlignLeft);
+  int colour = 0;
   for (auto* line : lines) {
+    line->setColor(kSeriesColours[colour++ % std::size(kSeriesColours)]);
     chart_->addSeries(line);
     line->attachAxis(x);
     line->attachAxis(y);

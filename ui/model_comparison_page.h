@@ -22,6 +22,7 @@ class QChart;
 class QComboBox;
 class QChartView;
 class QLabel;
+class QLineEdit;
 class QPushButton;
 class QTableWidget;
 
@@ -45,6 +46,10 @@ class ModelComparisonPage : public QWidget {
   /// Data SPEC and cache used for models added from now on ("" cache = the core's default).
   /// Another SPEC or cache clears the rows and drops the sweeps still queued.
   void setData(const QString& dataSpec, const QString& cachePath);
+  /// The layer compared in each model ("" = its only layer; "blocks.1.mlp" = a ViT block's MLP).
+  /// Another layer clears the rows, as another data set does.
+  void setLayer(const QString& layer);
+  QString layer() const;
   /// Queues the models (one worker job each); rows appear as they finish.
   void addModels(const QStringList& paths);
   void clear();
@@ -70,6 +75,8 @@ class ModelComparisonPage : public QWidget {
   QPushButton* clear_ = nullptr;
   QTableWidget* table_ = nullptr;
   QComboBox* metric_ = nullptr;  ///< the figure the chart plots against N
+  QLineEdit* layer_ = nullptr;    ///< the layer compared in each model, as typed
+  QString layerInUse_;            ///< the layer of the rows shown and queued
   QChartView* view_ = nullptr;
   QChart* chart_ = nullptr;
 };

@@ -46,6 +46,7 @@ ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString 
 
 void ScreenshotDriver::start(const QString& modelPath, const QStringList& compared, const QString& layer) {
   compared_ = compared.isEmpty() ? QStringList{modelPath} : compared;
+  comparedLayer_ = layer;
   if (!studioViewAvailable(view_)) {
     QTimer::singleShot(0, this, [this] {
       finish(3, tr("the %1 view is not yet available").arg(view_ == StudioView::Bias ? QStringLiteral("bias")
@@ -113,6 +114,7 @@ void ScreenshotDriver::onStatistics() {
   expert_ = best;
   if (view_ == StudioView::Compare) {
     // The model is open, so the page has its data SPEC and cache.
+    window_->comparisonPage()->setLayer(comparedLayer_);
     window_->comparisonPage()->addModels(compared_);
     return;
   }

@@ -63,6 +63,7 @@ class ScreenshotDriver : public QObject {
   bool tokenAblated_ = false;
   int stableTicks_ = 0;
   QStringList compared_;
+  QString comparedLayer_;  ///< the layer the Compare view compares (--layer)
   int comparedSeen_ = 0;
 };
 

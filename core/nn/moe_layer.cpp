@@ -52,17 +52,7 @@ RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens, torch::Tensor* a
   if (c.router == RouterKind::SoftMoE) return soft_moe_routing(logits, c.experts);
   const auto a = torch::softmax(logits, 1);
   if (affinity_out) *affinity_out = a;
-  const int64_t p = c.capacity(tokens.size(0));
-  switch (c.router) {
-    case RouterKind::SoftmaxTokenChoice: return token_choice_allocation(a, a, p, c.k);
-    case RouterKind::SinkhornTokenChoice: return token_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), a, p, c.k);
-    case RouterKind::SoftmaxExpertChoice: return expert_choice_allocation(a, a, p);
-    case RouterKind::SinkhornExpertChoice: return expert_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), a, p);
-    case RouterKind::SparsityExpertChoice:
-      return expert_choice_allocation(sparsity_constrained_plan(a, p, c.sparsity_gamma, c.sparsity_iterations), a, p);
-    case RouterKind::SoftMoE: break;
-  }
-  throw UsageError("unknown router");
+  return allocate(logits, a, c.capacity(tokens.size(0)));
 }
 
 MoELayerImpl::SoftMoEPass MoELayerImpl::soft_moe_pass(const torch::Tensor& tokens) {
@@ -79,6 +69,55 @@ torch::Tensor MoELayerImpl::experts_on_slots(const torch::Tensor& slots) {
   auto h = torch::baddbmm(b1_.unsqueeze(1), slots, w1_);
   if (config_.hidden_dim == 0) return h;
   return torch::baddbmm(b2_.unsqueeze(1), torch::gelu(h), w2_);
+}
+
+RoutingTensors MoELayerImpl::allocate(const torch::Tensor& logits, const torch::Tensor& affinity, int64_t capacity) const {
+  const auto& c = config_;
+  switch (c.router) {
+    case RouterKind::SoftmaxTokenChoice: return token_choice_allocation(affinity, affinity, capacity, c.k);
+    case RouterKind::SinkhornTokenChoice:
+      return token_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), affinity, capacity, c.k);
+    case RouterKind::SoftmaxExpertChoice: return expert_choice_allocation(affinity, affinity, capacity);
+    case RouterKind::SinkhornExpertChoice:
+      return expert_choice_allocation(sinkhorn_plan(logits, c.sinkhorn_iterations), affinity, capacity);
+    case RouterKind::SparsityExpertChoice:
+      return expert_choice_allocation(
+          sparsity_constrained_plan(affinity, capacity, c.sparsity_gamma, c.sparsity_iterations), affinity, capacity);
+    case RouterKind::SoftMoE: break;
+  }
+  throw UsageError("allocate() is for token- and expert-choice routers");
+}
+
+MoELayerImpl::EqualGroupsPass MoELayerImpl::equal_groups_pass(const torch::Tensor& tokens, int64_t groups,
+                                                              const torch::Tensor& keep) {
+  const auto& c = config_;
+  const int64_t n = c.experts, m = tokens.size(0) / groups, p = c.capacity(m);
+  const auto logits = tokens.matmul(router_);  // [G·m, n]
+  const auto a = torch::softmax(logits, 1);
+  // The dispatch tensors are constants of the routing (allocation loops over detached
+  // affinities, as in route()); gradients reach the router through the combine weights.
+  const auto logits_d = logits.detach(), a_d = a.detach();
+  std::vector<torch::Tensor> dispatch;
+  dispatch.reserve(static_cast<size_t>(groups));
+  for (int64_t g = 0; g < groups; ++g)
+    dispatch.push_back(allocate(logits_d.slice(0, g * m, (g + 1) * m), a_d.slice(0, g * m, (g + 1) * m), p).dispatch);
+  const auto d = torch::stack(dispatch).to(a.options());                                  // [G, m, n, p]
+  const auto combine = d * (a * keep.view({1, n})).view({groups, m, n, 1});              // [G, m, n, p]
+  const auto x = tokens.view({groups, m, c.input_dim});
+  const auto slots = torch::einsum("gmnp,gmi->ngpi", {d, x}).reshape({n, groups * p, c.input_dim});
+  const auto slot_outputs = experts_on_slots(slots).view({n, groups, p, c.output_dim});
+  EqualGroupsPass pass;
+  pass.output = torch::einsum("gmnp,ngpo->gmo", {combine, slot_outputs}).reshape({groups * m, c.output_dim});
+  pass.coefficients = combine.sum(-1).reshape({groups * m, n});
+  pass.dropped_tokens = (d.detach().abs().sum({2, 3}) == 0).sum().item<int64_t>();
+  pass.aux_loss_sum = torch::zeros({}, a.options());
+  if (c.router == RouterKind::SoftmaxTokenChoice) {
+    // importance_loss of each group, summed: Var(importance) / mean², importance = Σ_t a_t.
+    const auto importance = a.view({groups, m, n}).sum(1);
+    const auto mean = importance.mean(1);
+    pass.aux_loss_sum = (importance.var(1, /*unbiased=*/false) / (mean * mean + 1e-12)).sum();
+  }
+  return pass;
 }
 
 MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_t>& ablated) {
@@ -119,8 +158,19 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_
   }
   const int64_t group = c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
   std::vector<torch::Tensor> outputs, coefficients;
-  int64_t groups = 0;
-  for (int64_t start = 0; start < total; start += group) {
+  int64_t groups = 0, start = 0;
+  // Many equal groups (a ViT's images, a head's batches) in one pass: one router matmul, one
+  // expert evaluation for all their slots; only the allocation loops run group by group.
+  if (const int64_t equal = total / group; equal >= 2) {
+    auto pass = equal_groups_pass(rows.slice(0, 0, equal * group), equal, keep);
+    outputs.push_back(pass.output);
+    coefficients.push_back(pass.coefficients);
+    out.dropped_tokens += pass.dropped_tokens;
+    out.aux_loss = out.aux_loss + pass.aux_loss_sum;
+    groups += equal;
+    start = equal * group;
+  }
+  for (; start < total; start += group) {
     const auto tokens = rows.slice(0, start, std::min(total, start + group));
     torch::Tensor affinity;
     const auto routing = route(tokens, &affinity);

@@ -72,6 +72,16 @@ class MoELayerImpl : public torch::nn::Module {
     torch::Tensor combine, slot_outputs;
   };
   SoftMoEPass soft_moe_pass(const torch::Tensor& tokens);
+  /// The router's allocation for one group from its logits and softmax affinity [m, n].
+  RoutingTensors allocate(const torch::Tensor& logits, const torch::Tensor& affinity, int64_t capacity) const;
+  /// Token and expert choice over `groups` equal groups of `tokens` [G·m, I] at once: what the
+  /// group-by-group loop computes, with one router matmul and one expert pass for every slot.
+  struct EqualGroupsPass {
+    torch::Tensor output, coefficients;  ///< [G·m, O], [G·m, n]
+    int64_t dropped_tokens = 0;
+    torch::Tensor aux_loss_sum;  ///< Σ over groups of the importance loss (Softmax Token Choice)
+  };
+  EqualGroupsPass equal_groups_pass(const torch::Tensor& tokens, int64_t groups, const torch::Tensor& keep);
 
   MoELayerConfig config_;
   torch::Tensor router_;

@@ -147,6 +147,11 @@ class ModelComparisonTest : public QObject {
     page.setData(spec, cache);
     page.addModels({models[0]});
     QVERIFY(QTest::qWaitFor([&] { return compared.count() == 5; }, 60'000));
+    // Another layer clears the rows too (they would not compare), and reaches the core: these
+    // bare heads have no layer "blocks.1.mlp", so nothing is added.
+    page.setLayer(QStringLiteral("blocks.1.mlp"));
+    QCOMPARE(page.models().size(), 0);
+    QCOMPARE(page.layer(), QStringLiteral("blocks.1.mlp"));
     page.clear();
     QCOMPARE(page.models().size(), 0);
     QCOMPARE(table->rowCount(), 0);
