@@ -73,6 +73,18 @@ model::ModelLayer layer_of(const model::ClassifierModel& m) {
   return layer;
 }
 
+/// The fastest of three forward passes of `block` (or `router`, when set) over `x`, in seconds.
+double best_forward_seconds(nn::MuMoEBlock block, nn::MoELayer router, const torch::Tensor& x) {
+  double best = std::numeric_limits<double>::infinity();
+  for (int repeat = 0; repeat < 3; ++repeat) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto out = router.is_empty() ? block->forward(x).output : router->forward(x).output;
+    (void)out.sum().item<double>();
+    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
 /// Best of three float32 forward passes of the layer alone over up to 2,048 stored inputs
 /// (whole routing groups), in microseconds per sample.
 double measured_microseconds(const model::ClassifierModel& m, const RunData& run) {
@@ -87,14 +99,7 @@ double measured_microseconds(const model::ClassifierModel& m, const RunData& run
     router = nn::copy_moe_layer(m.router_layer(), torch::kFloat32, torch::kCPU);
   else
     block = nn::copy_block(m.layer(), torch::kFloat32, torch::kCPU);
-  double best = std::numeric_limits<double>::infinity();
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = router.is_empty() ? block->forward(inputs).output : router->forward(inputs).output;
-    (void)out.sum().item<double>();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best / static_cast<double>(rows) * 1e6;
+  return best_forward_seconds(block, router, inputs) / static_cast<double>(rows) * 1e6;
 }
 
 /// Purity, I(E;Y)/H(Y), load CV and dead experts from a mode's statistics.
@@ -123,7 +128,7 @@ void fill_specialisation(const ModeStatistics& statistics, LayerComparison& row)
 }
 
 /// Best of three float32 passes of a ViT block's MLP over 64 images' standard-normal tokens.
-double measured_block_microseconds(const model::ModelFile& file, const model::ModelLayer& layer, int64_t tokens) {
+double measured_block_microseconds(const model::ModelLayer& layer, int64_t tokens) {
   torch::NoGradGuard no_grad;
   torch::manual_seed(0);
   const int64_t images = 64;
@@ -137,15 +142,8 @@ double measured_block_microseconds(const model::ModelFile& file, const model::Mo
     block = nn::MuMoEBlock(layer.config);
     block->eval();
   }
-  (void)file;  // the layer's shape decides its cost; its weights do not (routing aside)
-  double best = std::numeric_limits<double>::infinity();
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = router.is_empty() ? block->forward(x).output : router->forward(x).output;
-    (void)out.sum().item<double>();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best / static_cast<double>(images * tokens) * 1e6;
+  // The layer's shape decides its cost; its weights do not (routing aside).
+  return best_forward_seconds(block, router, x) / static_cast<double>(images * tokens) * 1e6;
 }
 
 LayerComparison compare_block(const SessionOptions& options, const ComparisonCallback& progress) {
@@ -189,7 +187,7 @@ LayerComparison compare_block(const SessionOptions& options, const ComparisonCal
   }
   row.dead_experts = std::count(support.begin(), support.end(), int64_t{0});
   row.multiply_adds_per_sample = layer_multiply_adds(layer, tokens_per_image);
-  row.microseconds_per_sample = measured_block_microseconds(file, layer, tokens_per_image);
+  row.microseconds_per_sample = measured_block_microseconds(layer, tokens_per_image);
   row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return row;
 }

@@ -23,7 +23,9 @@ namespace {
 
 constexpr int64_t kImages = 40, kWidth = 16, kTokens = 5;  // 14 px, patch 7: 4 patches + class token
 
-model::ClassifierModel tiny_vit(uint64_t seed) {
+/// A ViT on 14 px grey images with one block per router, `routers[i]` as block i's MLP
+/// (4 GELU experts of width 6) and a CP μMoE head over 3 classes.
+std::pair<nn::BackboneConfig, nn::LayerConfig> vit_config(const std::vector<nn::RouterKind>& routers) {
   nn::BackboneConfig b;
   b.kind = nn::BackboneKind::VisionTransformer;
   b.in_channels = 1;
@@ -31,16 +33,21 @@ model::ClassifierModel tiny_vit(uint64_t seed) {
   b.feature_dim = kWidth;
   b.vit.width = kWidth;
   b.vit.patch_size = 7;
-  b.vit.depth = 2;
+  b.vit.depth = static_cast<int64_t>(routers.size());
   b.vit.heads = 2;
   b.vit.mlp_dim = 32;
-  b.vit.router_mlps[0] = nn::router_mlp_config(nn::RouterKind::SoftMoE, kWidth, 4, 6, kTokens);
-  b.vit.router_mlps[1] = nn::router_mlp_config(nn::RouterKind::SoftmaxExpertChoice, kWidth, 4, 6, kTokens);
+  for (size_t i = 0; i < routers.size(); ++i)
+    b.vit.router_mlps[static_cast<int64_t>(i)] = nn::router_mlp_config(routers[i], kWidth, 4, 6, kTokens);
   nn::LayerConfig head;
   head.input_dim = kWidth;
   head.output_dim = 3;
   head.expert_dims = {4};
   head.cp_rank = 4;
+  return {b, head};
+}
+
+model::ClassifierModel tiny_vit(uint64_t seed) {
+  auto [b, head] = vit_config({nn::RouterKind::SoftMoE, nn::RouterKind::SoftmaxExpertChoice});
   head.gate_activation = nn::GateActivationKind::Softmax;
   torch::manual_seed(seed);
   nn::ImageClassifier classifier(b, head);
@@ -124,22 +131,7 @@ TEST(VitRouterMlps, BlockAblationSparseEqualsTheOracle) {
 }
 
 TEST(VitRouterMlps, TrainingAddsTheImportanceLossOfTokenChoiceMlps) {
-  nn::BackboneConfig b;
-  b.kind = nn::BackboneKind::VisionTransformer;
-  b.in_channels = 1;
-  b.image_size = 14;
-  b.feature_dim = kWidth;
-  b.vit.width = kWidth;
-  b.vit.patch_size = 7;
-  b.vit.depth = 1;
-  b.vit.heads = 2;
-  b.vit.mlp_dim = 32;
-  b.vit.router_mlps[0] = nn::router_mlp_config(nn::RouterKind::SoftmaxTokenChoice, kWidth, 4, 6, kTokens);
-  nn::LayerConfig head;
-  head.input_dim = kWidth;
-  head.output_dim = 3;
-  head.expert_dims = {4};
-  head.cp_rank = 4;
+  const auto [b, head] = vit_config({nn::RouterKind::SoftmaxTokenChoice});
   auto model = model::ClassifierModel::from_image_classifier(nn::ImageClassifier(b, head), {"a", "b", "c"});
   model.module().train();
   const auto data = tiny_images(5);
