@@ -244,6 +244,24 @@ TEST(CliRouterHeads, TrainInfoAblateAndCompareBesideAMuMoEHead) {
   }
   const double accuracy = (predictions == labels).to(torch::kDouble).mean().item<double>();
 
+  // `mumoe forward` on the router head, expert 1 removed: the head evaluated here in groups of
+  // 64 with expert 1 removed (float64 input → float64 pass).
+  io::write_safetensors(dir.file("input.safetensors"), {{"input", x}}, {});
+  run = testkit::run_cli("forward " + head + " --input " + dir.file("input.safetensors") + " --ablate 0:1 --output " +
+                         dir.file("forward.safetensors"));
+  ASSERT_EQ(run.code, 0) << run.out;
+  {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> parts;
+    for (int64_t b = 0; b < x.size(0); b += 64) parts.push_back(layer->forward(x.slice(0, b, b + 64), {1}).output);
+    const auto forwarded = io::SafetensorsFile::open(dir.file("forward.safetensors")).read("output");
+    const auto expected = torch::cat(parts);
+    EXPECT_LT((forwarded - expected).abs().max().item<double>(), 1e-12);
+    std::vector<torch::Tensor> whole;
+    for (int64_t b = 0; b < x.size(0); b += 64) whole.push_back(layer->forward(x.slice(0, b, b + 64)).output);
+    EXPECT_GT((forwarded - torch::cat(whole)).abs().max().item<double>(), 1e-6) << "removing expert 1 changed nothing";
+  }
+
   const auto cache = " --cache " + dir.file("cache.sqlite");
   run = testkit::run_cli("ablate " + head + " --data " + data + cache + " --experts 1 --json --quiet");
   ASSERT_EQ(run.code, 0) << run.out;
