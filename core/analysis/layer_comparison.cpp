@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 
+#include "analysis/result_json.h"
 #include "analysis/vit_block_analysis.h"
 #include "model/classifier_model.h"
 #include "model/model_file.h"
@@ -61,16 +62,6 @@ double router_multiply_adds(const nn::MoELayerConfig& c, int64_t tokens_per_inpu
     return in * slots + slots * expert / static_cast<double>(std::max<int64_t>(1, tokens_per_input)) + slots * (in + out);
   const double per_sample = nn::is_token_choice(c.router) ? c.capacity_factor * static_cast<double>(c.k) : c.capacity_factor;
   return in * static_cast<double>(c.experts) + per_sample * expert;
-}
-
-model::ModelLayer layer_of(const model::ClassifierModel& m) {
-  model::ModelLayer layer;
-  layer.name = m.layer_name();
-  if (m.is_router())
-    layer.router = m.router_layer()->config();
-  else
-    layer.config = m.layer()->config();
-  return layer;
 }
 
 /// The fastest of three forward passes of `block` (or `router`, when set) over `x`, in seconds.
@@ -217,7 +208,7 @@ LayerComparison compare_layer(const SessionOptions& options, const ComparisonCal
 LayerComparison compare_layer(AnalysisSession& session, const ComparisonCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto& model = session.model();
-  const auto layer = layer_of(model);
+  const auto layer = model.manifest_layer();
   const auto& run = session.run();
   LayerComparison row;
   row.model_path = session.options().model_path;
@@ -250,7 +241,6 @@ LayerComparison compare_layer(AnalysisSession& session, const ComparisonCallback
 
 namespace {
 
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 double finite_or_nan(const nlohmann::json& j, const char* key) {
   return j.contains(key) && j.at(key).is_number() ? j.at(key).get<double>() : kNaN;
 }
@@ -268,16 +258,16 @@ nlohmann::json to_json(const LayerComparison& r) {
           {"samples", r.samples},
           {"tokens", r.tokens},
           {"accuracy", r.accuracy},
-          {"mean_polysemanticity", finite_or_null(r.mean_polysemanticity)},
+          {"mean_polysemanticity", number_or_null(r.mean_polysemanticity)},
           {"experts_with_effect", r.experts_with_effect},
-          {"mean_class_purity", finite_or_null(r.mean_class_purity)},
-          {"information_ratio", finite_or_null(r.information_ratio)},
-          {"load_cv", finite_or_null(r.load_cv)},
+          {"mean_class_purity", number_or_null(r.mean_class_purity)},
+          {"information_ratio", number_or_null(r.information_ratio)},
+          {"load_cv", number_or_null(r.load_cv)},
           {"dead_experts", r.dead_experts},
           {"dropped_tokens", r.dropped_tokens},
           {"multiply_adds_per_sample", r.multiply_adds_per_sample},
           {"flops_per_sample", 2 * r.multiply_adds_per_sample},
-          {"microseconds_per_sample", finite_or_null(r.microseconds_per_sample)},
+          {"microseconds_per_sample", number_or_null(r.microseconds_per_sample)},
           {"from_cache", r.from_cache},
           {"seconds", r.seconds}};
 }

@@ -69,12 +69,19 @@ nn::MuMoEBlock ClassifierModel::layer() const {
   return layer_;
 }
 
-std::string ClassifierModel::layer_family() const {
-  return is_router() ? nn::display_name(router_->config().router) : "μMoE " + layer_->config().variant_name();
+ModelLayer ClassifierModel::manifest_layer() const {
+  ModelLayer layer;
+  layer.name = layer_name_;
+  layer.prefix = layer_name_ + ".";
+  if (is_router())
+    layer.router = router_->config();
+  else
+    layer.config = layer_->config();
+  return layer;
 }
 
 nlohmann::json ClassifierModel::layer_config_json() const {
-  return is_router() ? to_json(router_->config()) : to_json(layer_->config());
+  return model::layer_config_json(manifest_layer());
 }
 
 std::vector<int64_t> ClassifierModel::expert_dims() const {
@@ -176,13 +183,7 @@ void ClassifierModel::save(const std::string& path, const nlohmann::json& proven
     return;
   }
   Manifest m;
-  ModelLayer layer;
-  layer.name = layer_name_;
-  layer.prefix = layer_name_ + ".";
-  if (is_router())
-    layer.router = router_->config();
-  else
-    layer.config = layer_->config();
+  const auto layer = manifest_layer();
   m.layers = {layer};
   m.label_names = label_names_;
   m.task = multilabel_ ? kMultiLabel : kMultiClass;

@@ -72,8 +72,11 @@ class ClassifierModel {
   bool is_router() const { return !router_.is_empty(); }
   /// The router layer (empty holder for a μMoE layer).
   nn::MoELayer router_layer() const { return router_; }
+  /// The analysed layer as a manifest entry of a bare-layer file (name, prefix "<name>.", its
+  /// μMoE configuration or router configuration): what save() writes and reports describe.
+  ModelLayer manifest_layer() const;
   /// "μMoE CP", "Soft MoE", … (ModelLayer::family).
-  std::string layer_family() const;
+  std::string layer_family() const { return manifest_layer().family(); }
   /// The layer's configuration as the manifest writes it.
   nlohmann::json layer_config_json() const;
   /// Experts per expert mode: the μMoE layer's expert_dims, or {n} for a router layer.
