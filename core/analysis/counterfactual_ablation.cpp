@@ -8,6 +8,7 @@
 #include <set>
 
 #include "analysis/tensor_records.h"
+#include "io/blas_threads.h"
 #include "io/errors.h"
 #include "nn/device.h"
 
@@ -63,6 +64,23 @@ RowTops top_of_rows(const torch::Tensor& scores, const Tolerance& tolerance) {
   return out;
 }
 
+// The coefficients of the removed `experts` (ascending) in the CSR rows of `samples`: [B, K]
+// float64, 0 where a sample does not use an expert. Built from the sparse rows directly: a dense
+// [B, N] row block would cost N/K times the memory for a single-expert click.
+torch::Tensor removed_coefficients(const cache::SparseRows& rows, const torch::Tensor& samples,
+                                   const std::vector<int64_t>& experts, int64_t expert_count) {
+  std::vector<int64_t> column(static_cast<size_t>(expert_count), -1);
+  for (size_t k = 0; k < experts.size(); ++k) column[experts[k]] = static_cast<int64_t>(k);
+  const int64_t count = samples.size(0), removed = static_cast<int64_t>(experts.size());
+  auto out = torch::zeros({count, removed}, torch::kFloat64);
+  auto* w = out.data_ptr<double>();
+  const auto* sample = samples.data_ptr<int64_t>();
+  for (int64_t b = 0; b < count; ++b)
+    for (int64_t k = rows.offsets[sample[b]]; k < rows.offsets[sample[b] + 1]; ++k)
+      if (const auto c = column[rows.indices[k]]; c >= 0) w[b * removed + c] = rows.values[k];
+  return out;
+}
+
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
@@ -84,7 +102,10 @@ CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, cons
   if (layer->config().expert_dims != run.info.expert_dims || layer->config().input_dim != run.info.input_dim)
     throw UsageError("the layer does not match the analysis run (expert counts or input width differ)");
   layer_ = nn::copy_block(layer, torch::kFloat64, device_);
-  inputs_ = to_tensor(run.inputs, {run.samples(), run.info.input_dim}).to(torch::kFloat64);
+  // A view, not a float64 copy: converting all 10,000 × 128 inputs up front was most of a first
+  // click (30–40 ms measured, 2026-11-24); each path converts the rows it evaluates.
+  inputs_ = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), run.info.input_dim},
+                             torch::kFloat32);
   before_ = class_accuracy(run.labels, run.predictions, class_count);
 }
 
@@ -120,7 +141,7 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
     if (e == mode) a.index_put_({zero_row, zero_expert}, 0.0);  // a_n := 0, no renormalisation
     coefficients.push_back(a.to(device_));
   }
-  const auto x = inputs_.index_select(0, samples).to(device_);
+  const auto x = inputs_.index_select(0, samples).to(device_, torch::kFloat64);
   return layer_->output_from_coefficients(x, coefficients).argmax(1).cpu();
 }
 
@@ -156,20 +177,19 @@ std::vector<torch::Tensor> CounterfactualAblation::dense_coefficients(const torc
 std::vector<int64_t> CounterfactualAblation::predictions_rank_one(int64_t mode, const std::vector<int64_t>& samples,
                                                                   const std::vector<int64_t>& experts) {
   torch::NoGradGuard no_grad;
+  const io::SingleThreadedBlas small_products;  // products of a few million multiply-adds (blas_threads.h)
   auto* engine = rank_one(mode);
   const auto& scores = stored_scores();
-  auto removed = torch::zeros({run_.info.expert_dims[mode]}, torch::kFloat64);
-  for (auto n : experts) removed[n] = 1.0;
-  removed = removed.to(device_);
+  const auto removed = to_tensor(experts).to(device_);
   std::vector<int64_t> out;
   out.reserve(samples.size());
   for (size_t begin = 0; begin < samples.size(); begin += kSamplesPerContext) {
     const auto part = to_tensor(std::vector<int64_t>(
         samples.begin() + begin, samples.begin() + std::min(samples.size(), begin + kSamplesPerContext)));
-    const auto coefficients = dense_coefficients(part);
-    engine->set_contexts(inputs_.index_select(0, part).to(device_), coefficients);
+    engine->set_contexts(inputs_.index_select(0, part).to(device_, torch::kFloat64), dense_coefficients(part, mode));
+    const auto weights = removed_coefficients(run_.coefficients[mode], part, experts, run_.info.expert_dims[mode]);
     const auto after =
-        (scores.index_select(0, part).to(device_) - engine->set_deltas(coefficients[mode] * removed)).cpu().contiguous();
+        (scores.index_select(0, part).to(device_) - engine->set_deltas(removed, weights.to(device_))).cpu().contiguous();
     const auto* tolerance = tie_tolerance_.data_ptr<double>();
     const auto* sample_of = part.data_ptr<int64_t>();
     const auto best = top_of_rows(after, [&](int64_t b) { return tolerance[sample_of[b]]; });
@@ -196,6 +216,7 @@ void CounterfactualAblation::sweep_rank_one(int64_t mode, const SweepCallback& p
                                             std::vector<std::vector<int64_t>>* correct_delta,
                                             std::vector<int64_t>* changed) {
   torch::NoGradGuard no_grad;
+  const io::SingleThreadedBlas small_products;  // products of a few million multiply-adds (blas_threads.h)
   auto* engine = rank_one(mode);
   const auto& scores = stored_scores();
   const int64_t experts = run_.info.expert_dims[mode], samples = run_.samples();
@@ -205,7 +226,7 @@ void CounterfactualAblation::sweep_rank_one(int64_t mode, const SweepCallback& p
     const int64_t last = std::min(samples, first + kSamplesPerContext);
     const auto block = torch::arange(first, last, torch::kLong);
     // The removed mode's own coefficients are not part of the context.
-    engine->set_contexts(inputs_.slice(0, first, last).to(device_), dense_coefficients(block, mode));
+    engine->set_contexts(inputs_.slice(0, first, last).to(device_, torch::kFloat64), dense_coefficients(block, mode));
     // Only pairs whose bound reaches the sample's margin can change its prediction.
     const auto limits = (margins_.slice(0, first, last) - tie_tolerance_.slice(0, first, last)).contiguous();
     const auto pairs = engine->pairs_that_may_change(rows, first, limits.data_ptr<double>());
@@ -247,7 +268,7 @@ std::vector<int64_t> CounterfactualAblation::predict_all() {
   std::vector<int64_t> out;
   const int64_t chunk = run_.info.chunk_size;  // the extraction's batches: identical BatchNorm/BLAS shapes
   for (int64_t begin = 0; begin < run_.samples(); begin += chunk) {
-    const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_);
+    const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_, torch::kFloat64);
     const auto p = to_vector(layer_->forward(x).output.argmax(1));
     out.insert(out.end(), p.begin(), p.end());
   }

@@ -64,8 +64,8 @@ class CounterfactualAblation {
   RankOneAblation* rank_one(int64_t mode);
   /// Dense float64 coefficients of `samples` for every mode (undefined for `skip_mode`).
   std::vector<torch::Tensor> dense_coefficients(const torch::Tensor& samples, int64_t skip_mode = -1) const;
-  /// Predictions after removing the weighted sets `weights` [B, N] of `mode` from `samples` [B]
-  /// (rank-one path; near-ties re-evaluated with `experts` zeroed).
+  /// Predictions of `samples` after removing `experts` (ascending) of `mode` (rank-one path;
+  /// near-ties re-evaluated with the experts zeroed).
   std::vector<int64_t> predictions_rank_one(int64_t mode, const std::vector<int64_t>& samples,
                                             const std::vector<int64_t>& experts);
   /// Per-expert class-wise changes of correct predictions and changed counts (rank-one path).
@@ -79,7 +79,7 @@ class CounterfactualAblation {
   const RunData& run_;
   int64_t class_count_;
   torch::Device device_;
-  torch::Tensor inputs_;  ///< float64 [S, I] on the CPU
+  torch::Tensor inputs_;  ///< float32 [S, I]: a view of run_.inputs (no copy); rows become float64 where used
   torch::Tensor scores_, margins_, tie_tolerance_;  ///< stored_scores(): [S, O], [S], [S]
   std::map<int64_t, std::unique_ptr<RankOneAblation>> rank_one_;
   ClassAccuracy before_;

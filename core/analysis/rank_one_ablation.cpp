@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "io/errors.h"
 #include "nn/factorized_forward.h"
@@ -22,6 +23,70 @@ double class_spread(const torch::Tensor& by_class) {
   return torch::cdist(by_class.unsqueeze(0), by_class.unsqueeze(0)).max().item<double>();
 }
 
+// Two float64 lanes (one SSE2 register; GCC and Clang vector extensions, so no intrinsics).
+typedef double Lanes2 __attribute__((vector_size(16)));
+
+// Classes per block of the CP pair kernel: four two-lane accumulators (spelled out in the
+// kernel); the classes left over go two at a time, so U_Oᵀ is padded to an even count only.
+constexpr int64_t kClassBlock = 8;
+
+// The CP factors the pair kernel reads, row-major float64: contexts v [B, R], U_m [N, R], and
+// U_Oᵀ [R, padded], its columns zero-padded to an even count.
+struct CpPairFactors {
+  const double* v;
+  const double* mode_factor;
+  const double* out_by_rank;
+  int64_t rank, classes, padded;
+};
+
+// out[p, c] = scale[p] Σ_r v[row[p], r] U_m[expert[p], r] U_O[c, r] for pairs [begin, end).
+// Each class has its own accumulator lane (no sum is reassociated); written with explicit
+// two-lane vectors because GCC's -O2 leaves the plain loop scalar (19 ms → 8 ms for 46,200
+// pairs, R = 64, O = 10, one core of this machine, 2026-11-24). Accumulators are named
+// variables, not an array: GCC keeps an array of vectors on the stack and the loop then waits on
+// its own stores (3.5× slower, measured).
+void cp_pair_kernel(const CpPairFactors& f, int64_t begin, int64_t end, const int64_t* row, const int64_t* expert,
+                    const double* scale, double* out) {
+  auto load = [](const double* from) {
+    Lanes2 w;
+    std::memcpy(&w, from, sizeof w);  // unaligned load
+    return w;
+  };
+  for (int64_t p = begin; p < end; ++p) {
+    const double* vp = f.v + row[p] * f.rank;
+    const double* up = f.mode_factor + expert[p] * f.rank;
+    double* op = out + p * f.classes;
+    auto store = [&](int64_t c, const Lanes2& sum) {
+      for (int64_t j = 0; j < 2 && c + j < f.classes; ++j) op[c + j] = sum[j] * scale[p];
+    };
+    int64_t c = 0;
+    for (; c + kClassBlock <= f.padded; c += kClassBlock) {
+      Lanes2 s0 = {}, s1 = {}, s2 = {}, s3 = {};
+      for (int64_t r = 0; r < f.rank; ++r) {
+        const double x = vp[r] * up[r];
+        const Lanes2 xx = {x, x};
+        const double* wr = f.out_by_rank + r * f.padded + c;
+        s0 += xx * load(wr);
+        s1 += xx * load(wr + 2);
+        s2 += xx * load(wr + 4);
+        s3 += xx * load(wr + 6);
+      }
+      store(c, s0);
+      store(c + 2, s1);
+      store(c + 4, s2);
+      store(c + 6, s3);
+    }
+    for (; c < f.padded; c += 2) {
+      Lanes2 s0 = {};
+      for (int64_t r = 0; r < f.rank; ++r) {
+        const double x = vp[r] * up[r];
+        s0 += Lanes2{x, x} * load(f.out_by_rank + r * f.padded + c);
+      }
+      store(c, s0);
+    }
+  }
+}
+
 }  // namespace
 
 bool RankOneAblation::supports(const nn::MuMoEBlock& layer) { return !layer->config().is_block(); }
@@ -36,6 +101,10 @@ RankOneAblation::RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode)
   const auto& out = factors_[modes + 1];
   if (cp_) {
     out_flat_ = out;  // [O, R]
+    const int64_t padded = (out.size(0) + 1) / 2 * 2;
+    out_by_rank_ = torch::zeros({out.size(1), padded}, torch::kFloat64);  // [R, O padded to even]
+    out_by_rank_.narrow(1, 0, out.size(0)).copy_(out.t());
+    mode_factor_ = factors_[mode].contiguous().cpu();                 // [N, R]
     class_spread_ = class_spread(out);
     const auto& u = factors_[mode];  // [N, R]
     slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).cpu().contiguous();  // [N, 2]
@@ -61,7 +130,7 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
     auto v = z.matmul(factors_[modes]);  // [B, R]
     for (int64_t e = 0; e < modes; ++e)
       if (e != mode_) v = v * coefficients[e].matmul(factors_[e]);
-    v_ = v;
+    v_ = v.contiguous();
     context_norm_ = torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1).cpu().contiguous();
     return;
   }
@@ -80,6 +149,7 @@ torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torc
   torch::NoGradGuard no_grad;
   // a scales the [P, O] result, not the [P, R] operands: broadcasting a column over a wide
   // operand is LibTorch's slow elementwise path (6× a plain product, measured).
+  if (cp_ && v_.is_cpu()) return cp_pair_deltas_cpu(rows, experts, a);
   if (cp_) {
     const auto product = v_.index_select(0, rows) * factors_[mode_].index_select(0, experts);
     return product.matmul(out_flat_.t()) * a.unsqueeze(1);
@@ -89,10 +159,32 @@ torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torc
   return m.flatten(1).matmul(out_flat_) * a.unsqueeze(1);
 }
 
-torch::Tensor RankOneAblation::set_deltas(const torch::Tensor& weights) const {
+torch::Tensor RankOneAblation::cp_pair_deltas_cpu(const torch::Tensor& rows, const torch::Tensor& experts,
+                                                  const torch::Tensor& a) const {
+  // Δ[p, c] = a_p Σ_r v[row_p, r] U_m[n_p, r] U_O[c, r], as plain loops over the cached factors:
+  // 640 multiply-adds per pair are too few for tensor operations, whose gathers, allocations and
+  // hand-overs between ATen's and OpenBLAS's thread pools cost more than the arithmetic (a
+  // softmax N = 128 sweep spent 2–3× its arithmetic there, 2 cores, 2026-11-24).
+  const auto row_of = rows.contiguous(), expert_of = experts.contiguous(), weight = a.contiguous();
+  const int64_t pairs = row_of.size(0), rank = v_.size(1), classes = out_flat_.size(0);
+  auto deltas = torch::empty({pairs, classes}, torch::kFloat64);
+  const CpPairFactors f{v_.data_ptr<double>(), mode_factor_.data_ptr<double>(), out_by_rank_.data_ptr<double>(),
+                        rank, classes, out_by_rank_.size(1)};
+  const auto* row = row_of.data_ptr<int64_t>();
+  const auto* expert = expert_of.data_ptr<int64_t>();
+  const auto* scale = weight.data_ptr<double>();
+  auto* out = deltas.data_ptr<double>();
+  at::parallel_for(0, pairs, 512, [&](int64_t begin, int64_t end) {
+    cp_pair_kernel(f, begin, end, row, expert, scale, out);
+  });
+  return deltas;
+}
+
+torch::Tensor RankOneAblation::set_deltas(const torch::Tensor& experts, const torch::Tensor& weights) const {
   torch::NoGradGuard no_grad;
-  if (cp_) return (weights.matmul(factors_[mode_]) * v_).matmul(out_flat_.t());
-  return left_.bmm(mode2(factors_[mode_], weights)).bmm(right_).flatten(1).matmul(out_flat_);
+  if (cp_) return (weights.matmul(factors_[mode_].index_select(0, experts)) * v_).matmul(out_flat_.t());
+  const auto slices = factors_[mode_].index_select(1, experts);  // [Ra, K, Rb]
+  return left_.bmm(mode2(slices, weights)).bmm(right_).flatten(1).matmul(out_flat_);
 }
 
 RankOneAblation::Pairs RankOneAblation::pairs_that_may_change(const cache::SparseRows& coefficients, int64_t first,

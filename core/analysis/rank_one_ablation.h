@@ -46,9 +46,10 @@ class RankOneAblation {
   /// Δ of removing one expert per pair: context rows `rows` (long [P]), `experts` (long [P])
   /// with coefficients `a` (float64 [P]) → [P, O].
   torch::Tensor pair_deltas(const torch::Tensor& rows, const torch::Tensor& experts, const torch::Tensor& a) const;
-  /// Δ of removing weighted sets, one per context row: `weights` [B, N] (a_n where expert n is
-  /// removed, 0 elsewhere) → [B, O].
-  torch::Tensor set_deltas(const torch::Tensor& weights) const;
+  /// Δ of removing the experts `experts` (long [K]) from every context row: `weights` [B, K]
+  /// holds each row's a_n of those experts (0 where the row does not use one) → [B, O]. Only the
+  /// K removed experts' factor slices take part (a click removes one of up to thousands).
+  torch::Tensor set_deltas(const torch::Tensor& experts, const torch::Tensor& weights) const;
   /// The (sample, expert) pairs whose removal may change a prediction, among the non-zero
   /// coefficients of the mode (`coefficients`, CSR by sample) of the context samples
   /// first … first + context_count() − 1: those whose bound on max_c |Δ_c − Δ_p| reaches the
@@ -61,12 +62,18 @@ class RankOneAblation {
   Pairs pairs_that_may_change(const cache::SparseRows& coefficients, int64_t first, const double* limits) const;
 
  private:
+  /// pair_deltas of a CP layer on the CPU, as plain loops (why: in the .cpp).
+  torch::Tensor cp_pair_deltas_cpu(const torch::Tensor& rows, const torch::Tensor& experts,
+                                   const torch::Tensor& a) const;
+
   bool cp_;
   int64_t mode_;
   int64_t count_ = 0;
   nn::MuMoEBlock layer_{nullptr};
   std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64
   torch::Tensor out_flat_;              ///< CP: U_O [O, R]; TR: Out as [R1·R_last, O]
+  torch::Tensor out_by_rank_;  ///< CP, CPU: U_Oᵀ [R, O'], zero-padded to an even class count
+  torch::Tensor mode_factor_;  ///< CP, CPU: U_m [N, R], contiguous
   double class_spread_ = 0;             ///< max over classes c, p of ‖Out_c − Out_p‖₂
   torch::Tensor slice_norm_;            ///< per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ [N, 2]; TR ‖F_m[:, n, :]‖_F [N]
   // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.

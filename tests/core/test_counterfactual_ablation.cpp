@@ -33,6 +33,8 @@ struct Case {
   int64_t second_dim;
   nn::GateActivationKind activation;
   bool input_layer_norm = false;
+  int64_t classes = 5;
+  int64_t samples = 400;
 };
 
 class SparseEqualsNaive : public ::testing::TestWithParam<Case> {};
@@ -40,10 +42,10 @@ class SparseEqualsNaive : public ::testing::TestWithParam<Case> {};
 TEST_P(SparseEqualsNaive, PredictionForPrediction) {
   const auto& c = GetParam();
   testkit::TempDir dir;
-  auto config = testkit::head_config(c.factorization, c.experts, 5, c.second_dim);
+  auto config = testkit::head_config(c.factorization, c.experts, c.classes, c.second_dim);
   config.gate_activation = c.activation;
   config.input_layer_norm = c.input_layer_norm;
-  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 400, 3);
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, c.samples, 3);
   SessionOptions o;
   o.model_path = fixture.model_path;
   o.data_spec = "features:" + fixture.features_path;
@@ -55,7 +57,7 @@ TEST_P(SparseEqualsNaive, PredictionForPrediction) {
 
   const auto file = model::ModelFile::load(fixture.model_path);
   const auto model = model::ClassifierModel::load(file);
-  CounterfactualAblation engine(model.layer(), run, 5);
+  CounterfactualAblation engine(model.layer(), run, c.classes);
 
   int64_t changed_total = 0;
   for (int64_t mode = 0; mode < static_cast<int64_t>(c.experts.size()); ++mode) {
@@ -83,7 +85,7 @@ TEST_P(SparseEqualsNaive, PredictionForPrediction) {
   // The comparison means something only if ablations change predictions.
   EXPECT_GT(changed_total, 0) << c.name;
   // The naive method restored the weights it zeroed: the engine still agrees with a fresh one.
-  CounterfactualAblation fresh(model.layer(), run, 5);
+  CounterfactualAblation fresh(model.layer(), run, c.classes);
   for (int64_t n = 0; n < c.experts[0]; ++n)
     EXPECT_EQ(engine.predictions_after(0, {n}, AblationMethod::Sparse),
               fresh.predictions_after(0, {n}, AblationMethod::Sparse));
@@ -103,7 +105,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"TR softmax", nn::Factorization::TR, {10}, 0, nn::GateActivationKind::Softmax},
                       Case{"CP hierarchy 3 softmax", nn::Factorization::CP, {4, 3, 5}, 0,
                            nn::GateActivationKind::Softmax},
-                      Case{"CP input LayerNorm", nn::Factorization::CP, {16}, 0, nn::GateActivationKind::Entmax15, true}),
+                      Case{"CP input LayerNorm", nn::Factorization::CP, {16}, 0, nn::GateActivationKind::Entmax15, true},
+                      // The CP pair kernel's class blocks: 11 classes are one block of eight and
+                      // a padded tail; 2,500 samples span three contexts of the sweep.
+                      Case{"CP 11 classes softmax", nn::Factorization::CP, {12}, 0, nn::GateActivationKind::Softmax,
+                           false, 11, 2500},
+                      Case{"TR 11 classes", nn::Factorization::TR, {9}, 0, nn::GateActivationKind::Entmax15, false, 11,
+                           2500}),
     [](const auto& info) {
       std::string name = info.param.name;
       for (auto& ch : name)

@@ -149,7 +149,9 @@ TEST_P(RouterHead, AnalysisEqualsTheLayerEvaluatedGroupByGroup) {
       int64_t changed = 0;
       for (int64_t s = 0; s < kSamples; ++s) changed += oracle[s].item<int64_t>() != predictions[s].item<int64_t>();
       EXPECT_EQ(outcome.changed_predictions, changed);
-      if (experts.size() == 2) EXPECT_GT(changed, 0) << "the removals must change something to test anything";
+      if (experts.size() == 2) {
+        EXPECT_GT(changed, 0) << "the removals must change something to test anything";
+      }
     }
   }
   const auto sparse = session->sweep(0, analysis::AblationMethod::Sparse).value;

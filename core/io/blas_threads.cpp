@@ -1,0 +1,51 @@
+#include "io/blas_threads.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace mumoe::io {
+namespace {
+
+// OpenBLAS's own thread controls, looked up among the loaded libraries (LibTorch links BLAS
+// through Debian's libblas.so.3 alternative, so OpenBLAS may or may not be the one loaded).
+struct OpenBlasThreads {
+  void (*set)(int) = nullptr;
+  int (*get)() = nullptr;
+};
+
+const OpenBlasThreads& openblas() {
+  static const OpenBlasThreads found = [] {
+    OpenBlasThreads t;
+    t.set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+    t.get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    if (!t.set || !t.get) t = {};
+    return t;
+  }();
+  return found;
+}
+
+std::mutex guard_mutex;
+int guards = 0;        // live guards, all threads
+int saved_count = 1;   // OpenBLAS's thread count before the first of them
+
+}  // namespace
+
+bool SingleThreadedBlas::available() { return openblas().set != nullptr; }
+
+SingleThreadedBlas::SingleThreadedBlas() {
+  if (!available()) return;
+  std::lock_guard<std::mutex> lock(guard_mutex);
+  if (guards++ == 0) {
+    saved_count = openblas().get();
+    openblas().set(1);
+  }
+}
+
+SingleThreadedBlas::~SingleThreadedBlas() {
+  if (!available()) return;
+  std::lock_guard<std::mutex> lock(guard_mutex);
+  if (--guards == 0) openblas().set(saved_count);
+}
+
+}  // namespace mumoe::io

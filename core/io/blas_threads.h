@@ -1,0 +1,30 @@
+// Scoped single-threaded BLAS, for code that issues many small matrix products.
+//
+// OpenBLAS (Debian's libopenblas0-pthread, which LibTorch calls for CPU matrix products) splits
+// every product above about 2.6e5 multiply-adds across its own threads, beside ATen's OpenMP
+// threads. On a few cores the two pools take turns (sched_yield), and for products of a few
+// million multiply-adds the hand-over costs more than the arithmetic: the ten context products
+// of a rank-one ablation sweep ([1024 × 129] · [129 × 64], float64) took 11–17 ms with OpenBLAS's
+// threads and 8.4–9 ms without (2 cores, 2026-11-24). Large products (a CNN's forward) still gain
+// from the threads (5.5 s vs 8.7 s for 10,000 images), so this is scoped to the code that
+// measured faster.
+//
+// OpenBLAS's thread count is process-wide: while a guard lives, every thread's BLAS calls run
+// single-threaded (guards nest and may overlap across threads; the last one out restores the
+// count). Without OpenBLAS (MKL, another BLAS) it does nothing. Plain C++, no LibTorch.
+#pragma once
+
+namespace mumoe::io {
+
+class SingleThreadedBlas {
+ public:
+  SingleThreadedBlas();
+  ~SingleThreadedBlas();
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+  /// True when the process's BLAS is OpenBLAS (found at run time), i.e. the guard has an effect.
+  static bool available();
+};
+
+}  // namespace mumoe::io
