@@ -60,7 +60,7 @@ int run_export(const ExportOptions& o) {
   const auto model = model::ClassifierModel::load(source, source.inferred() ? "" : edits.front().layer);
   // Edits that do not fit the model are a fault of the edits' file, reported as bad input.
   try {
-    editing::check_edits(model.layer()->config(), edits);
+    editing::check_edits(model.expert_dims().at(0), model.class_count(), edits);
   } catch (const UsageError& e) {
     throw FileError(o.edits.empty() ? o.session : o.edits, std::string(e.what()) + " (model " + o.model.model + ")");
   }

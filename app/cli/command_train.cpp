@@ -1,6 +1,7 @@
 // mumoe train --data SPEC --output FILE [...]: trains a CNN + μMoE-head image classifier on
 // image data, or a bare μMoE head on a feature file (features:FILE) — or with --router one of
-// the router study's sparse or soft MoE heads (nn/moe_layer.h) — with progress and ETA on
+// the router study's sparse or soft MoE heads (nn/moe_layer.h) in the μMoE head's place, on
+// either — with progress and ETA on
 // stderr, a checkpoint after every epoch, --resume, and a final evaluation on --test-data
 // recorded in the model file's provenance.
 #include <nlohmann/json.hpp>
@@ -164,9 +165,6 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
 
   // --targets turns the task into multi-label: one binary output per named attribute.
   const auto targets = parse_name_list(o.targets);
-  if (!o.router.empty() && (data::feature_file_of(o.data).empty() || !targets.empty()))
-    throw UsageError("--router trains a sparse or soft MoE head on a feature file (--data features:FILE) for a "
-                     "multi-class task; image backbones and --targets take μMoE heads so far");
   const bool multilabel = !targets.empty();
   auto prepare = [&](data::Dataset d) { return multilabel ? data::with_targets(std::move(d), targets) : d; };
   // Training visits every image each epoch, so a streamed folder is decoded into memory once.
@@ -183,9 +181,10 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   torch::manual_seed(o.train.seed);
   // Image data trains a CNN with the head; a feature file trains the head alone on its features.
   auto classifier = [&] {
-    if (!o.router.empty())
+    if (!o.router.empty() && !train_data.has_images())
       return model::ClassifierModel::from_router_layer(
-          nn::MoELayer(router_head_config(o, train_data.features.size(1), head.output_dim)), "head", labels);
+          nn::MoELayer(router_head_config(o, train_data.features.size(1), head.output_dim)), "head", labels,
+          multilabel);
     if (!train_data.has_images()) {
       head.input_dim = train_data.features.size(1);
       return model::ClassifierModel::from_layer(nn::MuMoEBlock(head), "head", labels, multilabel);
@@ -224,6 +223,9 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
     } else if (o.mlp_experts > 0) {
       throw UsageError("--mlp-experts is for --backbone vit");
     }
+    if (!o.router.empty())
+      return model::ClassifierModel::from_image_classifier(
+          nn::ImageClassifier(backbone, router_head_config(o, o.feature_dim, head.output_dim)), labels, multilabel);
     return model::ClassifierModel::from_image_classifier(nn::ImageClassifier(backbone, head), labels, multilabel);
   }();
   if (test_data.size() > 0) classifier.check_compatible(test_data);
@@ -329,7 +331,8 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--mlp-hidden", o->mlp_hidden,
                   "ViT router MLPs: each expert's hidden width (default: parameter-matched to the dense MLP)");
   app->add_option("--router", o->router,
-                  "Features only: a sparse or soft MoE head instead of μMoE: softmax-token-choice, "
+                  "A sparse or soft MoE head instead of μMoE (on features, or on the trained backbone's features for "
+                  "image data): softmax-token-choice, "
                   "sinkhorn-token-choice, softmax-expert-choice, sinkhorn-expert-choice, sparsity-expert-choice "
                   "or soft-moe (experts = --experts)");
   app->add_option("--top-k", o->top_k, "Router head, token choice: experts per sample (default 1)");

@@ -27,6 +27,11 @@ nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
   if (!tokens)
     throw UsageError("block MLPs can be analysed only in a ViT image classifier; this model's layer is '" +
                      m.layer_name() + "'");
+  // A router head routes groups of images together, so re-running only the images an ablation
+  // affects would route them differently from the baseline: no exact sparse method yet.
+  if (m.is_router())
+    throw UsageError("block MLPs are analysed in ViTs with a μMoE head; this model's head is a " + m.layer_family() +
+                     " layer");
   return tokens;
 }
 

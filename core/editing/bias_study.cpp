@@ -19,11 +19,11 @@ SplitArrays compute_split(model::ClassifierModel& model, const data::Dataset& da
                           int64_t done_before, int64_t total) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> inputs, coefficients, logits;
-  auto layer = model.layer();
-  for (int64_t b = 0; b < data.size(); b += kChunk) {
-    const int64_t e = std::min(data.size(), b + kChunk);
+  const int64_t chunk = model.aligned_batch(kChunk);  // a router layer's whole routing groups
+  for (int64_t b = 0; b < data.size(); b += chunk) {
+    const int64_t e = std::min(data.size(), b + chunk);
     auto x = model.layer_inputs(data, b, e);
-    auto out = layer->forward(x);
+    auto out = model.forward_layer(x);
     inputs.push_back(x);
     coefficients.push_back(out.coefficients.at(0).to(torch::kFloat32));
     logits.push_back(out.output.to(torch::kFloat32));
@@ -117,16 +117,15 @@ BiasStudy BiasStudy::create(model::ClassifierModel model, data::Dataset train, d
 
 BiasStudy BiasStudy::from_arrays(model::ClassifierModel model, SplitArrays train, SplitArrays test) {
   if (!model.multilabel()) throw UsageError("bias correction works on multi-label models");
-  const auto& config = model.layer()->config();
+  const int64_t experts = model.expert_dims().at(0), outputs = model.class_count();
   for (const auto* s : {&train, &test}) {
     if (!s->coefficients.defined()) {
       if (s == &test) throw UsageError("a bias study needs the test split");
       continue;
     }
     const auto n = s->coefficients.size(0);
-    if (s->coefficients.size(1) != config.expert_dims[0] || s->logits.size(1) != config.final_output_dim() ||
-        s->logits.size(0) != n || s->targets.size(0) != n || s->attributes.size(0) != n ||
-        s->targets.size(1) != config.final_output_dim())
+    if (s->coefficients.size(1) != experts || s->logits.size(1) != outputs || s->logits.size(0) != n ||
+        s->targets.size(0) != n || s->attributes.size(0) != n || s->targets.size(1) != outputs)
       throw UsageError("bias study arrays of " + s->identity + " do not match the model's layer");
   }
   BiasStudy study(std::move(model));
@@ -193,7 +192,7 @@ LogitEdit BiasStudy::make_edit(const BiasTask& task, std::optional<double> lambd
 }
 
 torch::Tensor BiasStudy::edited_test_logits(const std::vector<LogitEdit>& edits) const {
-  check_edits(model_.layer()->config(), edits);
+  check_edits(model_.expert_dims().at(0), model_.class_count(), edits);
   return apply_edits(test_.logits, test_.coefficients, edits);
 }
 
@@ -240,7 +239,7 @@ RewriteComparison compare_rewrite(const BiasStudy& study, const BiasTask& task, 
   c.before = study.measure(task, edited_model_name(prior.size()), before);
   // The new edit on top of before's logits: edits add in order, so this is the same tensor as
   // applying prior + edit afresh (the λ slider's path, without re-applying the prior edits).
-  check_edits(study.model().layer()->config(), {edit});
+  check_edits(study.model().expert_dims().at(0), study.model().class_count(), {edit});
   c.after = study.measure(task, edit.blind ? "blind threshold" : "expert rewrite",
                           apply_edits(before, study.test().coefficients, {edit}));
   measure_mrs_against(c.after, c.before);
@@ -299,8 +298,12 @@ torch::Tensor BiasStudy::oversampled_test_logits(const BiasTask& task, const Ove
   d.identity = train_.identity + " (oversampled ×" + std::to_string(factor) + ")";
 
   torch::manual_seed(o.seed);
-  nn::MuMoEBlock fresh(model_.layer()->config());
-  auto head = model::ClassifierModel::from_layer(fresh, model_.layer_name(), target_names(), /*multilabel=*/true);
+  // A fresh layer of the same kind and configuration (μMoE or router), trained on the inputs.
+  auto head = model_.is_router()
+                  ? model::ClassifierModel::from_router_layer(nn::MoELayer(model_.router_layer()->config()),
+                                                              model_.layer_name(), target_names(), /*multilabel=*/true)
+                  : model::ClassifierModel::from_layer(nn::MuMoEBlock(model_.layer()->config()), model_.layer_name(),
+                                                       target_names(), /*multilabel=*/true);
   train::TrainOptions t;
   t.epochs = o.epochs;
   t.batch_size = o.batch_size;
@@ -308,8 +311,10 @@ torch::Tensor BiasStudy::oversampled_test_logits(const BiasTask& task, const Ove
   t.seed = o.seed;
   train::train_classifier(head, d, t, {}, {}, {});
   torch::NoGradGuard no_grad;
-  fresh->eval();
-  return fresh->forward(test_.inputs).output.to(torch::kFloat32);
+  head.module().eval();
+  // All test rows in one pass: a router layer routes them in its groups from the first row, as
+  // the study's own chunks (whole groups) did.
+  return head.forward_layer(test_.inputs).output.to(torch::kFloat32);
 }
 
 }  // namespace mumoe::editing

@@ -90,4 +90,19 @@ nn::MuMoEBlock fold_edits(const nn::MuMoEBlock& block, const std::vector<LogitEd
   return folded;
 }
 
+nn::MoELayer fold_edits(const nn::MoELayer& layer, const std::vector<LogitEdit>& edits) {
+  const auto& config = layer->config();
+  check_edits(config.experts, config.output_dim, edits);
+  torch::NoGradGuard no_grad;
+  const auto some = layer->parameters().front();
+  auto folded = nn::copy_moe_layer(layer, some.scalar_type(), some.device());
+  auto bias = folded->named_parameters()[config.hidden_dim > 0 ? "experts_b2" : "experts_b1"];  // [N, O]
+  for (const auto& e : edits) {
+    const auto mean = torch::tensor(e.mean_coefficients, torch::kFloat64).to(bias.device(), bias.scalar_type());
+    bias.select(1, e.output).add_(mean * e.lambda);
+  }
+  folded->eval();
+  return folded;
+}
+
 }  // namespace mumoe::editing

@@ -13,11 +13,18 @@
 //  * Two-layer blocks: the edit goes into the second layer; the first layer gets the same rank
 //    growth (both layers share the configuration) with zero components, which change nothing.
 // Requires use_bias (the bias row); throws UsageError otherwise.
+//
+// Router layers (nn/moe_layer.h): the output is Σ_n Σ_p C[n, p] E_n(slot_{n,p}) and an expert's
+// coefficient is a_n = Σ_p C[n, p] (its combine weights summed over its slots; 0 for a dropped
+// sample), so adding λ āₙ to output o of expert n's output bias (experts_b2, or experts_b1 for
+// linear experts) adds exactly Σ_n a_n λ āₙ = λ āᵀa to y_o — for every router, Soft MoE included.
+// No configuration changes.
 #pragma once
 
 #include <vector>
 
 #include "editing/logit_edit.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 
 namespace mumoe::editing {
@@ -28,5 +35,9 @@ nn::LayerConfig folded_config(const nn::LayerConfig& config, int64_t edits);
 /// A new block (same dtype and device as `block`, eval mode) with the edits folded in; gating,
 /// normalisation statistics and input LayerNorm are copied unchanged.
 nn::MuMoEBlock fold_edits(const nn::MuMoEBlock& block, const std::vector<LogitEdit>& edits);
+
+/// A copy of the router layer (same dtype and device, eval mode) with the edits folded into its
+/// experts' output biases.
+nn::MoELayer fold_edits(const nn::MoELayer& layer, const std::vector<LogitEdit>& edits);
 
 }  // namespace mumoe::editing

@@ -7,13 +7,17 @@
 namespace mumoe::editing {
 
 void check_edits(const nn::LayerConfig& config, const std::vector<LogitEdit>& edits) {
+  check_edits(config.expert_dims.at(0), config.final_output_dim(), edits);
+}
+
+void check_edits(int64_t experts, int64_t outputs, const std::vector<LogitEdit>& edits) {
   for (const auto& e : edits) {
-    if (e.output < 0 || e.output >= config.final_output_dim())
+    if (e.output < 0 || e.output >= outputs)
       throw UsageError("edit of '" + e.target + "' targets output " + std::to_string(e.output) + " but the layer has " +
-                       std::to_string(config.final_output_dim()) + " outputs");
-    if (static_cast<int64_t>(e.mean_coefficients.size()) != config.expert_dims.at(0))
+                       std::to_string(outputs) + " outputs");
+    if (static_cast<int64_t>(e.mean_coefficients.size()) != experts)
       throw UsageError("edit of '" + e.target + "' has " + std::to_string(e.mean_coefficients.size()) +
-                       " mean coefficients but the layer has " + std::to_string(config.expert_dims[0]) + " experts");
+                       " mean coefficients but the layer has " + std::to_string(experts) + " experts");
   }
 }
 

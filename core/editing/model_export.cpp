@@ -18,26 +18,42 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The source model with its μMoE layer replaced by `folded`.
-model::ClassifierModel with_layer(const model::ClassifierModel& source, const nn::MuMoEBlock& folded) {
-  torch::NoGradGuard no_grad;
-  if (!source.has_backbone())
-    return model::ClassifierModel::from_layer(folded, source.layer_name(), source.label_names(), source.multilabel());
-  auto old = source.image_classifier();
-  nn::ImageClassifier edited(old->backbone_config(), folded->config());
+// `edited` (a new classifier of `old`'s backbone) given `old`'s backbone tensors and `folded`'s
+// as its head ("head.*").
+void copy_into(const nn::ImageClassifier& old, torch::nn::Module& folded, nn::ImageClassifier& edited) {
   auto old_params = old->named_parameters();
-  auto head_params = folded->named_parameters();
+  auto head_params = folded.named_parameters();
   for (auto& p : edited->named_parameters()) {
     const auto& key = p.key();
     p.value().copy_(key.rfind("head.", 0) == 0 ? head_params[key.substr(5)] : old_params[key]);
   }
   auto old_buffers = old->named_buffers();
-  auto head_buffers = folded->named_buffers();
+  auto head_buffers = folded.named_buffers();
   for (auto& b : edited->named_buffers()) {
     const auto& key = b.key();
     b.value().copy_(key.rfind("head.", 0) == 0 ? head_buffers[key.substr(5)] : old_buffers[key]);
   }
   edited->eval();
+}
+
+// The source model with its analysed layer's edits folded in (edit_fold.h): a μMoE layer or a
+// router layer, bare or an image classifier's head.
+model::ClassifierModel with_folded_edits(const model::ClassifierModel& source, const std::vector<LogitEdit>& edits) {
+  torch::NoGradGuard no_grad;
+  if (source.is_router()) {
+    auto folded = fold_edits(source.router_layer(), edits);
+    if (!source.has_backbone())
+      return model::ClassifierModel::from_router_layer(folded, source.layer_name(), source.label_names(),
+                                                       source.multilabel());
+    nn::ImageClassifier edited(source.image_classifier()->backbone_config(), folded->config());
+    copy_into(source.image_classifier(), *folded, edited);
+    return model::ClassifierModel::from_image_classifier(edited, source.label_names(), source.multilabel());
+  }
+  auto folded = fold_edits(source.layer(), edits);
+  if (!source.has_backbone())
+    return model::ClassifierModel::from_layer(folded, source.layer_name(), source.label_names(), source.multilabel());
+  nn::ImageClassifier edited(source.image_classifier()->backbone_config(), folded->config());
+  copy_into(source.image_classifier(), *folded, edited);
   return model::ClassifierModel::from_image_classifier(edited, source.label_names(), source.multilabel());
 }
 
@@ -110,11 +126,10 @@ double verify(const std::string& written, const std::string& layer, model::Class
   auto reloaded = model::ClassifierModel::load(file, file.inferred() ? "" : layer);
   const int64_t n = std::min(samples, data.size());
   const auto inputs = original.layer_inputs(data, 0, n);
-  const auto live = original.layer()->forward(inputs);
+  const auto live = original.forward_layer(inputs);
   const auto expected = apply_edits(live.output, live.coefficients.at(0), edits);
-  const auto actual = reloaded.has_backbone()
-                          ? reloaded.forward(data, torch::arange(n), torch::kCPU).output
-                          : reloaded.layer()->forward(inputs).output;
+  const auto actual = reloaded.has_backbone() ? reloaded.forward(data, torch::arange(n), torch::kCPU).output
+                                              : reloaded.forward_layer(inputs).output;
   if (actual.sizes() != expected.sizes())
     throw Error("export verification: the reloaded model gives outputs of shape " + c10::str(actual.sizes()) +
                 " instead of " + c10::str(expected.sizes()));
@@ -165,16 +180,19 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
                       : users_layout                       ? ExportLayout::Source
                                                            : ExportLayout::Mumoe;
   auto original = model::ClassifierModel::load(source, source.inferred() ? "" : edits.front().layer);
-  check_edits(original.layer()->config(), edits);
+  check_edits(original.expert_dims().at(0), original.class_count(), edits);
+  if (original.is_router() && layout != ExportLayout::Mumoe)
+    throw UsageError("export: a " + original.layer_family() + " layer is written in the mumoe layout only (--layout "
+                     "mumoe); the reference and source layouts describe μMoE layers");
   original.check_compatible(verify_data);
-  auto edited = with_layer(original, fold_edits(original.layer(), edits));
+  auto edited = with_folded_edits(original, edits);
 
   ExportReport report;
   report.output = request.output;
   report.layout = layout;
   report.edits = static_cast<int64_t>(edits.size());
-  report.layer_before = model::to_json(original.layer()->config());
-  report.layer_after = model::to_json(edited.layer()->config());
+  report.layer_before = original.layer_config_json();
+  report.layer_after = edited.layer_config_json();
 
   // Provenance: what the model was, plus every edit ever folded into it (earlier exports first).
   auto provenance = source.manifest().provenance;

@@ -13,7 +13,10 @@ Manifest image_classifier_manifest(const nn::ImageClassifier& classifier, std::v
   Manifest m;
   m.architecture = kImageClassifierArchitecture;
   m.architecture_config = {{"backbone", nn::to_json(classifier->backbone_config())}};
-  m.layers = {{"head", "head.", classifier->head()->config(), false, std::nullopt}};
+  if (classifier->has_router_head())
+    m.layers = {{"head", "head.", {}, false, classifier->router_head()->config()}};
+  else
+    m.layers = {{"head", "head.", classifier->head()->config(), false, std::nullopt}};
   for (const auto& [block, config] : classifier->backbone_config().vit.mumoe_mlps)
     m.layers.push_back({vit_mlp_layer_name(block), "backbone." + vit_mlp_layer_name(block) + ".", config, false, std::nullopt});
   for (const auto& [block, config] : classifier->backbone_config().vit.router_mlps)
@@ -56,7 +59,7 @@ void check_no_foreign_tensors(const ModelFile& file, const nn::ImageClassifier& 
   for (size_t i = 0; i < foreign.size() && i < 4; ++i) list += (i ? ", " : "") + foreign[i];
   if (foreign.size() > 4) list += ", … (" + std::to_string(foreign.size()) + " in all)";
   throw FileError(file.path(), "holds tensors that a " + classifier->backbone_config().describe() +
-                                   " with a μMoE head does not have: " + list);
+                                   " with its " + file.layer("head").family() + " head does not have: " + list);
 }
 
 }  // namespace
@@ -93,10 +96,9 @@ nn::ImageClassifier load_image_classifier(const ModelFile& file) {
   const auto& m = file.manifest();
   if (m.architecture != kImageClassifierArchitecture)
     throw FileError(file.path(), "is a '" + m.architecture + "' model, not an image classifier");
-  if (file.layer("head").is_router())
-    throw FileError(file.path(), "manifest: an image classifier's head must be a μMoE layer (router heads are bare "
-                                 "layers on features so far)");
-  nn::ImageClassifier classifier(manifest_backbone(m, file.path()), file.layer("head").config);
+  const auto& head = file.layer("head");
+  auto classifier = head.is_router() ? nn::ImageClassifier(manifest_backbone(m, file.path()), *head.router)
+                                     : nn::ImageClassifier(manifest_backbone(m, file.path()), head.config);
   check_no_foreign_tensors(file, classifier);
   file.load_into(*classifier, [&file](const std::string& key) { return classifier_file_key(file, key); });
   classifier->eval();

@@ -1,4 +1,5 @@
-// Model files of the "image-classifier" architecture: an image backbone with a μMoE head.
+// Model files of the "image-classifier" architecture: an image backbone with a μMoE head, or with
+// a router layer as the head (its manifest layer "head" carries router_config; nn/moe_layer.h).
 //
 // Our own files keep the module's keys ("backbone.…", "head.…"). A user's state dict keeps its
 // own: architecture_config.backbone_prefix says where the backbone's keys are ("0.", "") and the

@@ -49,6 +49,7 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
                                              : "its μMoE layer here is 'head', not '" + layer + "'"));
     m.classifier_ = load_image_classifier(file);
     m.layer_ = m.classifier_->head();
+    m.router_ = m.classifier_->router_head();
     m.layer_name_ = "head";
   } else {
     const auto& l = layer.empty() ? file.single_layer() : file.layer(layer);
@@ -114,14 +115,16 @@ ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier class
   m.multilabel_ = multilabel;
   m.classifier_ = std::move(classifier);
   m.layer_ = m.classifier_->head();
+  m.router_ = m.classifier_->router_head();
   m.layer_name_ = "head";
   m.label_names_ = std::move(labels);
   return m;
 }
 
 ClassifierModel ClassifierModel::from_router_layer(nn::MoELayer layer, std::string name,
-                                                   std::vector<std::string> labels) {
+                                                   std::vector<std::string> labels, bool multilabel) {
   ClassifierModel m;
+  m.multilabel_ = multilabel;
   m.router_ = std::move(layer);
   m.layer_name_ = std::move(name);
   m.label_names_ = std::move(labels);
@@ -146,17 +149,22 @@ torch::nn::Module& ClassifierModel::module() {
 
 nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch::Tensor& indices,
                                          const torch::Device& device, const nn::ExpertAblation& ablation) {
+  const auto rows = has_backbone()
+                        ? classifier_->backbone_features(prepared_images(classifier_, data, indices, device))
+                        : data.features.index_select(0, indices).to(device);
+  auto out = forward_layer(rows, ablation);
+  // Router MLPs in the backbone: their load-balancing losses (a router head's own is in out).
   if (has_backbone()) {
-    auto out =
-        layer_->forward(classifier_->backbone_features(prepared_images(classifier_, data, indices, device)), ablation);
-    // Router MLPs in the backbone: their load-balancing losses, for training.
-    out.aux_loss = classifier_->backbone()->auxiliary_loss();
-    return out;
+    const auto backbone_loss = classifier_->backbone()->auxiliary_loss();
+    if (backbone_loss.defined()) out.aux_loss = out.aux_loss.defined() ? out.aux_loss + backbone_loss : backbone_loss;
   }
-  const auto rows = data.features.index_select(0, indices).to(device);
-  if (!is_router()) return layer_->forward(rows, ablation);
-  auto out = router_->forward(rows, ablation.experts_per_mode.empty() ? std::vector<int64_t>{}
-                                                                      : ablation.experts_per_mode.front());
+  return out;
+}
+
+nn::BlockOutput ClassifierModel::forward_layer(const torch::Tensor& inputs, const nn::ExpertAblation& ablation) {
+  if (!is_router()) return layer_->forward(inputs, ablation);
+  auto out = router_->forward(inputs, ablation.experts_per_mode.empty() ? std::vector<int64_t>{}
+                                                                        : ablation.experts_per_mode.front());
   return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
 }
 

@@ -4,9 +4,10 @@
 //   * a bare μMoE layer or block ("mumoe-layers" model file) on precomputed features, whose
 //     final output width is the number of classes (e.g. a head trained on CLIP features).
 // The μMoE layer is split off so that analysis can cache its inputs and re-evaluate only it.
-// A bare layer may instead be a sparse or soft MoE layer of the router study (nn/moe_layer.h,
-// is_router()): forward, training, evaluation and analysis work on it; the μMoE-only features
-// (the rewrite, export of edits) get layer()'s UsageError.
+// The layer — a bare layer, or an image classifier's head — may instead be a sparse or soft MoE
+// layer of the router study (nn/moe_layer.h, is_router()): forward, training, evaluation,
+// analysis and the rewrite work on it (forward_layer, router_layer()); what needs the μMoE
+// layer itself (its factors) calls layer(), which throws a UsageError naming the router.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -35,7 +36,8 @@ class ClassifierModel {
                                                bool multilabel = false);
   static ClassifierModel from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
                                     bool multilabel = false);
-  static ClassifierModel from_router_layer(nn::MoELayer layer, std::string name, std::vector<std::string> labels);
+  static ClassifierModel from_router_layer(nn::MoELayer layer, std::string name, std::vector<std::string> labels,
+                                           bool multilabel = false);
 
   /// Every trainable parameter and buffer (backbone and layer).
   torch::nn::Module& module();
@@ -55,6 +57,12 @@ class ClassifierModel {
   /// `data` made ready for this model: a multi-label model's labels become the data's targets
   /// (data::with_targets; throws UsageError when an attribute is missing); unchanged otherwise.
   data::Dataset prepare(data::Dataset data) const;
+
+  /// The analysed layer (μMoE or router) on its inputs [B, I] (what layer_inputs gives): class
+  /// scores and coefficients (a router layer: one mode, its combine weights per expert). A router
+  /// layer routes `inputs` in groups of its group size from the first row, so callers pass whole
+  /// groups (aligned_batch) to get the answers of every other path.
+  nn::BlockOutput forward_layer(const torch::Tensor& inputs, const nn::ExpertAblation& ablation = {});
 
   /// The μMoE layer's inputs for samples [begin, end): backbone features for images, the
   /// feature rows for feature files. float32 [n, I] on the CPU. No gradients.

@@ -12,9 +12,23 @@ ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, LayerConfig he
   if (head.input_dim != backbone_config_.feature_dim)
     throw UsageError("head input_dim " + std::to_string(head.input_dim) + " ≠ backbone feature_dim " +
                      std::to_string(backbone_config_.feature_dim));
+  build_backbone();
+  head_ = register_module("head", MuMoEBlock(std::move(head)));
+}
+
+ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, MoELayerConfig router_head)
+    : backbone_config_(backbone) {
+  backbone_config_.validate();
+  if (router_head.input_dim != backbone_config_.feature_dim)
+    throw UsageError("router head input_dim " + std::to_string(router_head.input_dim) + " ≠ backbone feature_dim " +
+                     std::to_string(backbone_config_.feature_dim));
+  build_backbone();
+  router_head_ = register_module("head", MoELayer(std::move(router_head)));
+}
+
+void ImageClassifierImpl::build_backbone() {
   backbone_ = make_backbone(backbone_config_);
   register_module("backbone", backbone_);
-  head_ = register_module("head", MuMoEBlock(std::move(head)));
 }
 
 torch::Tensor ImageClassifierImpl::prepare_images(const torch::Tensor& images) const {
@@ -42,7 +56,11 @@ torch::Tensor ImageClassifierImpl::features(const torch::Tensor& images) {
 }
 
 BlockOutput ImageClassifierImpl::forward(const torch::Tensor& images, const ExpertAblation& ablation) {
-  return head_->forward(features(images), ablation);
+  if (!has_router_head()) return head_->forward(features(images), ablation);
+  auto out = router_head_->forward(features(images), ablation.experts_per_mode.empty()
+                                                         ? std::vector<int64_t>{}
+                                                         : ablation.experts_per_mode.front());
+  return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
 }
 
 }  // namespace mumoe::nn

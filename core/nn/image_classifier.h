@@ -1,5 +1,6 @@
 // An image backbone (the demos' CNN, a timm ViT or a torchvision ResNet; backbone_config.h) with
-// a μMoE head.
+// a μMoE head — or with one of the router study's sparse or soft MoE layers as the head
+// (nn/moe_layer.h), routing groups of group_size images' features.
 //
 // Tensor keys: "backbone.…" for the backbone in its PyTorch layout, "head.…" for the μMoE head in
 // the reference layout (so the head is also a μMoE layer named "head" in the manifest). Files in
@@ -13,6 +14,7 @@
 #include <memory>
 
 #include "nn/backbone_config.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 #include "nn/vision_backbones.h"
 
@@ -22,6 +24,9 @@ class ImageClassifierImpl : public torch::nn::Module {
  public:
   /// head.input_dim must equal backbone.feature_dim; head.final_output_dim() is the class count.
   ImageClassifierImpl(BackboneConfig backbone, LayerConfig head);
+  /// The same with a router layer as the head: router_head.input_dim must equal
+  /// backbone.feature_dim; router_head.output_dim is the class count.
+  ImageClassifierImpl(BackboneConfig backbone, MoELayerConfig router_head);
 
   /// images: float [B, C, H, W] in [0, 1] → the head's inputs [B, feature_dim]. With
   /// preprocessing (ViT, ResNet) any size and 1 or 3 channels; else exactly the backbone's shape.
@@ -32,18 +37,26 @@ class ImageClassifierImpl : public torch::nn::Module {
   torch::Tensor prepare_images(const torch::Tensor& images) const;
   /// The second step: prepared images → the head's inputs [B, feature_dim].
   torch::Tensor backbone_features(const torch::Tensor& prepared);
-  /// Logits [B, classes] and the head's coefficients.
+  /// Logits [B, classes] and the head's coefficients (a router head: its one expert mode's
+  /// combine weights per expert; ablation.experts_per_mode[0] removes experts from it).
   BlockOutput forward(const torch::Tensor& images, const ExpertAblation& ablation = {});
 
   const BackboneConfig& backbone_config() const { return backbone_config_; }
+  /// The μMoE head (an empty holder when the head is a router layer).
   MuMoEBlock head() const { return head_; }
+  /// The router head (an empty holder when the head is a μMoE layer).
+  MoELayer router_head() const { return router_head_; }
+  bool has_router_head() const { return !router_head_.is_empty(); }
   /// The backbone module (its tokens() view for a ViT).
   std::shared_ptr<BackboneImpl> backbone() const { return backbone_; }
 
  private:
   BackboneConfig backbone_config_;
   std::shared_ptr<BackboneImpl> backbone_;
+  void build_backbone();
+
   MuMoEBlock head_{nullptr};
+  MoELayer router_head_{nullptr};
 };
 TORCH_MODULE(ImageClassifier);
 

@@ -10,6 +10,8 @@
 #include "data/image_data.h"
 #include "io/safetensors.h"
 #include "model/classifier_file.h"
+#include "model/model_file.h"
+#include "nn/moe_layer.h"
 #include "cli_runner.h"
 #include "temp_dir.h"
 #include "train/classifier_training.h"
@@ -73,6 +75,42 @@ TEST_F(CliClassifier, EvaluateMatchesTheLibrary) {
   EXPECT_EQ(j["samples"], 40);
   EXPECT_DOUBLE_EQ(j["accuracy"].get<double>(), expected.accuracy);
   EXPECT_EQ(j["per_class_accuracy"].get<std::vector<double>>(), expected.per_class_accuracy);
+}
+
+// `mumoe train --router` on images trains the CNN with a router head in the μMoE head's place;
+// `mumoe info` names it and `mumoe ablate` on the images equals this test's own computation:
+// the trained backbone's features, the head in routing groups of 8 with expert 0 removed.
+TEST_F(CliClassifier, TrainsARouterHeadOnTheBackboneAndAblatesIt) {
+  const auto model = dir_.file("router.safetensors");
+  auto [code, out] = cli_code_and_output("train --data " + spec_ + " --test-data " + spec_ +
+                                         " --router softmax-expert-choice --experts 4 "
+                                         "--group 8 --feature-dim 6 --epochs 1 --quiet --output " + model);
+  ASSERT_EQ(code, 0) << out;
+  auto [icode, info_text] = cli_code_and_output("info --json " + model);
+  ASSERT_EQ(icode, 0) << info_text;
+  const auto info = nlohmann::json::parse(info_text.substr(info_text.find('{')));
+  EXPECT_EQ(info["architecture"], "image-classifier");
+  EXPECT_EQ(info["layers"][0]["family"], "Softmax Expert Choice");
+
+  auto [acode, ablated] = cli_code_and_output("ablate " + model + " --data " + spec_ + " --cache " +
+                                              dir_.file("cache.sqlite") + " --experts 0 --json --quiet");
+  ASSERT_EQ(acode, 0) << ablated;
+  const auto j = nlohmann::json::parse(ablated.substr(ablated.find('{')));
+
+  const auto file = model::ModelFile::load(model);
+  auto trained = model::load_image_classifier(file);
+  ASSERT_TRUE(trained->has_router_head());
+  torch::NoGradGuard no_grad;
+  const auto features = trained->features(data::to_float_images(images_.unsqueeze(1))).to(torch::kFloat64);
+  auto head = nn::copy_moe_layer(trained->router_head(), torch::kFloat64, torch::kCPU);
+  std::vector<torch::Tensor> with, without;
+  for (int64_t b = 0; b < 40; b += 8) {
+    with.push_back(head->forward(features.slice(0, b, b + 8)).output.argmax(1));
+    without.push_back(head->forward(features.slice(0, b, b + 8), {0}).output.argmax(1));
+  }
+  const auto after = (torch::cat(without) == labels_).to(torch::kDouble).mean().item<double>();
+  EXPECT_DOUBLE_EQ(j["experts"][0]["accuracy_after"].get<double>(), after);
+  EXPECT_EQ(j["experts"][0]["changed_predictions"].get<int64_t>(), (torch::cat(with) != torch::cat(without)).sum().item<int64_t>());
 }
 
 TEST_F(CliClassifier, FeaturesThenForwardOfTheHeadReproducesTheLogits) {

@@ -72,6 +72,26 @@ TEST_F(CliEditing, FairnessCountsTheFourCells) {
   EXPECT_EQ(j["samples"], 1000);
 }
 
+// A multi-label Soft MoE head (`train --router --targets`) through the same workflow: the edit is
+// folded into the experts' output biases, and the exported file evaluates like the live edit.
+TEST_F(CliEditing, RouterHeadRewriteExportsAVerifiedModel) {
+  auto run = run_cli("train --data features:" + f("train.safetensors") + " --test-data features:" + f("test.safetensors") +
+                     " --router soft-moe --experts 6 --group 100" +
+                     " --targets t,u --epochs 3 --seed 1 --quiet --output " + f("soft.safetensors"));
+  ASSERT_EQ(run.code, 0) << run.out;
+  run = run_cli("rewrite " + f("soft.safetensors") + data_args() + " --target t --subpop 't=1&s=1' --quiet --json" +
+                " --output " + f("soft-edited.safetensors"));
+  ASSERT_EQ(run.code, 0) << run.out;
+  const auto j = json_of(run);
+  EXPECT_LE(j["export"]["max_abs_difference"].get<double>(), 1e-5);
+  const auto eval =
+      run_cli("evaluate " + f("soft-edited.safetensors") + " --data features:" + f("test.safetensors") + " --json");
+  ASSERT_EQ(eval.code, 0) << eval.out;
+  EXPECT_NEAR(json_of(eval)["per_class_accuracy"][0].get<double>(), j["after"]["per_target_accuracy"][0].get<double>(),
+              1e-9);
+  EXPECT_NE(j["after"]["per_target_accuracy"][0], j["before"]["per_target_accuracy"][0]) << "the edit changed nothing";
+}
+
 TEST_F(CliEditing, RewriteExportsAVerifiedModelThatEvaluatesLikeTheLiveEdit) {
   const auto run = run_cli("rewrite " + f("head.safetensors") + data_args() +
                            " --target t --subpop 't=1&s=1' --quiet --json --output " + f("edited.safetensors") +
