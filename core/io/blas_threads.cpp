@@ -14,12 +14,17 @@ struct OpenBlasThreads {
   int (*get)() = nullptr;
 };
 
+constexpr int kOpenBlasPthreads = 1;  // openblas_get_parallel(): 0 sequential, 1 pthreads, 2 OpenMP
+
 const OpenBlasThreads& openblas() {
   static const OpenBlasThreads found = [] {
     OpenBlasThreads t;
     t.set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
     t.get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
-    if (!t.set || !t.get) t = {};
+    // Only the pthreads build has a pool of its own: in the OpenMP build the call would set
+    // OpenMP's thread count, which is ATen's too.
+    const auto parallel = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+    if (!t.set || !t.get || !parallel || parallel() != kOpenBlasPthreads) t = {};
     return t;
   }();
   return found;

@@ -11,7 +11,8 @@
 //
 // OpenBLAS's thread count is process-wide: while a guard lives, every thread's BLAS calls run
 // single-threaded (guards nest and may overlap across threads; the last one out restores the
-// count). Without OpenBLAS (MKL, another BLAS) it does nothing. Plain C++, no LibTorch.
+// count). Without OpenBLAS's pthreads build (MKL, another BLAS, OpenBLAS built on OpenMP, whose
+// thread count is ATen's too) it does nothing. Plain C++, no LibTorch.
 #pragma once
 
 namespace mumoe::io {

@@ -150,8 +150,10 @@ Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Datase
   model.module().to(device);
   model.module().eval();
   torch::NoGradGuard no_grad;
-  if (model.multilabel()) return evaluate_multilabel(model, data, batch_size, device, ablation);
+  // A router layer's whole routing groups, for both tasks: the paths that evaluate the model
+  // elsewhere (extraction, the bias study) route in these groups too.
   batch_size = model.aligned_batch(batch_size);
+  if (model.multilabel()) return evaluate_multilabel(model, data, batch_size, device, ablation);
   const int64_t classes = static_cast<int64_t>(data.class_names.size());
   auto correct = torch::zeros({classes}, torch::kLong);
   auto count = torch::zeros({classes}, torch::kLong);

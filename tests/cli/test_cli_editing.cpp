@@ -72,11 +72,13 @@ TEST_F(CliEditing, FairnessCountsTheFourCells) {
   EXPECT_EQ(j["samples"], 1000);
 }
 
-// A multi-label Soft MoE head (`train --router --targets`) through the same workflow: the edit is
-// folded into the experts' output biases, and the exported file evaluates like the live edit.
+// A multi-label Softmax Expert Choice head (`train --router --targets`) through the same workflow:
+// the edit is folded into the experts' output biases, and the exported file evaluates like the
+// live edit (1,000 test samples in groups of 128: evaluation must route the groups the study
+// routed, which a batch of 500 would not).
 TEST_F(CliEditing, RouterHeadRewriteExportsAVerifiedModel) {
   auto run = run_cli("train --data features:" + f("train.safetensors") + " --test-data features:" + f("test.safetensors") +
-                     " --router soft-moe --experts 6 --group 100" +
+                     " --router softmax-expert-choice --experts 6 --group 128" +
                      " --targets t,u --epochs 3 --seed 1 --quiet --output " + f("soft.safetensors"));
   ASSERT_EQ(run.code, 0) << run.out;
   run = run_cli("rewrite " + f("soft.safetensors") + data_args() + " --target t --subpop 't=1&s=1' --quiet --json" +
