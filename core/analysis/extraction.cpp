@@ -70,10 +70,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     router = nn::copy_moe_layer(model.router_layer(), torch::kFloat64, device);
   else
     layer = nn::copy_block(model.layer(), torch::kFloat64, device);
-  auto evaluate = [&](const torch::Tensor& rows) -> nn::BlockOutput {
-    if (router.is_empty()) return layer->forward(rows);
-    auto out = router->forward(rows);
-    return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+  auto evaluate = [&](const torch::Tensor& rows) {
+    return router.is_empty() ? layer->forward(rows) : router->forward_block(rows);
   };
   torch::NoGradGuard no_grad;
   return fill_chunked_run(

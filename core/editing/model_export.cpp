@@ -40,21 +40,22 @@ void copy_into(const nn::ImageClassifier& old, torch::nn::Module& folded, nn::Im
 // router layer, bare or an image classifier's head.
 model::ClassifierModel with_folded_edits(const model::ClassifierModel& source, const std::vector<LogitEdit>& edits) {
   torch::NoGradGuard no_grad;
-  if (source.is_router()) {
-    auto folded = fold_edits(source.router_layer(), edits);
-    if (!source.has_backbone())
-      return model::ClassifierModel::from_router_layer(folded, source.layer_name(), source.label_names(),
-                                                       source.multilabel());
+  // An image classifier of the source's backbone around the folded head (either layer kind).
+  auto around_backbone = [&](auto& folded) {
     nn::ImageClassifier edited(source.image_classifier()->backbone_config(), folded->config());
     copy_into(source.image_classifier(), *folded, edited);
     return model::ClassifierModel::from_image_classifier(edited, source.label_names(), source.multilabel());
+  };
+  if (source.is_router()) {
+    auto folded = fold_edits(source.router_layer(), edits);
+    return source.has_backbone() ? around_backbone(folded)
+                                 : model::ClassifierModel::from_router_layer(folded, source.layer_name(),
+                                                                             source.label_names(), source.multilabel());
   }
   auto folded = fold_edits(source.layer(), edits);
-  if (!source.has_backbone())
-    return model::ClassifierModel::from_layer(folded, source.layer_name(), source.label_names(), source.multilabel());
-  nn::ImageClassifier edited(source.image_classifier()->backbone_config(), folded->config());
-  copy_into(source.image_classifier(), *folded, edited);
-  return model::ClassifierModel::from_image_classifier(edited, source.label_names(), source.multilabel());
+  return source.has_backbone()
+             ? around_backbone(folded)
+             : model::ClassifierModel::from_layer(folded, source.layer_name(), source.label_names(), source.multilabel());
 }
 
 // Plain state_dict tensors as PyTorch would name them: the whole classifier ("backbone.*",

@@ -162,10 +162,7 @@ nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch:
 }
 
 nn::BlockOutput ClassifierModel::forward_layer(const torch::Tensor& inputs, const nn::ExpertAblation& ablation) {
-  if (!is_router()) return layer_->forward(inputs, ablation);
-  auto out = router_->forward(inputs, ablation.experts_per_mode.empty() ? std::vector<int64_t>{}
-                                                                        : ablation.experts_per_mode.front());
-  return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+  return is_router() ? router_->forward_block(inputs, ablation) : layer_->forward(inputs, ablation);
 }
 
 void ClassifierModel::load_weights(const ModelFile& file) {

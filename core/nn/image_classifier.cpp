@@ -8,25 +8,21 @@ namespace mumoe::nn {
 
 ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, LayerConfig head)
     : backbone_config_(backbone) {
-  backbone_config_.validate();
-  if (head.input_dim != backbone_config_.feature_dim)
-    throw UsageError("head input_dim " + std::to_string(head.input_dim) + " ≠ backbone feature_dim " +
-                     std::to_string(backbone_config_.feature_dim));
-  build_backbone();
+  build_backbone(head.input_dim, "head");
   head_ = register_module("head", MuMoEBlock(std::move(head)));
 }
 
 ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, MoELayerConfig router_head)
     : backbone_config_(backbone) {
-  backbone_config_.validate();
-  if (router_head.input_dim != backbone_config_.feature_dim)
-    throw UsageError("router head input_dim " + std::to_string(router_head.input_dim) + " ≠ backbone feature_dim " +
-                     std::to_string(backbone_config_.feature_dim));
-  build_backbone();
+  build_backbone(router_head.input_dim, "router head");
   router_head_ = register_module("head", MoELayer(std::move(router_head)));
 }
 
-void ImageClassifierImpl::build_backbone() {
+void ImageClassifierImpl::build_backbone(int64_t head_input_dim, const std::string& head_kind) {
+  backbone_config_.validate();
+  if (head_input_dim != backbone_config_.feature_dim)
+    throw UsageError(head_kind + " input_dim " + std::to_string(head_input_dim) + " ≠ backbone feature_dim " +
+                     std::to_string(backbone_config_.feature_dim));
   backbone_ = make_backbone(backbone_config_);
   register_module("backbone", backbone_);
 }
@@ -56,11 +52,8 @@ torch::Tensor ImageClassifierImpl::features(const torch::Tensor& images) {
 }
 
 BlockOutput ImageClassifierImpl::forward(const torch::Tensor& images, const ExpertAblation& ablation) {
-  if (!has_router_head()) return head_->forward(features(images), ablation);
-  auto out = router_head_->forward(features(images), ablation.experts_per_mode.empty()
-                                                         ? std::vector<int64_t>{}
-                                                         : ablation.experts_per_mode.front());
-  return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+  const auto x = features(images);
+  return has_router_head() ? router_head_->forward_block(x, ablation) : head_->forward(x, ablation);
 }
 
 }  // namespace mumoe::nn

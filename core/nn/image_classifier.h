@@ -12,6 +12,7 @@
 #include <torch/nn/pimpl.h>
 
 #include <memory>
+#include <string>
 
 #include "nn/backbone_config.h"
 #include "nn/moe_layer.h"
@@ -53,7 +54,8 @@ class ImageClassifierImpl : public torch::nn::Module {
  private:
   BackboneConfig backbone_config_;
   std::shared_ptr<BackboneImpl> backbone_;
-  void build_backbone();
+  /// Validates the backbone, checks the head's input width against its features, builds it.
+  void build_backbone(int64_t head_input_dim, const std::string& head_kind);
 
   MuMoEBlock head_{nullptr};
   MoELayer router_head_{nullptr};

@@ -65,6 +65,11 @@ MoELayerImpl::SoftMoEPass MoELayerImpl::soft_moe_pass(const torch::Tensor& token
   return {combine, experts_on_slots(slots).view({n, b, p, c.output_dim})};
 }
 
+BlockOutput MoELayerImpl::forward_block(const torch::Tensor& x, const ExpertAblation& ablation) {
+  auto out = forward(x, ablation.experts_per_mode.empty() ? std::vector<int64_t>{} : ablation.experts_per_mode.front());
+  return {out.output, {out.coefficients}, out.aux_loss, out.dropped_tokens};
+}
+
 torch::Tensor MoELayerImpl::experts_on_slots(const torch::Tensor& slots) {
   auto h = torch::baddbmm(b1_.unsqueeze(1), slots, w1_);
   if (config_.hidden_dim == 0) return h;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "nn/moe_routing.h"
+#include "nn/mumoe_block.h"
 
 namespace mumoe::nn {
 
@@ -40,6 +41,9 @@ class MoELayerImpl : public torch::nn::Module {
 
   /// x: [B, I] or [B, T, I]. `ablated` experts contribute nothing (their combine weights are 0).
   MoEOutput forward(const torch::Tensor& x, const std::vector<int64_t>& ablated = {});
+  /// forward() in the form of a μMoE block's output, so that callers treat both layer kinds
+  /// alike: the coefficients are the one expert mode, ablation.experts_per_mode[0] is removed.
+  BlockOutput forward_block(const torch::Tensor& x, const ExpertAblation& ablation = {});
 
   /// Exact ablation of every expert in one pass: the output of each token with each expert
   /// removed in turn, [tokens, n, O] (rows of x flattened as in forward). Routing does not depend

@@ -11,6 +11,7 @@
 #include "data/dataset.h"
 #include "data/image_data.h"
 #include "io/errors.h"
+#include "model/classifier_file.h"
 #include "model/classifier_model.h"
 #include "model/model_file.h"
 #include "temp_dir.h"
@@ -186,6 +187,29 @@ TEST_P(RouterImageHead, BlockAnalysisRefusesARouterHead) {
     FAIL() << "a ViT with a router head was analysed block by block";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("μMoE head"), std::string::npos) << e.what();
+  }
+}
+
+// A malformed file: the router head's expert weights of the wrong shape. Loading names the file
+// and the tensor instead of building a wrong model or crashing.
+TEST(RouterImageHeadFile, WrongShapedHeadTensorIsAFileError) {
+  testkit::TempDir dir;
+  nn::ImageClassifier classifier(small_cnn(), router_head(nn::RouterKind::SoftMoE));
+  const auto manifest = model::image_classifier_manifest(classifier, {"a", "b", "c"}, {});
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& p : classifier->named_parameters())
+    tensors.push_back({p.key(), p.key() == "head.experts_w1" ? torch::zeros({kExperts, kFeatures + 1, kClasses})
+                                                             : p.value()});
+  for (const auto& b : classifier->named_buffers()) tensors.push_back({b.key(), b.value()});
+  const auto path = dir.file("bad.safetensors");
+  model::save_model_file(path, manifest, tensors);
+  try {
+    model::ClassifierModel::load(model::ModelFile::load(path));
+    FAIL() << "a wrong-shaped head tensor was accepted";
+  } catch (const FileError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("bad.safetensors"), std::string::npos) << what;
+    EXPECT_NE(what.find("experts_w1"), std::string::npos) << what;
   }
 }
 
