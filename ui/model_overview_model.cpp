@@ -47,7 +47,8 @@ QVariant ModelOverviewModel::data(const QModelIndex& index, int role) const {
                                 : QStringLiteral("%1 → %2").arg(r.input_dim).arg(r.output_dim);
       case Gating:
         return r.router == nn::RouterKind::SoftMoE ? tr("%1 slot(s) per expert").arg(r.slots_per_expert)
-                                                   : tr("capacity ×%1, groups of %2").arg(r.capacity_factor).arg(r.group_size);
+               : r.sequence_groups ? tr("capacity ×%1, per sequence (buffers of %2)").arg(r.capacity_factor).arg(r.group_size)
+                                   : tr("capacity ×%1, groups of %2").arg(r.capacity_factor).arg(r.group_size);
       case Parameters: return groupedNumber(layer.total_parameters());
     }
     return {};

@@ -37,8 +37,6 @@ namespace {
 
 constexpr double kAlphaSliderScale = 10.0;  // slider steps of 0.1
 
-QString layerName(int layer) { return QStringLiteral("transformer.h.%1.mlp.MuMoE_layer").arg(layer); }
-
 }  // namespace
 
 SteeringPage::SteeringPage(QWidget* parent)
@@ -173,8 +171,12 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
         try {
           const auto summary = analysis::describe_gpt(path);
           const int layers = static_cast<int>(summary.n_layer), experts = static_cast<int>(summary.experts);
-          return [this, generation, layers, experts](double) {
-            if (generation == modelGeneration_) onDescribed(layers, experts);
+          QStringList names;
+          for (const auto& name : summary.layer_names) names << QString::fromStdString(name);
+          return [this, generation, layers, experts, names](double) {
+            if (generation != modelGeneration_) return;
+            layerNames_ = names;
+            onDescribed(layers, experts);
           };
         } catch (const std::exception& e) {
           const QString error = QString::fromUtf8(e.what());
@@ -194,13 +196,13 @@ void SteeringPage::onDescribed(int layers, int experts) {
   {
     const QSignalBlocker block(layer_);
     layer_->clear();
-    for (int l = 0; l < layers_; ++l) layer_->addItem(layerName(l));
+    for (int l = 0; l < layers_; ++l) layer_->addItem(l < layerNames_.size() ? layerNames_[l] : QString::number(l));
     layer_->setCurrentIndex(pendingLayer_ >= 0 && pendingLayer_ < layers_ ? pendingLayer_ : layers_ - 1);
   }
   expert_->setRange(0, std::max(0, experts_ - 1));
   if (pendingExpert_ >= 0) expert_->setValue(pendingExpert_);
   generate_->setEnabled(!busy_);
-  status_->setText(tr("%1: %2 μMoE layers × %3 experts; centres from %4").arg(modelPath_).arg(layers_).arg(experts_).arg(dataSpec_));
+  status_->setText(tr("%1: %2 MLP layers × %3 experts; centres from %4").arg(modelPath_).arg(layers_).arg(experts_).arg(dataSpec_));
   Q_EMIT modelLoaded(layers_, experts_);
 }
 

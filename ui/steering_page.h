@@ -12,6 +12,7 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 #include <QWidget>
 
 #include <memory>
@@ -84,6 +85,7 @@ class SteeringPage : public QWidget {
   std::shared_ptr<Engine> engine_;  ///< touched on the worker thread only
   QString modelPath_, dataSpec_, cachePath_;
   int layers_ = 0, experts_ = 0;
+  QStringList layerNames_;  ///< the GPT's MLP layers as the analysis names them
   int pendingLayer_ = -1, pendingExpert_ = -1;
   int modelGeneration_ = 0;  ///< bumped by setModel: answers for an earlier model are dropped
   bool busy_ = false;

@@ -83,7 +83,7 @@ int run_steer(SteerOptions& o) {
   if (o.request.tokens < 0) throw UsageError("--tokens must be ≥ 0");
   if (o.width < 20) throw UsageError("--width must be at least 20");
   if (!is_text_model(o.analysis))
-    throw UsageError(o.analysis.model.model + " is not a μMoE GPT: steering is for text models");
+    throw UsageError(o.analysis.model.model + " is not a GPT: steering is for text models");
   auto session = open_text_analysis(o.analysis, o.text, /*extract=*/true);
   const auto r = session->steer(o.request);
   const auto& v = r.vector;

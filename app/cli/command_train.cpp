@@ -148,6 +148,24 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
     if (app.count("--batch-size")) r.batch_size = o.train.batch_size;
     if (app.count("--lr")) r.learning_rate = o.train.learning_rate;
     if (app.count("--weight-decay")) r.weight_decay = o.train.weight_decay;
+    if (!o.router.empty())
+      throw UsageError("--router gives a classifier a router head; a GPT's MLP blocks take --mlp-router NAME");
+    // Flags of other models are refused rather than ignored: a GPT's router MLPs take k = 1,
+    // route each sequence as one group and have --experts experts; its μMoE blocks are CP of
+    // --rank with entmax15.
+    for (const char* flag : {"--top-k", "--group", "--slots", "--mlp-experts", "--mlp-rank", "--expert-hidden",
+                             "--variant", "--activation"})
+      if (app.count(flag)) throw UsageError(std::string(flag) + " does not apply to a GPT (text data)");
+    const bool router_mlps = !o.mlp_router.empty();
+    for (const char* flag : {"--mlp-hidden", "--capacity-factor", "--aux-loss-weight"})
+      if (!router_mlps && app.count(flag))
+        throw UsageError(std::string(flag) + " applies to router MLPs: add --mlp-router softmax-token-choice");
+    if (router_mlps && app.count("--rank"))
+      throw UsageError("--rank is the μMoE blocks' CP rank; router MLPs take --mlp-hidden");
+    r.mlp_router = o.mlp_router;
+    r.mlp_hidden = o.mlp_hidden;
+    r.capacity_factor = o.capacity_factor;
+    r.aux_loss_weight = o.train.aux_loss_weight;
     r.seed = o.train.seed;
     r.resume = o.train.resume;
     r.quiet = o.quiet;
@@ -327,9 +345,10 @@ Command add_train_command(CLI::App& parent) {
                   "ViT: make every block's MLP a μMoE two-layer block with this many experts (default 0: timm's MLP)");
   app->add_option("--mlp-rank", o->mlp_rank, "ViT μMoE MLPs: CP rank (default: parameter-matched to the dense MLP)");
   app->add_option("--mlp-router", o->mlp_router,
-                  "ViT: make the --mlp-experts MLPs a router's MoE layers instead of μMoE blocks (the --router names)");
+                  "ViT: make the --mlp-experts MLPs a router's MoE layers instead of μMoE blocks (the --router names); "
+                  "text: make the GPT's MLP blocks --experts experts of a causal router (softmax-token-choice)");
   app->add_option("--mlp-hidden", o->mlp_hidden,
-                  "ViT router MLPs: each expert's hidden width (default: parameter-matched to the dense MLP)");
+                  "Router MLPs (ViT, GPT): each expert's hidden width (default: parameter-matched to the dense MLP)");
   app->add_option("--router", o->router,
                   "A sparse or soft MoE head instead of μMoE (on features, or on the trained backbone's features for "
                   "image data): softmax-token-choice, "

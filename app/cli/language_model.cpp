@@ -10,6 +10,7 @@
 #include "cli_support.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
+#include "nn/backbone_config.h"
 #include "text/byte_tokenizer.h"
 #include "text/text_corpus.h"
 #include "train/lm_training.h"
@@ -49,6 +50,13 @@ int run_train_language_model(const LanguageModelRequest& r) {
   config.n_embd = r.embd;
   config.experts = r.experts;
   config.cp_rank = r.rank;
+  if (!r.mlp_router.empty()) {
+    if (r.mlp_hidden < 0) throw UsageError("--mlp-hidden must be positive (or 0: parameter-matched)");
+    const auto hidden =
+        r.mlp_hidden > 0 ? r.mlp_hidden : nn::parameter_matched_expert_hidden(r.embd, 4 * r.embd, r.experts);
+    config.router_mlp = nn::gpt_router_mlp_config(nn::parse_router_kind(r.mlp_router), r.embd, r.block_size,
+                                                  r.experts, hidden, r.capacity_factor);
+  }
   config.validate();
   torch::manual_seed(r.seed);
   nn::MuMoEGpt gpt(config);
@@ -60,6 +68,7 @@ int run_train_language_model(const LanguageModelRequest& r) {
   o.min_learning_rate = r.learning_rate / 10;
   o.warmup_steps = r.warmup;
   o.weight_decay = r.weight_decay;
+  o.aux_loss_weight = r.aux_loss_weight;
   o.seed = r.seed;
   o.device = r.device;
   o.checkpoint_path = r.output;
@@ -72,6 +81,7 @@ int run_train_language_model(const LanguageModelRequest& r) {
                                {"steps", r.steps},               {"batch_size", r.batch_size},
                                {"learning_rate", r.learning_rate}, {"seed", r.seed},
                                {"libtorch", TORCH_VERSION}};
+  if (config.router_mlp) provenance["aux_loss_weight"] = r.aux_loss_weight;
   auto write = [&](const std::string& path, int64_t done) {
     auto p = provenance;
     p["completed_steps"] = done;

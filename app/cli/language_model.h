@@ -27,6 +27,12 @@ struct LanguageModelRequest {
   int64_t experts = 32, rank = 128, steps = 2000, block_size = 128, layers = 4, heads = 4, embd = 128;
   int64_t batch_size = 32, warmup = 100, checkpoint_every = 250;
   double learning_rate = 1e-3, weight_decay = 0.1, validation_fraction = 0.05;
+  /// Router MLPs instead of μMoE blocks (nn::GptConfig::router_mlp): the router's name, each
+  /// expert's hidden width (0: parameter-matched to nanoGPT's dense 4C MLP), the buffer capacity
+  /// factor and the load-balancing loss weight.
+  std::string mlp_router;
+  int64_t mlp_hidden = 0;
+  double capacity_factor = 1.0, aux_loss_weight = 0.01;
   uint64_t seed = 0;
   bool resume = false, quiet = false, json = false;
 };

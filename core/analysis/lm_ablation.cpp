@@ -120,14 +120,19 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
   After out{predictions_, losses_};
   const auto removed = torch::tensor(experts, torch::kLong).to(device_);
   const int64_t t = set_.block_size;
-  auto mlp = gpt_->block(layer_)->mlp();
+  auto block = gpt_->block(layer_);
+  const bool router = block->has_router_mlp();
+  auto mlp = block->mlp();
   // Block L's new output at the tokens in `mask` of the given rows: h + mlp(h) with a_n := 0.
   auto ablated_rows = [&](const torch::Tensor& h, const torch::Tensor& a) {
     return h + mlp->output_from_coefficients(h, {a.index_fill(1, removed, 0.0)});
   };
   const auto mask = token_mask(experts);  // [S, T]
 
-  if (layer_ + 1 == gpt_->n_layer()) {
+  // A router MLP is called on whole sequences (its buffers are shared by a sequence's tokens: a
+  // token passed alone would be routed as a group of one), so its new output is computed
+  // sequence by sequence, below, even for the last block; the routing itself does not change.
+  if (!router && layer_ + 1 == gpt_->n_layer()) {
     // Only ln_f and lm_head follow: per token, so only the affected tokens are re-run.
     const auto tokens = mask.reshape({-1}).nonzero().reshape({-1});
     if (tokens.numel() == 0) return out;
@@ -153,9 +158,16 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
     const auto rows = torch::tensor(part, torch::kLong).to(device_);
     auto x = block_output_.index_select(0, rows).clone();  // [B, T, C]; unaffected tokens keep x_{L+1}
     const auto m = mask.index_select(0, rows);
-    const auto h = mlp_input_.index_select(0, rows).index({m});     // [M, C]
-    const auto a = coefficients_.index_select(0, rows).index({m});  // [M, N]
-    x.index_put_({m}, ablated_rows(h, a));
+    if (router) {
+      // Removing experts does not change the routing (it reads the affinities, not the experts'
+      // outputs): the sequences' MLP re-run with the experts' combine weights at 0.
+      const auto ablated = block->mlp_residual(mlp_input_.index_select(0, rows), nn::ExpertAblation::first_mode(experts));
+      x.index_put_({m}, ablated.output.index({m}));
+    } else {
+      const auto h = mlp_input_.index_select(0, rows).index({m});     // [M, C]
+      const auto a = coefficients_.index_select(0, rows).index({m});  // [M, N]
+      x.index_put_({m}, ablated_rows(h, a));
+    }
     const auto logits = forward_from_block(gpt_, x, layer_ + 1);
     std::vector<int64_t> targets;
     for (auto s : part)
@@ -173,17 +185,28 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
 
 LmAblation::After LmAblation::after_naive(const std::vector<int64_t>& experts) {
   torch::NoGradGuard no_grad;
-  auto block = gpt_->block(layer_)->mlp();
-  const bool cp = block->config().factorization == nn::Factorization::CP;
-  // W_n := 0, literally: expert n's slice of the expert factor in both layers of the block.
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;  // (slice view, original values)
-  for (auto l : {block->first_layer(), block->second_layer()}) {
-    if (l.is_empty()) continue;
-    auto factor = l->factors()[0];  // CP: [N, R]; TR: [R1, N, R2]
-    for (auto n : experts) {
-      auto slice = factor.select(cp ? 0 : 1, n);
-      saved.emplace_back(slice, slice.clone());
-      slice.zero_();
+  auto zero = [&saved](torch::Tensor slice) {
+    saved.emplace_back(slice, slice.clone());
+    slice.zero_();
+  };
+  if (auto gpt_block = gpt_->block(layer_); gpt_block->has_router_mlp()) {
+    // Expert n's output is zero, literally: its output layer's weights and bias (the last layer
+    // of a two-layer expert, the only one of a linear expert).
+    auto params = gpt_block->router_mlp()->named_parameters(/*recurse=*/false);
+    const bool two_layer = gpt_block->router_mlp()->config().hidden_dim > 0;
+    for (auto n : experts)
+      for (const char* name : two_layer ? std::vector<const char*>{"experts_w2", "experts_b2"}
+                                        : std::vector<const char*>{"experts_w1", "experts_b1"})
+        zero(params[name].select(0, n));
+  } else {
+    auto block = gpt_block->mlp();
+    const bool cp = block->config().factorization == nn::Factorization::CP;
+    // W_n := 0, literally: expert n's slice of the expert factor in both layers of the block.
+    for (auto l : {block->first_layer(), block->second_layer()}) {
+      if (l.is_empty()) continue;
+      auto factor = l->factors()[0];  // CP: [N, R]; TR: [R1, N, R2]
+      for (auto n : experts) zero(factor.select(cp ? 0 : 1, n));
     }
   }
   auto restore = [&] {

@@ -14,6 +14,10 @@
 //   * Naive (the oracle): zero expert n's factor slice of block L (CP: row n of factors.0; TR:
 //     slice [:, n, :]; both layers of the two-layer block) and run every sequence through the
 //     whole model, in the same batches as the baseline.
+// A GPT with router MLPs (nn/mumoe_gpt.h): removing expert n sets its combine weights to 0, so
+// again only tokens with a_n > 0 change; the sparse method re-runs the affected sequences' MLP
+// (the router shares its buffers over a sequence), the naive one zeroes expert n's output layer
+// (weights and bias) and runs the whole model.
 // Everything runs in float64 on a copy of the model, so ties between the two methods' logits
 // would need agreement to ~1e-13: the tests compare predictions exactly.
 #pragma once

@@ -61,17 +61,21 @@ torch::Tensor token_losses(const torch::Tensor& logits, const torch::Tensor& tar
 
 int64_t gpt_layer_index(const std::string& name, int64_t n_layer) {
   auto fail = [&]() -> int64_t {
-    throw UsageError("unknown layer '" + name + "': the GPT's μMoE layers are transformer.h.0.mlp.MuMoE_layer … " +
-                     "transformer.h." + std::to_string(n_layer - 1) + ".mlp.MuMoE_layer (or give the number 0–" +
-                     std::to_string(n_layer - 1) + ")");
+    throw UsageError("unknown layer '" + name + "': the GPT's MLP layers are transformer.h.0.mlp.MuMoE_layer … " +
+                     "transformer.h." + std::to_string(n_layer - 1) + ".mlp.MuMoE_layer (transformer.h.{i}.mlp " +
+                     "with router MLPs), or give the number 0–" + std::to_string(n_layer - 1));
   };
   std::string digits = name;
-  const std::string prefix = "transformer.h.", suffix = ".mlp.MuMoE_layer";
+  const std::string prefix = "transformer.h.";
   if (name.rfind(prefix, 0) == 0) {
     auto rest = name.substr(prefix.size());
     if (!rest.empty() && rest.back() == '.') rest.pop_back();
-    if (rest.size() <= suffix.size() || rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) != 0)
-      return fail();
+    auto ends_with = [&rest](const std::string& suffix) {
+      return rest.size() > suffix.size() && rest.compare(rest.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    // A μMoE GPT's block or a router GPT's MLP: either name selects layer i's MLP.
+    const std::string suffix = ends_with(".mlp.MuMoE_layer") ? ".mlp.MuMoE_layer" : ".mlp";
+    if (!ends_with(suffix)) return fail();
     digits = rest.substr(0, rest.size() - suffix.size());
   }
   if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return fail();

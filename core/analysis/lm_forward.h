@@ -34,8 +34,8 @@ torch::Tensor forward_from_block(nn::MuMoEGpt& gpt, torch::Tensor x, int64_t fro
 /// both flattened.
 torch::Tensor token_losses(const torch::Tensor& logits, const torch::Tensor& targets);
 
-/// Layer index of "transformer.h.{i}.mlp.MuMoE_layer" (a trailing '.' allowed) or of a plain
-/// number "2". Throws UsageError naming the GPT's layers for anything else or out of range.
+/// Layer index of "transformer.h.{i}.mlp.MuMoE_layer" or "transformer.h.{i}.mlp" (a router
+/// GPT's; a trailing '.' allowed) or of a plain number "2". Throws UsageError naming the GPT's layers for anything else or out of range.
 int64_t gpt_layer_index(const std::string& name, int64_t n_layer);
 
 }  // namespace mumoe::analysis

@@ -72,7 +72,12 @@ SteeringVector compute_steering_vector(const RunData& run, int64_t layer, int64_
 GptSummary describe_gpt(const std::string& model_path) {
   const auto gpt = model::load_gpt(model::ModelFile::load(model_path));
   const auto& c = gpt->config();
-  return {c.n_layer, c.experts, c.n_embd, c.block_size};
+  GptSummary s{c.n_layer, c.experts, c.n_embd, c.block_size, {}};
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    s.layer_names.push_back(nn::gpt_mlp_prefix(c, l));
+    s.layer_names.back().pop_back();
+  }
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -111,7 +116,7 @@ torch::Tensor steered_logits(nn::MuMoEGpt& gpt, const torch::Tensor& idx, const 
         h = h + shift;
       } else {
         // Only the μMoE layer sees the shift; the skip connection carries h unchanged.
-        x = h + b->mlp()->forward(h + shift).output;
+        x = h + b->mlp_branch(h + shift).output;
         continue;
       }
     }

@@ -7,7 +7,10 @@
 //     evaluation tokens whose coefficient a_n ≥ threshold (default 0.5, the same tokens the
 //     expert's load and random gallery count; spec §4 "mean input of its top samples"). The
 //     input is h_L, the residual stream after attention: this GPT has no ln_2, the μMoE block
-//     normalises its own input and its gates read h_L (nn/mumoe_gpt.h). The input, not the MLP's
+//     normalises its own input and its gates read h_L (nn/mumoe_gpt.h). In a GPT of router
+//     MLPs the same h_L is shifted, before ln_2, so the router reads ln_2(h_L + α c); there
+//     a_n is a softmax combine weight of one expert per token, so fewer tokens reach the 0.5
+//     threshold than with entmax gates (a lower --threshold may be needed). The input, not the MLP's
 //     output, because the paper adds the centre "to each token's input latent activation vector
 //     before applying the μMoE layer" (App. G.2): the centre lives in the space the gate reads,
 //     so adding it pushes the gate towards expert n. `weighted` = Σ a_n h / Σ a_n over the same
@@ -94,6 +97,9 @@ struct GptSummary {
   int64_t experts = 0;
   int64_t n_embd = 0;
   int64_t block_size = 0;
+  /// The MLP layers' names, "transformer.h.{i}.mlp.MuMoE_layer" (or "transformer.h.{i}.mlp" for
+  /// router MLPs), in layer order.
+  std::vector<std::string> layer_names;
 };
 /// Throws FileError / UsageError when `model_path` is not a μMoE GPT.
 GptSummary describe_gpt(const std::string& model_path);

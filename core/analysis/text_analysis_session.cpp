@@ -66,7 +66,7 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   const auto file = model::ModelFile::load(options.model_path);
-  if (!looks_like_gpt(file)) throw UsageError(options.model_path + " is not a μMoE GPT");
+  if (!looks_like_gpt(file)) throw UsageError(options.model_path + " is not a GPT");
   const auto& m = file.manifest();
   if (m.architecture_config.is_object() && m.architecture_config.contains("tokenizer") &&
       m.architecture_config.at("tokenizer") != "byte")
@@ -79,10 +79,11 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
                      "; text analysis supports byte-level GPTs (256) only");
   if (options.layer.empty() && gpt->n_layer() > 1)
     throw UsageError("the GPT has " + std::to_string(gpt->n_layer()) +
-                     " μMoE layers: name one with --layer (transformer.h.0.mlp.MuMoE_layer … transformer.h." +
-                     std::to_string(gpt->n_layer() - 1) + ".mlp.MuMoE_layer)");
+                     " MLP layers: name one with --layer (0 … " + std::to_string(gpt->n_layer() - 1) + ", or " +
+                     nn::gpt_mlp_prefix(gpt->config(), 0) + "… " + nn::gpt_mlp_prefix(gpt->config(), gpt->n_layer() - 1) +
+                     " without the final '.')");
   impl->layer = options.layer.empty() ? 0 : gpt_layer_index(options.layer, gpt->n_layer());
-  impl->layer_name = nn::gpt_mlp_prefix(impl->layer);
+  impl->layer_name = nn::gpt_mlp_prefix(gpt->config(), impl->layer);
   impl->layer_name.pop_back();
   const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
                                                              : m.provenance.value("validation_fraction", 0.05);
@@ -90,7 +91,7 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences);
   impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
   impl->extraction.device = options.device;
-  impl->key = make_token_run_key(options.model_path, impl->set, impl->layer, impl->extraction);
+  impl->key = make_token_run_key(options.model_path, gpt->config(), impl->set, impl->layer, impl->extraction);
   const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;
   impl->cache = cache::AnalysisCache::open(path, &impl->report);
   return std::unique_ptr<TextAnalysisSession>(new TextAnalysisSession(std::move(impl)));

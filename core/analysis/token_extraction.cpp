@@ -14,7 +14,8 @@
 
 namespace mumoe::analysis {
 
-cache::RunKey make_token_run_key(const std::string& model_path, const LmEvalSet& set, int64_t layer,
+cache::RunKey make_token_run_key(const std::string& model_path, const nn::GptConfig& config, const LmEvalSet& set,
+                                 int64_t layer,
                                  const TokenExtractionOptions& options) {
   cache::RunKey key;
   key.model_hash = hash_file(model_path);
@@ -22,8 +23,8 @@ cache::RunKey make_token_run_key(const std::string& model_path, const LmEvalSet&
   key.data_identity = set.identity;
   const std::vector<int64_t> stream(set.stream.begin(), set.stream.end());
   key.data_hash = hash_tensors({torch::tensor(stream, torch::kLong), torch::tensor(set.document_starts, torch::kLong)});
-  key.layer = nn::gpt_mlp_prefix(layer);
-  key.layer.pop_back();  // "transformer.h.2.mlp.MuMoE_layer", the manifest's layer name
+  key.layer = nn::gpt_mlp_prefix(config, layer);
+  key.layer.pop_back();  // "transformer.h.2.mlp.MuMoE_layer" (or "….mlp"), the manifest's layer name
   key.parameters = nlohmann::json({{"extraction", "lm-tokens"},
                                    {"extraction_version", kTokenExtractionVersion},
                                    {"block_size", set.block_size},

@@ -1,4 +1,5 @@
-// Per-token extraction for a μMoE GPT: stream the evaluation sequences through the model and
+// Per-token extraction for a μMoE GPT (or one with router MLPs: coefficients are then the
+// router's combine weights, nn/moe_layer.h): stream the evaluation sequences through the model and
 // store, for MLP block L, every token as one sample of an ordinary analysis run — so the cache,
 // RunData, statistics and select_gallery work on tokens unchanged:
 //   label        the target token (the byte that follows)
@@ -29,8 +30,10 @@ struct TokenExtractionOptions {
 };
 
 /// The cache key: the model file's content hash, the evaluation set's identity and a hash of its
-/// tokens, the layer name ("transformer.h.2.mlp.MuMoE_layer"), and the extraction parameters.
-cache::RunKey make_token_run_key(const std::string& model_path, const LmEvalSet& set, int64_t layer,
+/// tokens, the layer name ("transformer.h.2.mlp.MuMoE_layer", or "transformer.h.2.mlp" in a GPT
+/// of router MLPs), and the extraction parameters.
+cache::RunKey make_token_run_key(const std::string& model_path, const nn::GptConfig& config, const LmEvalSet& set,
+                                 int64_t layer,
                                  const TokenExtractionOptions& options);
 cache::RunInfo make_token_run_info(const nn::MuMoEGpt& gpt, const LmEvalSet& set,
                                    const TokenExtractionOptions& options);

@@ -11,10 +11,13 @@
 namespace mumoe::model {
 namespace {
 
-std::string layer_name(int64_t layer) {
-  const auto prefix = nn::gpt_mlp_prefix(layer);
+std::string layer_name(const nn::GptConfig& config, int64_t layer) {
+  const auto prefix = nn::gpt_mlp_prefix(config, layer);
   return prefix.substr(0, prefix.size() - 1);
 }
+
+// The μMoE GPT's name of layer `layer` (plain state dicts hold μMoE blocks only).
+std::string layer_name(int64_t layer) { return layer_name(nn::GptConfig{}, layer); }
 
 bool has_tensor(const std::set<std::string>& names, const std::string& name) { return names.count(name) > 0; }
 
@@ -24,23 +27,22 @@ std::vector<int64_t> tensor_shape(const ModelFile& file, const std::string& name
 
 // Every manifest layer must be the MLP block of one of the GPT's layers, with its configuration.
 void check_layers_fit(const ModelFile& file, const nn::GptConfig& config) {
-  const auto expected = to_json(config.mlp_config());
+  const auto expected = config.router_mlp ? to_json(*config.router_mlp) : to_json(config.mlp_config());
   std::set<std::string> seen;
   for (const auto& layer : file.manifest().layers) {
     bool known = false;
-    for (int64_t i = 0; i < config.n_layer && !known; ++i) known = layer.name == layer_name(i);
+    for (int64_t i = 0; i < config.n_layer && !known; ++i) known = layer.name == layer_name(config, i);
     if (!known || layer.prefix != layer.name + ".")
-      throw FileError(file.path(), "μMoE layer '" + layer.name + "' is not the MLP block of one of the " +
+      throw FileError(file.path(), "layer '" + layer.name + "' is not the MLP block of one of the " +
                                        std::to_string(config.n_layer) + " GPT layers");
-    if (to_json(layer.config) != expected)
-      throw FileError(file.path(), "μMoE layer '" + layer.name + "' has configuration " +
-                                       to_json(layer.config).dump() +
+    if (layer_config_json(layer) != expected)
+      throw FileError(file.path(), "layer '" + layer.name + "' has configuration " + layer_config_json(layer).dump() +
                                        ", which is not the GPT's MLP block " + expected.dump());
     seen.insert(layer.name);
   }
   for (int64_t i = 0; i < config.n_layer; ++i)
-    if (!seen.count(layer_name(i)))
-      throw FileError(file.path(), "the GPT's μMoE layer '" + layer_name(i) + "' is missing");
+    if (!seen.count(layer_name(config, i)))
+      throw FileError(file.path(), "the GPT's MLP layer '" + layer_name(config, i) + "' is missing");
 }
 
 [[noreturn]] void not_a_gpt(const ModelFile& file, const std::string& problem) {
@@ -62,8 +64,12 @@ Manifest gpt_manifest(const nn::MuMoEGpt& gpt, nlohmann::json provenance, const 
   Manifest m;
   m.architecture = kGptArchitecture;
   m.architecture_config = {{"gpt", nn::to_json(config)}, {"tokenizer", tokenizer}};
-  for (int64_t i = 0; i < config.n_layer; ++i)
-    m.layers.push_back({layer_name(i), nn::gpt_mlp_prefix(i), config.mlp_config(), false, std::nullopt});
+  for (int64_t i = 0; i < config.n_layer; ++i) {
+    if (config.router_mlp)
+      m.layers.push_back({layer_name(config, i), nn::gpt_mlp_prefix(config, i), {}, false, config.router_mlp});
+    else
+      m.layers.push_back({layer_name(config, i), nn::gpt_mlp_prefix(config, i), config.mlp_config(), false, std::nullopt});
+  }
   m.provenance = std::move(provenance);
   return m;
 }
@@ -84,7 +90,7 @@ void load_gpt_weights(const ModelFile& file, nn::MuMoEGpt& gpt) {
   static const std::regex mask_buffer(R"(transformer\.h\.\d+\.attn\.bias)");
   for (const auto& name : names)
     if (!known.count(name) && !std::regex_match(name, mask_buffer))
-      throw FileError(file.path(), "tensor '" + name + "' is not part of a μMoE GPT with " +
+      throw FileError(file.path(), "tensor '" + name + "' is not part of a GPT of this configuration with " +
                                        std::to_string(gpt->n_layer()) + " layers");
 
   // Weight tying: PyTorch's state dict lists the shared tensor under both names; a file written
@@ -104,12 +110,15 @@ nn::MuMoEGpt load_gpt(const ModelFile& file, int64_t n_head) {
   if (file.inferred()) return load_gpt_state_dict(file, n_head);
   const auto& m = file.manifest();
   if (m.architecture != kGptArchitecture)
-    throw FileError(file.path(), "is a '" + m.architecture + "' model, not a μMoE GPT");
+    throw FileError(file.path(), "is a '" + m.architecture + "' model, not a GPT");
   if (!m.architecture_config.contains("gpt"))
     throw FileError(file.path(), "manifest: architecture_config lacks 'gpt'");
+  // A router GPT's MLP configuration is its layers' (all equal: check_layers_fit).
+  std::optional<nn::MoELayerConfig> router_mlp;
+  if (!m.layers.empty() && m.layers.front().is_router()) router_mlp = m.layers.front().router;
   nn::GptConfig config;
   try {
-    config = nn::gpt_config_from_json(m.architecture_config.at("gpt"));
+    config = nn::gpt_config_from_json(m.architecture_config.at("gpt"), router_mlp);
   } catch (const UsageError& e) {
     throw FileError(file.path(), std::string("manifest: ") + e.what());
   }

@@ -5,7 +5,9 @@
 // transformer.wte.weight) and a manifest whose architecture_config is
 // {"gpt": GptConfig, "tokenizer": NAME} and whose layers are the MLP blocks
 // "transformer.h.{i}.mlp.MuMoE_layer", so `mumoe info`, `--layer` and the analysis engine see
-// every block as an ordinary μMoE layer.
+// every block as an ordinary μMoE layer. A GPT with router MLPs (nn::GptConfig::router_mlp) lists
+// them as router layers "transformer.h.{i}.mlp" with their configuration, and its "gpt" json is
+// marked {"mlp": "router"}.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -91,7 +91,7 @@ nn::LayerConfig layer_config_from_json(const nlohmann::json& j, const std::strin
 }
 
 nlohmann::json to_json(const nn::MoELayerConfig& c) {
-  return {{"router", nn::to_string(c.router)},
+  nlohmann::json j = {{"router", nn::to_string(c.router)},
           {"input_dim", c.input_dim},
           {"hidden_dim", c.hidden_dim},
           {"output_dim", c.output_dim},
@@ -103,6 +103,10 @@ nlohmann::json to_json(const nn::MoELayerConfig& c) {
           {"sinkhorn_iterations", c.sinkhorn_iterations},
           {"sparsity_gamma", c.sparsity_gamma},
           {"sparsity_iterations", c.sparsity_iterations}};
+  // Written only when set, so that the files of layers that route groups of the batch (all of
+  // them before language models had router MLPs) keep their bytes and their cache keys.
+  if (c.sequence_groups) j["sequence_groups"] = true;
+  return j;
 }
 
 nlohmann::json layer_config_json(const ModelLayer& layer) {
@@ -123,6 +127,7 @@ nn::MoELayerConfig router_config_from_json(const nlohmann::json& j, const std::s
     c.k = optional_field<int64_t>(j, "k", defaults.k, path, where);
     c.capacity_factor = optional_field<double>(j, "capacity_factor", defaults.capacity_factor, path, where);
     c.group_size = optional_field<int64_t>(j, "group_size", defaults.group_size, path, where);
+    c.sequence_groups = optional_field<bool>(j, "sequence_groups", false, path, where);
     c.slots_per_expert = optional_field<int64_t>(j, "slots_per_expert", defaults.slots_per_expert, path, where);
     c.sinkhorn_iterations =
         optional_field<int64_t>(j, "sinkhorn_iterations", defaults.sinkhorn_iterations, path, where);

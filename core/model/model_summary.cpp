@@ -76,6 +76,9 @@ std::string LayerSummary::router_description() const {
   char factor[32];
   std::snprintf(factor, sizeof factor, "%g", r.capacity_factor);
   if (nn::is_token_choice(r.router)) text += ", top-" + std::to_string(r.k);
+  if (r.sequence_groups)
+    return text + ", capacity factor " + factor + ", each sequence one group (buffers of " +
+           std::to_string(r.group_size) + " tokens)";
   return text + ", capacity factor " + factor + ", groups of " + std::to_string(r.group_size);
 }
 

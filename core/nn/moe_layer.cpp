@@ -52,7 +52,27 @@ RoutingTensors MoELayerImpl::route(const torch::Tensor& tokens, torch::Tensor* a
   if (c.router == RouterKind::SoftMoE) return soft_moe_routing(logits, c.experts);
   const auto a = torch::softmax(logits, 1);
   if (affinity_out) *affinity_out = a;
-  return allocate(logits, a, c.capacity(tokens.size(0)));
+  return allocate(logits, a, group_capacity(tokens.size(0)));
+}
+
+int64_t MoELayerImpl::group_capacity(int64_t group_tokens) const {
+  const auto& c = config_;
+  if (!c.sequence_groups) return c.capacity(group_tokens);
+  // A sequence's buffers are those of a full group_size-token group, so that a token's routing
+  // does not depend on how many tokens follow it. No expert can take more tokens than a group
+  // holds (expert choice: than this sequence holds), so larger buffers would only cost memory.
+  const auto p = std::min(c.capacity(c.group_size), c.group_size);
+  return is_expert_choice(c.router) ? std::min(p, group_tokens) : p;
+}
+
+int64_t MoELayerImpl::routing_group(const torch::Tensor& x, int64_t total) const {
+  const auto& c = config_;
+  if (!c.sequence_groups) return c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
+  if (x.dim() != 3 || x.size(1) > c.group_size)
+    throw UsageError("this MoE layer routes each sequence of at most " + std::to_string(c.group_size) +
+                     " tokens on its own and takes [B, T ≤ " + std::to_string(c.group_size) + ", " +
+                     std::to_string(c.input_dim) + "], got " + c10::str(x.sizes()));
+  return std::max<int64_t>(1, x.size(1));
 }
 
 MoELayerImpl::SoftMoEPass MoELayerImpl::soft_moe_pass(const torch::Tensor& tokens) {
@@ -96,7 +116,7 @@ RoutingTensors MoELayerImpl::allocate(const torch::Tensor& logits, const torch::
 MoELayerImpl::EqualGroupsPass MoELayerImpl::equal_groups_pass(const torch::Tensor& tokens, int64_t groups,
                                                               const torch::Tensor& keep) {
   const auto& c = config_;
-  const int64_t n = c.experts, m = tokens.size(0) / groups, p = c.capacity(m);
+  const int64_t n = c.experts, m = tokens.size(0) / groups, p = group_capacity(m);
   const auto logits = tokens.matmul(router_);  // [G·m, n]
   const auto a = torch::softmax(logits, 1);
   // The dispatch tensors are constants of the routing (allocation loops over detached
@@ -161,7 +181,7 @@ MoEOutput MoELayerImpl::forward(const torch::Tensor& x, const std::vector<int64_
     out.coefficients = torch::zeros(shape, x.options());
     return out;
   }
-  const int64_t group = c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
+  const int64_t group = routing_group(x, total);
   std::vector<torch::Tensor> outputs, coefficients;
   int64_t groups = 0, start = 0;
   // Many equal groups (a ViT's images, a head's batches) in one pass: one router matmul, one
@@ -212,7 +232,7 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
   }
   const auto rows = x.reshape({-1, c.input_dim});
   const int64_t total = rows.size(0);
-  const int64_t group = c.group_size > 0 ? c.group_size : std::max<int64_t>(1, total);
+  const int64_t group = routing_group(x, total);
   for (int64_t start = 0; start < total; start += group) {
     const auto tokens = rows.slice(0, start, std::min(total, start + group));
     const auto routing = route(tokens);

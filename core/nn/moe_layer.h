@@ -7,8 +7,10 @@
 // Tokens and groups. Token- and expert-choice routers allocate buffer slots within a group of
 // tokens: the rows of the batch (all B · T tokens, in order) are cut into groups of group_size
 // (0: the whole batch is one group), so an answer depends on the group a token is in, as in every
-// capacity-limited MoE. Soft MoE mixes the tokens of one input (the T tokens of a sequence; a
-// head's row is a sequence of one token).
+// capacity-limited MoE. With sequence_groups (a language model's MLP) each sequence of [B, T, I]
+// is one group instead, with the buffers of a full group_size-token group whatever T is. Soft MoE
+// mixes the tokens of one input (the T tokens of a sequence; a head's row is a sequence of one
+// token).
 //
 // The "expert coefficient" of token t for expert i, which every analysis reads, is its combine
 // weight summed over the expert's slots, Σ_j C[t, i, j]: the softmax affinity where the token was
@@ -76,6 +78,11 @@ class MoELayerImpl : public torch::nn::Module {
     torch::Tensor combine, slot_outputs;
   };
   SoftMoEPass soft_moe_pass(const torch::Tensor& tokens);
+  /// The buffer capacity p for a group of `group_tokens` (config().capacity, or a full group's
+  /// with sequence_groups).
+  int64_t group_capacity(int64_t group_tokens) const;
+  /// The tokens per routing group for an input x of `total` rows (checks sequence_groups' shape).
+  int64_t routing_group(const torch::Tensor& x, int64_t total) const;
   /// The router's allocation for one group from its logits and softmax affinity [m, n].
   RoutingTensors allocate(const torch::Tensor& logits, const torch::Tensor& affinity, int64_t capacity) const;
   /// Token and expert choice over `groups` equal groups of `tokens` [G·m, I] at once: what the

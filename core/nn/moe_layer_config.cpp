@@ -63,6 +63,8 @@ void MoELayerConfig::validate() const {
     throw UsageError("k (experts per token) must be in 1 … " + std::to_string(experts));
   if (!(capacity_factor > 0)) throw UsageError("the capacity factor must be positive");
   if (group_size < 0) throw UsageError("the group size must be 0 (the whole batch) or positive");
+  if (sequence_groups && group_size < 1)
+    throw UsageError("routing each sequence as a group needs the group size (the longest sequence) to be positive");
   if (slots_per_expert < 1) throw UsageError("Soft MoE needs at least one slot per expert");
   if (sinkhorn_iterations < 1) throw UsageError("Sinkhorn needs at least one iteration");
   if (!(sparsity_gamma > 0) || sparsity_iterations < 0)
@@ -75,6 +77,23 @@ int64_t MoELayerConfig::capacity(int64_t group_tokens) const {
   if (is_token_choice(router))
     return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(capacity_factor * static_cast<double>(k) * per_expert)));
   return std::clamp<int64_t>(static_cast<int64_t>(std::ceil(capacity_factor * per_expert)), 1, std::max<int64_t>(1, group_tokens));
+}
+
+bool MoELayerConfig::is_causal() const { return why_not_causal().empty(); }
+
+std::string MoELayerConfig::why_not_causal() const {
+  if (router != RouterKind::SoftmaxTokenChoice)
+    return display_name(router) + " is not causal: " +
+           (router == RouterKind::SoftMoE ? std::string("each slot mixes every token of the sequence")
+            : router == RouterKind::SinkhornTokenChoice
+                ? std::string("the Sinkhorn plan normalises over every token of the group")
+                : std::string("each expert ranks every token of the group, later ones included")) +
+           "; only Softmax Token Choice with k = 1 routes a token from the tokens before it alone";
+  if (k != 1)
+    return "Softmax Token Choice with k = " + std::to_string(k) +
+           " is not causal: a token's second choice is allocated after every token's first, later ones included; use k = 1";
+  if (!sequence_groups) return "the layer routes groups of the batch, not each sequence on its own";
+  return {};
 }
 
 int64_t MoELayerConfig::parameter_count() const {

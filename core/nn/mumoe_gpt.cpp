@@ -44,12 +44,42 @@ void GptConfig::validate() const {
   require(n_embd % n_head == 0, "n_head (" + std::to_string(n_head) + ") must divide n_embd (" +
                                     std::to_string(n_embd) + ")");
   require(experts > 0, "experts must be positive");
+  require(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
+  if (router_mlp) {
+    const auto& r = *router_mlp;
+    r.validate();
+    require(r.input_dim == n_embd && r.output_dim == n_embd,
+            "the router MLP must map n_embd (" + std::to_string(n_embd) + ") to n_embd");
+    require(r.experts == experts, "the router MLP has " + std::to_string(r.experts) + " experts, the GPT " +
+                                      std::to_string(experts));
+    require(r.group_size == block_size && r.sequence_groups,
+            "the router MLP must route each sequence as a group of block_size (" + std::to_string(block_size) +
+                ") tokens");
+    require(r.is_causal(), r.why_not_causal());
+    return;
+  }
   if (factorization == Factorization::CP)
     require(cp_rank > 0, "cp_rank must be positive");
   else
     require(tr_ranks.size() == 3, "a TR GPT needs 3 ring ranks, got " + std::to_string(tr_ranks.size()));
-  require(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
   mlp_config().validate();
+}
+
+MoELayerConfig gpt_router_mlp_config(RouterKind router, int64_t n_embd, int64_t block_size, int64_t experts,
+                                     int64_t expert_hidden, double capacity_factor) {
+  MoELayerConfig c;
+  c.router = router;
+  c.input_dim = n_embd;
+  c.output_dim = n_embd;
+  c.hidden_dim = expert_hidden;
+  c.experts = experts;
+  c.k = 1;
+  c.capacity_factor = capacity_factor;
+  c.group_size = block_size;
+  c.sequence_groups = true;
+  c.validate();
+  if (!c.is_causal()) throw UsageError("a GPT's MLP cannot be this router: " + c.why_not_causal());
+  return c;
 }
 
 LayerConfig GptConfig::mlp_config() const {
@@ -75,8 +105,13 @@ nlohmann::json to_json(const GptConfig& c) {
   nlohmann::json j = {{"vocab_size", c.vocab_size}, {"block_size", c.block_size},
                       {"n_layer", c.n_layer},       {"n_head", c.n_head},
                       {"n_embd", c.n_embd},         {"experts", c.experts},
-                      {"factorization", to_string(c.factorization)},
-                      {"dropout", c.dropout},       {"gate_activation", to_string(c.gate_activation)}};
+                      {"dropout", c.dropout}};
+  if (c.router_mlp) {
+    j["mlp"] = "router";
+    return j;
+  }
+  j["factorization"] = to_string(c.factorization);
+  j["gate_activation"] = to_string(c.gate_activation);
   if (c.factorization == Factorization::CP)
     j["cp_rank"] = c.cp_rank;
   else
@@ -84,10 +119,24 @@ nlohmann::json to_json(const GptConfig& c) {
   return j;
 }
 
-GptConfig gpt_config_from_json(const nlohmann::json& j) {
+GptConfig gpt_config_from_json(const nlohmann::json& j, const std::optional<MoELayerConfig>& router_mlp) {
   if (!j.is_object()) throw UsageError("GPT configuration is not a JSON object");
   GptConfig c;
   const char* key = "";
+  bool router = false;
+  try {
+    key = "mlp";
+    const auto mlp = j.value(key, std::string("mumoe"));
+    if (mlp != "mumoe" && mlp != "router")
+      throw UsageError("GPT configuration: 'mlp' must be \"mumoe\" or \"router\", got \"" + mlp + "\"");
+    router = mlp == "router";
+  } catch (const nlohmann::json::exception&) {
+    throw UsageError("GPT configuration: 'mlp' has the wrong type");
+  }
+  if (router != router_mlp.has_value())
+    throw UsageError(router ? "GPT configuration: the router MLP's configuration is missing"
+                            : "GPT configuration: a μMoE GPT was given a router MLP configuration");
+  c.router_mlp = router_mlp;
   try {
     const std::initializer_list<std::pair<const char*, int64_t*>> sizes = {
         {"vocab_size", &c.vocab_size}, {"block_size", &c.block_size}, {"n_layer", &c.n_layer},
@@ -95,6 +144,12 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
     for (const auto& [name, target] : sizes) {
       key = name;
       *target = j.at(name).get<int64_t>();
+    }
+    key = "dropout";
+    c.dropout = j.value(key, c.dropout);
+    if (router) {
+      c.validate();
+      return c;
     }
     key = "factorization";
     c.factorization = parse_factorization(j.value("factorization", std::string("CP")));
@@ -105,8 +160,6 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
       key = "tr_ranks";
       c.tr_ranks = j.at(key).get<std::vector<int64_t>>();
     }
-    key = "dropout";
-    c.dropout = j.value(key, c.dropout);
     key = "gate_activation";
     c.gate_activation = parse_gate_activation(j.value(key, std::string("entmax15")));
   } catch (const nlohmann::json::exception&) {
@@ -154,6 +207,12 @@ GptBlockImpl::GptBlockImpl(const GptConfig& config) : dropout_(config.dropout) {
   attn_ = register_module("attn", CausalSelfAttention(config.n_embd, config.n_head, config.dropout));
   // nanoGPT's MLP module only wraps the μMoE block (its dropout has no parameters), so a plain
   // container gives the key "mlp.MuMoE_layer.…".
+  if (config.router_mlp) {
+    // nanoGPT's dense block: ln_2 before the MLP, which the router layer replaces.
+    ln_2_ = register_module("ln_2", layer_norm(config.n_embd));
+    router_mlp_ = register_module("mlp", MoELayer(*config.router_mlp));
+    return;
+  }
   auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
   mlp_ = mlp->register_module("MuMoE_layer", MuMoEBlock(config.mlp_config()));
 }
@@ -162,8 +221,13 @@ torch::Tensor GptBlockImpl::attention_residual(const torch::Tensor& x) {
   return x + attn_->forward(ln_1_->forward(x));
 }
 
+BlockOutput GptBlockImpl::mlp_branch(const torch::Tensor& h, const ExpertAblation& ablation) {
+  if (router_mlp_) return router_mlp_->forward_block(ln_2_->forward(h), ablation);
+  return mlp_->forward(h, ablation);
+}
+
 BlockOutput GptBlockImpl::mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation) {
-  auto out = mlp_->forward(h, ablation);
+  auto out = mlp_branch(h, ablation);
   out.output = h + torch::dropout(out.output, dropout_, is_training());
   return out;
 }
@@ -194,7 +258,22 @@ void MuMoEGptImpl::reset_parameters() {
     b->attn()->c_attn()->bias.zero_();
     b->attn()->c_proj()->weight.normal_(0.0, proj_std);
     b->attn()->c_proj()->bias.zero_();
-    b->mlp()->reset_parameters();
+    if (b->has_router_mlp()) {
+      // As nanoGPT initialises its dense MLP (c_fc, c_proj): N(0, 0.02), the projection into the
+      // residual stream scaled down, biases 0 — not torch.nn.Linear's U(±1/√fan_in), whose
+      // biases would add a large offset to routed tokens only (dropped ones get none).
+      b->ln_2()->reset_parameters();
+      auto params = b->router_mlp()->named_parameters(/*recurse=*/false);
+      const bool two_layer = b->router_mlp()->config().hidden_dim > 0;
+      for (auto& p : params) {
+        const auto& key = p.key();
+        if (key == "experts_b1" || key == "experts_b2") p.value().zero_();
+        else if (key == "router" || (key == "experts_w1" && two_layer)) p.value().normal_(0.0, 0.02);
+        else p.value().normal_(0.0, proj_std);  // the layer writing into the residual stream
+      }
+    } else {
+      b->mlp()->reset_parameters();
+    }
   }
   ln_f_->reset_parameters();
 }
@@ -236,6 +315,7 @@ GptOutput MuMoEGptImpl::forward(const torch::Tensor& idx, const std::vector<Expe
                      std::to_string(config_.n_layer));
   GptOutput out;
   auto x = embed(idx);
+  out.aux_loss = torch::zeros({}, x.options());
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     auto b = block(l);
     const auto h = b->attention_residual(x);
@@ -243,7 +323,9 @@ GptOutput MuMoEGptImpl::forward(const torch::Tensor& idx, const std::vector<Expe
     auto mlp = b->mlp_residual(h, l < static_cast<int64_t>(ablation.size()) ? ablation[l] : ExpertAblation{});
     x = mlp.output;
     out.coefficients.push_back(mlp.coefficients.front());
+    if (mlp.aux_loss.defined()) out.aux_loss = out.aux_loss + mlp.aux_loss;
   }
+  out.aux_loss = out.aux_loss / static_cast<double>(config_.n_layer);
   // lm_head shares wte's weight (weight tying) and has no bias.
   out.logits = torch::nn::functional::linear(ln_f_->forward(x), wte_->weight);
   return out;
@@ -281,6 +363,10 @@ std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, 
 
 std::string gpt_mlp_prefix(int64_t layer) {
   return "transformer.h." + std::to_string(layer) + ".mlp.MuMoE_layer.";
+}
+
+std::string gpt_mlp_prefix(const GptConfig& config, int64_t layer) {
+  return config.router_mlp ? "transformer.h." + std::to_string(layer) + ".mlp." : gpt_mlp_prefix(layer);
 }
 
 }  // namespace mumoe::nn

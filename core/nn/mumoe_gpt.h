@@ -5,7 +5,15 @@
 //
 // Module names equal nanoGPT's state-dict keys (transformer.wte.weight, transformer.h.{i}.ln_1.*,
 // transformer.h.{i}.attn.c_attn.*, transformer.h.{i}.mlp.MuMoE_layer.*, transformer.ln_f.*), so
-// a checkpoint of the reference code maps onto it key for key. lm_head.weight is the one
+// a checkpoint of the reference code maps onto it key for key.
+//
+// Router MLPs (GptConfig::router_mlp): every block's MLP may instead be a sparse MoE layer of the
+// router study (nn/moe_layer.h) after nanoGPT's own ln_2, `x = x + dropout(moe(ln_2(x)))`, under
+// transformer.h.{i}.ln_2.* and transformer.h.{i}.mlp.{router, experts_w1, …}. A language model
+// must stay causal — the logits at position t may read tokens ≤ t only, or training would let it
+// see the token it predicts — so only a causal router is accepted (MoELayerConfig::is_causal):
+// Softmax Token Choice with k = 1, each sequence its own routing group with the buffers of a full
+// block_size context. Expert choice, Sinkhorn and Soft MoE read later tokens and are refused. lm_head.weight is the one
 // exception: LibTorch's parameters() does not de-duplicate shared tensors (an optimizer would
 // update a registered tied weight twice per step), so the module registers only
 // transformer.wte.weight and model::gpt_state_dict() (model/gpt_file.h) adds lm_head.weight, as
@@ -21,10 +29,13 @@
 #include <torch/nn/pimpl.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "nn/expert_ablation.h"
 #include "nn/layer_config.h"
+#include "nn/moe_layer.h"
 #include "nn/mumoe_block.h"
 #include "nn/token_sampling.h"
 
@@ -44,18 +55,36 @@ struct GptConfig {
   std::vector<int64_t> tr_ranks;
   double dropout = 0.1;  ///< embeddings, attention weights, attention output, MLP output
   GateActivationKind gate_activation = GateActivationKind::Entmax15;
+  /// When set, every MLP block is this router layer after ln_2 instead of a μMoE block (see the
+  /// header); make it with gpt_router_mlp_config. Its experts must equal `experts`, it must map
+  /// n_embd → n_embd, route each sequence as a group of block_size tokens and be causal.
+  /// factorization, cp_rank, tr_ranks and gate_activation then describe nothing.
+  std::optional<MoELayerConfig> router_mlp;
 
   /// Throws UsageError naming the first bad field.
   void validate() const;
+  bool has_router_mlp() const { return router_mlp.has_value(); }
 
   /// The configuration of every MLP block: input C → hidden 4C → C, LayerNorm gating, input
   /// LayerNorm, per-expert bias (the reference's MuMoE(..., apply_ln=True, normalization='ln')).
   LayerConfig mlp_config() const;
 };
 
+/// The sizes and, for a μMoE GPT, its blocks' factorisation. A router GPT is marked
+/// {"mlp": "router"}: its router configuration is stored with the manifest's layers, like every
+/// router layer's (model/gpt_file.h), and handed back to gpt_config_from_json.
 nlohmann::json to_json(const GptConfig& config);
-/// Throws UsageError naming a missing or mistyped field, or the first invalid value.
-GptConfig gpt_config_from_json(const nlohmann::json& json);
+/// Throws UsageError naming a missing or mistyped field, or the first invalid value. A router
+/// GPT's json needs `router_mlp` (the layers' configuration), a μMoE GPT's must not get one.
+GptConfig gpt_config_from_json(const nlohmann::json& json,
+                               const std::optional<MoELayerConfig>& router_mlp = std::nullopt);
+
+/// The router MLP of a GPT of width `n_embd` and context `block_size`: `router` (which must be
+/// causal: Softmax Token Choice) with k = 1, `experts` two-layer experts n_embd → expert_hidden →
+/// n_embd, buffers of capacity_factor · block_size / experts slots per sequence. Throws
+/// UsageError (why_not_causal) for any other router.
+MoELayerConfig gpt_router_mlp_config(RouterKind router, int64_t n_embd, int64_t block_size, int64_t experts,
+                                     int64_t expert_hidden, double capacity_factor = 1.0);
 
 /// nanoGPT's CausalSelfAttention, written out (no fused kernel: LibTorch 1.13 has none):
 /// q, k, v from one c_attn projection, per head softmax(q kᵀ/√d + causal mask) v, c_proj.
@@ -78,7 +107,8 @@ class CausalSelfAttentionImpl : public torch::nn::Module {
 };
 TORCH_MODULE(CausalSelfAttention);
 
-/// One transformer block ("transformer.h.{i}"): ln_1, attn, and mlp.MuMoE_layer.
+/// One transformer block ("transformer.h.{i}"): ln_1, attn, and mlp.MuMoE_layer — or ln_2 and a
+/// router MLP "mlp".
 class GptBlockImpl : public torch::nn::Module {
  public:
   explicit GptBlockImpl(const GptConfig& config);
@@ -87,17 +117,26 @@ class GptBlockImpl : public torch::nn::Module {
   torch::Tensor attention_residual(const torch::Tensor& x);
   /// h + dropout(mlp(h)) for h = attention_residual(x), with the MLP's output.
   BlockOutput mlp_residual(const torch::Tensor& h, const ExpertAblation& ablation = {});
+  /// The MLP branch alone, without the residual and the dropout: the μMoE block's output for h,
+  /// or the router layer's for ln_2(h). Its aux_loss is the router's load-balancing loss.
+  BlockOutput mlp_branch(const torch::Tensor& h, const ExpertAblation& ablation = {});
 
   torch::nn::LayerNorm ln_1() const { return ln_1_; }
   CausalSelfAttention attn() const { return attn_; }
-  /// The μMoE block registered as "mlp.MuMoE_layer".
+  /// The μMoE block registered as "mlp.MuMoE_layer" (empty in a router GPT).
   MuMoEBlock mlp() const { return mlp_; }
+  /// The router MLP registered as "mlp" and its LayerNorm "ln_2" (empty in a μMoE GPT).
+  MoELayer router_mlp() const { return router_mlp_; }
+  torch::nn::LayerNorm ln_2() const { return ln_2_; }
+  bool has_router_mlp() const { return !router_mlp_.is_empty(); }
 
  private:
   double dropout_;
   torch::nn::LayerNorm ln_1_{nullptr};
   CausalSelfAttention attn_{nullptr};
   MuMoEBlock mlp_{nullptr};
+  torch::nn::LayerNorm ln_2_{nullptr};
+  MoELayer router_mlp_{nullptr};
 };
 TORCH_MODULE(GptBlock);
 
@@ -109,6 +148,9 @@ struct GptOutput {
   /// Per layer, the MLP block's input (the residual stream after attention) [B, T, C]; filled
   /// only when forward is asked to keep them.
   std::vector<torch::Tensor> mlp_inputs;
+  /// The router MLPs' load-balancing losses, averaged over the layers (0 for μMoE blocks and
+  /// routers without one); training adds it with its weight.
+  torch::Tensor aux_loss;
 };
 
 class MuMoEGptImpl : public torch::nn::Module {
@@ -164,5 +206,9 @@ TORCH_MODULE(MuMoEGpt);
 
 /// The state-dict key of layer `layer`'s μMoE block prefix: "transformer.h.{layer}.mlp.MuMoE_layer.".
 std::string gpt_mlp_prefix(int64_t layer);
+/// The prefix of layer `layer`'s MLP in a GPT of `config`: gpt_mlp_prefix(layer), or
+/// "transformer.h.{layer}.mlp." for a router MLP. Without the '.', the layer's name in manifests
+/// and the cache.
+std::string gpt_mlp_prefix(const GptConfig& config, int64_t layer);
 
 }  // namespace mumoe::nn

@@ -74,8 +74,13 @@ LmTrainResult train_lm(nn::MuMoEGpt& gpt, const std::vector<int32_t>& train_toke
   gpt->to(device);
 
   // nanoGPT's grouping: weight decay on every matrix, none on biases and LayerNorm parameters.
+  // A router MLP's per-expert biases are matrices [n, H] by shape but biases by role.
   std::vector<torch::Tensor> decay, no_decay;
-  for (const auto& p : gpt->parameters()) (p.dim() >= 2 ? decay : no_decay).push_back(p);
+  for (const auto& p : gpt->named_parameters()) {
+    const auto& key = p.key();
+    const bool bias = key.size() >= 3 && (key.compare(key.size() - 3, 3, "_b1") == 0 || key.compare(key.size() - 3, 3, "_b2") == 0);
+    (p.value().dim() >= 2 && !bias ? decay : no_decay).push_back(p.value());
+  }
   const auto adamw = torch::optim::AdamWOptions(o.learning_rate).betas(std::make_tuple(o.beta1, o.beta2));
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(decay, std::make_unique<torch::optim::AdamWOptions>(
@@ -110,13 +115,15 @@ LmTrainResult train_lm(nn::MuMoEGpt& gpt, const std::vector<int32_t>& train_toke
     for (auto& group : optimizer.param_groups())
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(lr);
     optimizer.zero_grad();
-    const auto logits = gpt->forward(inputs).logits;
-    auto loss = torch::cross_entropy_loss(logits.reshape({-1, config.vocab_size}), targets.reshape({-1}));
+    const auto out = gpt->forward(inputs);
+    const auto cross_entropy = torch::cross_entropy_loss(out.logits.reshape({-1, config.vocab_size}), targets.reshape({-1}));
+    auto loss = cross_entropy;
+    if (o.aux_loss_weight != 0 && out.aux_loss.defined()) loss = loss + o.aux_loss_weight * out.aux_loss;
     loss.backward();
     if (o.grad_clip > 0) torch::nn::utils::clip_grad_norm_(gpt->parameters(), o.grad_clip);
     optimizer.step();
 
-    const double value = loss.item<double>();
+    const double value = cross_entropy.item<double>();
     result.losses.push_back(value);
     smoothed = result.losses.size() == 1 ? value : 0.9 * smoothed + 0.1 * value;
     const int64_t done = step + 1;

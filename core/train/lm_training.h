@@ -25,6 +25,10 @@ struct LmTrainOptions {
   double beta1 = 0.9;
   double beta2 = 0.99;
   double grad_clip = 1.0;  ///< global gradient-norm clipping (0: none)
+  /// Weight of the router MLPs' load-balancing loss (GptOutput::aux_loss: Softmax Token Choice's
+  /// importance loss, study App. A) added to the cross-entropy; μMoE GPTs have none. The losses
+  /// reported (LmTrainProgress, LmTrainResult) are the cross-entropy alone.
+  double aux_loss_weight = 0.01;
   uint64_t seed = 0;
   std::string device = "cpu";
   /// Every checkpoint_every steps and after the last step the model and optimizer are saved here

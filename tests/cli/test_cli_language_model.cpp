@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include "cli_runner.h"
 #include "model/gpt_file.h"
 #include "temp_dir.h"
@@ -56,6 +58,57 @@ TEST_F(CliLanguageModel, TrainEvaluateGenerate) {
   ASSERT_EQ(a.code, 0) << a.out;
   EXPECT_EQ(a.out, b.out);
   EXPECT_EQ(nlohmann::json::parse(a.out)["tokens"].size(), 20u);
+}
+
+TEST_F(CliLanguageModel, RouterMlpGptTrainsEvaluatesAndAblates) {
+  // --rank describes μMoE blocks: refused beside --mlp-router, so the small_ flags without it.
+  std::string small = small_;
+  small.replace(small.find(" --rank 8"), 9, "");
+  const std::string router = " --steps 30 --mlp-router softmax-token-choice --mlp-hidden 24 --json";
+  const auto with_rank = testkit::run_cli("train --data " + spec_ + " --output " + model_ + router + small_);
+  EXPECT_EQ(with_rank.code, 1);
+  EXPECT_NE(with_rank.out.find("--rank"), std::string::npos) << with_rank.out;
+  auto train = testkit::run_cli("train --data " + spec_ + " --output " + model_ + router + small);
+  ASSERT_EQ(train.code, 0) << train.out;
+  const auto file = model::ModelFile::load(model_);
+  ASSERT_EQ(file.manifest().layers.size(), 1u);
+  const auto& layer = file.manifest().layers[0];
+  EXPECT_EQ(layer.name, "transformer.h.0.mlp");
+  ASSERT_TRUE(layer.is_router());
+  EXPECT_EQ(layer.family(), "Softmax Token Choice");
+  EXPECT_EQ(layer.router->experts, 4);
+  EXPECT_EQ(layer.router->hidden_dim, 24);
+  EXPECT_TRUE(layer.router->sequence_groups);
+
+  auto eval = testkit::run_cli("evaluate " + model_ + " --data " + spec_ + " --validation-fraction 0.25 --json");
+  ASSERT_EQ(eval.code, 0) << eval.out;
+  auto gpt = model::load_gpt(file);
+  std::string held_out;
+  for (int d = 0; d < 2; ++d) held_out += testkit::read_bytes(dir_.file("doc0.txt")) + "\n";
+  const auto expected = train::evaluate_lm(gpt, std::vector<int32_t>(held_out.begin(), held_out.end()));
+  EXPECT_NEAR(nlohmann::json::parse(eval.out)["mean_loss"].get<double>(), expected.mean_loss, 1e-6);
+  EXPECT_LT(expected.mean_loss, std::log(256.0));
+
+  const std::string common = " --data " + spec_ + " --layer transformer.h.0.mlp --experts 1 "
+                             "--quiet --json --cache " + dir_.file("cache.sqlite");
+  const auto sparse = testkit::json_output(testkit::run_cli("ablate " + model_ + common));
+  const auto naive = testkit::json_output(testkit::run_cli("ablate " + model_ + common + " --method naive"));
+  ASSERT_EQ(sparse["experts"].size(), 1u);
+  EXPECT_EQ(sparse["experts"][0]["correct_after"], naive["experts"][0]["correct_after"]);
+  EXPECT_NEAR(sparse["experts"][0]["loss_after"].get<double>(), naive["experts"][0]["loss_after"].get<double>(), 1e-10);
+}
+
+TEST_F(CliLanguageModel, RoutersThatReadLaterTokensAreRefusedForAGpt) {
+  std::string small = small_;
+  small.replace(small.find(" --rank 8"), 9, "");  // --rank is refused beside --mlp-router
+  auto soft = testkit::run_cli("train --data " + spec_ + " --output " + model_ + " --steps 2 --mlp-router soft-moe" + small);
+  EXPECT_EQ(soft.code, 1);  // a usage error
+  EXPECT_NE(soft.out.find("not causal"), std::string::npos) << soft.out;
+  auto top2 = testkit::run_cli("train --data " + spec_ + " --output " + model_ +
+                               " --steps 2 --mlp-router softmax-token-choice --top-k 2" + small);
+  EXPECT_EQ(top2.code, 1);
+  EXPECT_NE(top2.out.find("--top-k"), std::string::npos) << top2.out;
+  EXPECT_FALSE(std::filesystem::exists(model_));
 }
 
 TEST_F(CliLanguageModel, BadTextDataIsNamed) {
