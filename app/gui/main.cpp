@@ -10,7 +10,8 @@
 //                                                     tokens — a μMoE GPT —, compare — every MODEL
 //                                                     given on the Compare page) offscreen to FILE (PNG)
 //                                                     once its data is there, and exit (0 written,
-//                                                     2 error)
+//                                                     2 error; --screenshot-timeout S: wait at most
+//                                                     S seconds for the data, default 180)
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QDir>
@@ -55,12 +56,16 @@ struct StudioCommandLine {
   QCommandLineOption layer{QStringLiteral("layer"),
                            QStringLiteral("μMoE layer to analyse (default: the model's first), e.g. blocks.3.mlp of a ViT."),
                            QStringLiteral("NAME")};
+  QCommandLineOption screenshotTimeout{
+      QStringLiteral("screenshot-timeout"),
+      QStringLiteral("Seconds --screenshot waits for the view's data before giving up (default 180)."),
+      QStringLiteral("SECONDS")};
 
   StudioCommandLine() {
     parser.setApplicationDescription(QStringLiteral("Inspect, test and edit μMoE models"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOptions({screenshot, view, data, size, layer});
+    parser.addOptions({screenshot, view, data, size, layer, screenshotTimeout});
     parser.addPositionalArgument(
         QStringLiteral("MODEL"),
         QStringLiteral("Model file to open (default: the demo, %1); --view compare takes several").arg(demoModelPath()),
@@ -110,6 +115,7 @@ int main(int argc, char** argv) {
   const auto& data = commandLine.data;
   const auto& size = commandLine.size;
   const auto& layer = commandLine.layer;
+  const auto& screenshotTimeout = commandLine.screenshotTimeout;
   parser.process(app);
 
   const QString demo = demoModelPath();
@@ -131,7 +137,13 @@ int main(int argc, char** argv) {
     window.setErrorDialogsEnabled(false);
     window.resize(wh.value(0).toInt() > 0 ? wh.value(0).toInt() : 1400, wh.value(1).toInt() > 0 ? wh.value(1).toInt() : 860);
     window.show();
-    mumoe::ui::ScreenshotDriver driver(&window, *which, parser.value(screenshot));
+    // The view's data may take long to compute (the Compare page on ViT blocks: minutes per model).
+    const int timeoutSeconds = parser.isSet(screenshotTimeout) ? parser.value(screenshotTimeout).toInt() : 180;
+    if (timeoutSeconds <= 0) {
+      err << "mumoe-studio: --screenshot-timeout takes a positive number of seconds\n";
+      return 1;
+    }
+    mumoe::ui::ScreenshotDriver driver(&window, *which, parser.value(screenshot), timeoutSeconds * 1000);
     int code = 0;
     QObject::connect(&driver, &mumoe::ui::ScreenshotDriver::finished, &app, [&](int exitCode, const QString& message) {
       code = exitCode;

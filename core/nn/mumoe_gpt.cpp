@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "io/errors.h"
+#include "nn/backbone_config.h"
 #include "nn/token_sampling.h"
 
 namespace mumoe::nn {
@@ -67,15 +68,10 @@ void GptConfig::validate() const {
 
 MoELayerConfig gpt_router_mlp_config(RouterKind router, int64_t n_embd, int64_t block_size, int64_t experts,
                                      int64_t expert_hidden, double capacity_factor) {
-  MoELayerConfig c;
-  c.router = router;
-  c.input_dim = n_embd;
-  c.output_dim = n_embd;
-  c.hidden_dim = expert_hidden;
-  c.experts = experts;
+  // A transformer's router MLP (as the ViT's), routing each sequence with a full context's buffers.
+  auto c = router_mlp_config(router, n_embd, experts, expert_hidden, block_size);
   c.k = 1;
   c.capacity_factor = capacity_factor;
-  c.group_size = block_size;
   c.sequence_groups = true;
   c.validate();
   if (!c.is_causal()) throw UsageError("a GPT's MLP cannot be this router: " + c.why_not_causal());
