@@ -7,7 +7,8 @@
 # ablated at the classifier's output).
 #
 #   scripts/router-vit.sh [OUT=build/router-vit] [N ...]    (default N: 16 64; SEEDS="0"; EPOCHS=2;
-#                                                            ROUTERS="softmax-token-choice … soft-moe")
+#                                                            ROUTERS="softmax-token-choice … soft-moe";
+#                                                            TR=0 leaves out the TR μMoE MLPs)
 #
 # The sparsity-constrained router is not in the default list: its solver (a k-sparse projection
 # per expert per semi-dual iteration, per image) took over 5 minutes for one epoch's first part
@@ -36,6 +37,7 @@ for n in "${EXPERTS[@]}"; do
       train "$router-n$n-s$seed" --mlp-experts "$n" --mlp-router "$router" --seed "$seed"
     done
     train "mumoe-cp-n$n-s$seed" --mlp-experts "$n" --seed "$seed"
+    [ "${TR:-1}" = 0 ] || train "mumoe-tr-n$n-s$seed" --mlp-experts "$n" --mlp-variant tr --seed "$seed"
   done
 done
 $B compare "$OUT"/*.safetensors --layer blocks.1.mlp --data fashion-mnist:test --cache "$OUT/analysis.sqlite" \

@@ -32,7 +32,8 @@ struct TrainCommandOptions {
   std::string backbone = "cnn2";  ///< image data: "cnn2" (the demo CNN) or "vit" (timm layout)
   int64_t patch_size = 7;  ///< the ViT's (feature_dim is its width; --layers and --heads as the GPT's)
   int64_t mlp_experts = 0;  ///< ViT: > 0 makes every block's MLP a μMoE block with this many experts
-  int64_t mlp_rank = 0;     ///< its CP rank (0 = parameter-matched to the dense MLP)
+  int64_t mlp_rank = 0;     ///< its CP rank, or TR's third ring rank (0 = parameter-matched to the dense MLP)
+  std::string mlp_variant = "cp";  ///< ViT μMoE MLPs: "cp" or "tr" (ring ranks {4, 4, --mlp-rank})
   std::string mlp_router;   ///< ViT: the MLPs are this router's MoE layers instead of μMoE blocks
   int64_t mlp_hidden = 0;   ///< their experts' hidden width (0 = parameter-matched to the dense MLP)
   /// A sparse or soft MoE head (nn/moe_layer.h) instead of μMoE: its router and options.
@@ -79,6 +80,7 @@ void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   take("patch_size", "--patch-size", o.patch_size);
   take("mlp_experts", "--mlp-experts", o.mlp_experts);
   take("mlp_rank", "--mlp-rank", o.mlp_rank);
+  take("mlp_variant", "--mlp-variant", o.mlp_variant);
   take("mlp_router", "--mlp-router", o.mlp_router);
   take("mlp_hidden", "--mlp-hidden", o.mlp_hidden);
   take("epochs", "--epochs", o.train.epochs);
@@ -153,7 +155,7 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
     // Flags of other models are refused rather than ignored: a GPT's router MLPs take k = 1,
     // route each sequence as one group and have --experts experts; its μMoE blocks are CP of
     // --rank with entmax15.
-    for (const char* flag : {"--top-k", "--group", "--slots", "--mlp-experts", "--mlp-rank", "--expert-hidden",
+    for (const char* flag : {"--top-k", "--group", "--slots", "--mlp-experts", "--mlp-rank", "--mlp-variant", "--expert-hidden",
                              "--variant", "--activation"})
       if (app.count(flag)) throw UsageError(std::string(flag) + " does not apply to a GPT (text data)");
     const bool router_mlps = !o.mlp_router.empty();
@@ -232,9 +234,18 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
               nn::router_mlp_config(nn::parse_router_kind(o.mlp_router), v.width, o.mlp_experts, hidden, tokens);
       } else if (o.mlp_experts > 0) {
         const auto& v = backbone.vit;
-        const auto rank = o.mlp_rank > 0 ? o.mlp_rank : nn::parameter_matched_cp_rank(v.width, v.mlp_dim, o.mlp_experts);
-        for (int64_t i = 0; i < v.depth; ++i)
-          backbone.vit.mumoe_mlps[i] = nn::mumoe_mlp_config(v.width, v.mlp_dim, o.mlp_experts, rank, head.gate_activation);
+        const auto variant = nn::lowercase(o.mlp_variant);
+        if (variant != "cp" && variant != "tr") throw UsageError("--mlp-variant must be cp or tr, got '" + o.mlp_variant + "'");
+        if (variant == "tr") {
+          auto ranks = nn::parameter_matched_tr_ranks(v.width, v.mlp_dim, o.mlp_experts);
+          if (o.mlp_rank > 0) ranks[2] = o.mlp_rank;
+          for (int64_t i = 0; i < v.depth; ++i)
+            backbone.vit.mumoe_mlps[i] = nn::mumoe_tr_mlp_config(v.width, v.mlp_dim, o.mlp_experts, ranks, head.gate_activation);
+        } else {
+          const auto rank = o.mlp_rank > 0 ? o.mlp_rank : nn::parameter_matched_cp_rank(v.width, v.mlp_dim, o.mlp_experts);
+          for (int64_t i = 0; i < v.depth; ++i)
+            backbone.vit.mumoe_mlps[i] = nn::mumoe_mlp_config(v.width, v.mlp_dim, o.mlp_experts, rank, head.gate_activation);
+        }
       }
     } else if (o.backbone != "cnn2") {
       throw UsageError("--backbone must be cnn2 or vit, got '" + o.backbone + "'");
@@ -343,7 +354,10 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--patch-size", o->patch_size, "ViT patch size (default 7; must divide the image size)");
   app->add_option("--mlp-experts", o->mlp_experts,
                   "ViT: make every block's MLP a μMoE two-layer block with this many experts (default 0: timm's MLP)");
-  app->add_option("--mlp-rank", o->mlp_rank, "ViT μMoE MLPs: CP rank (default: parameter-matched to the dense MLP)");
+  app->add_option("--mlp-rank", o->mlp_rank,
+                  "ViT μMoE MLPs: CP rank, or TR's third ring rank (default: parameter-matched to the dense MLP)");
+  app->add_option("--mlp-variant", o->mlp_variant,
+                  "ViT μMoE MLPs: cp (default) or tr (ring ranks {4, 4, r}, r parameter-matched or --mlp-rank)");
   app->add_option("--mlp-router", o->mlp_router,
                   "ViT: make the --mlp-experts MLPs a router's MoE layers instead of μMoE blocks (the --router names); "
                   "text: make the GPT's MLP blocks --experts experts of a causal router (softmax-token-choice)");

@@ -358,6 +358,28 @@ int64_t parameter_matched_expert_hidden(int64_t width, int64_t hidden, int64_t e
   return h;
 }
 
+LayerConfig mumoe_tr_mlp_config(int64_t width, int64_t hidden, int64_t experts, std::vector<int64_t> tr_ranks,
+                                GateActivationKind activation) {
+  auto c = mumoe_mlp_config(width, hidden, experts, 1, activation);
+  c.factorization = Factorization::TR;
+  c.cp_rank = 0;
+  c.tr_ranks = std::move(tr_ranks);
+  c.validate();
+  return c;
+}
+
+std::vector<int64_t> parameter_matched_tr_ranks(int64_t width, int64_t hidden, int64_t experts) {
+  const int64_t dense = 2 * width * hidden + hidden + width;
+  auto count = [&](int64_t r) { return count_parameters(mumoe_tr_mlp_config(width, hidden, experts, {4, 4, r})).total(); };
+  if (count(1) > dense)
+    throw UsageError("no TR μMoE block of " + std::to_string(experts) + " experts with ring ranks {4, 4, r} has as few "
+                     "parameters as the dense MLP (" + std::to_string(dense) + ")");
+  // The count grows with r; the largest r within the dense MLP's budget.
+  int64_t r = 1;
+  while (count(r + 1) <= dense) ++r;
+  return {4, 4, r};
+}
+
 int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts) {
   const int64_t dense = 2 * width * hidden + hidden + width;
   // Per unit of rank: U1 (experts) + U2 (width+1) + U3 (hidden), then the same for layer 2;

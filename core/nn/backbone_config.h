@@ -129,6 +129,13 @@ LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int
 /// The CP rank whose μMoE block has no more parameters than the dense MLP it replaces
 /// (2·width·hidden weights + biases), as the paper's parameter-matched models; at least 1.
 int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts);
+/// The same block factorised as a tensor ring with `tr_ranks` (3 ring ranks; the reference's
+/// TRμMoE GPT uses {4, 4, r}).
+LayerConfig mumoe_tr_mlp_config(int64_t width, int64_t hidden, int64_t experts, std::vector<int64_t> tr_ranks,
+                                GateActivationKind activation = GateActivationKind::Entmax15);
+/// Ring ranks {4, 4, r} with the largest r whose TR block (count_parameters) has no more
+/// parameters than the dense MLP; throws UsageError when even r = 1 has more.
+std::vector<int64_t> parameter_matched_tr_ranks(int64_t width, int64_t hidden, int64_t experts);
 /// A router-study MoE layer that replaces a transformer MLP width → hidden → width: `experts`
 /// GELU MLPs of `expert_hidden` each, routing groups of `tokens` (one image), k = 1, capacity
 /// factor 1, one slot per expert for Soft MoE.

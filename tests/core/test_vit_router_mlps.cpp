@@ -159,4 +159,64 @@ TEST(VitRouterMlps, ParameterMatchedExpertsAndTheirLimit) {
   EXPECT_THROW(nn::parameter_matched_expert_hidden(128, 512, 512), UsageError);
 }
 
+// TR μMoE MLPs (`mumoe train --mlp-variant tr`), the other μMoE kind beside CP.
+TEST(VitTrMlps, ParameterMatchedRingRanksCountTheModulesParameters) {
+  const int64_t dense = 2 * 64 * 256 + 256 + 64;  // the experiment's ViT MLP: 33,088
+  auto numel = [](const nn::LayerConfig& c) {
+    int64_t n = 0;
+    for (const auto& p : nn::MuMoEBlock(c)->parameters()) n += p.numel();
+    return n;
+  };
+  for (const int64_t n : {16, 64}) {
+    const auto ranks = nn::parameter_matched_tr_ranks(64, 256, n);
+    ASSERT_EQ(ranks.size(), 3u);
+    EXPECT_EQ(ranks[0], 4);
+    EXPECT_EQ(ranks[1], 4);
+    EXPECT_LE(numel(nn::mumoe_tr_mlp_config(64, 256, n, ranks)), dense) << n;
+    EXPECT_GT(numel(nn::mumoe_tr_mlp_config(64, 256, n, {4, 4, ranks[2] + 1})), dense) << n;
+  }
+  EXPECT_THROW(nn::parameter_matched_tr_ranks(8, 8, 4096), UsageError);
+}
+
+TEST(VitTrMlps, ReloadAndBlockAblationSparseEqualsTheOracle) {
+  testkit::TempDir dir;
+  nn::BackboneConfig b = vit_config({}).first;
+  b.vit.depth = 2;
+  for (int64_t i = 0; i < 2; ++i)
+    b.vit.mumoe_mlps[i] = nn::mumoe_tr_mlp_config(kWidth, 32, 4, {2, 3, 4}, nn::GateActivationKind::Softmax);
+  nn::LayerConfig head = vit_config({}).second;
+  head.gate_activation = nn::GateActivationKind::Softmax;
+  torch::manual_seed(9);
+  nn::ImageClassifier classifier(b, head);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : classifier->named_parameters()) p.value().normal_(0, 0.5);
+  }
+  classifier->eval();
+  const auto path = dir.file("vit-tr.safetensors");
+  model::save_image_classifier(path, classifier,
+                               model::image_classifier_manifest(classifier, {"a", "b", "c"}, nlohmann::json::object()));
+  auto model = model::ClassifierModel::load(model::ModelFile::load(path));
+  const auto data = tiny_images(6);
+  {
+    torch::NoGradGuard no_grad;
+    const auto reloaded = model.forward(data, torch::arange(kImages), torch::kCPU).output;
+    const auto original = model::ClassifierModel::from_image_classifier(classifier, {"a", "b", "c"})
+                              .forward(data, torch::arange(kImages), torch::kCPU)
+                              .output;
+    EXPECT_TRUE(torch::equal(reloaded, original));
+  }
+  for (const int64_t block : {0, 1}) {
+    analysis::VitBlockAnalysis analysis(model, data, block);
+    int64_t changed = 0;
+    for (const std::vector<int64_t>& experts : {std::vector<int64_t>{0}, {1}, {2}, {3}, {1, 3}}) {
+      const auto sparse = analysis.predictions_after(experts, analysis::AblationMethod::Sparse);
+      const auto naive = analysis.predictions_after(experts, analysis::AblationMethod::Naive);
+      EXPECT_EQ(sparse, naive) << "block " << block << ", experts " << experts.front();
+      for (int64_t s = 0; s < kImages; ++s) changed += sparse[s] != analysis.predictions_before()[s];
+    }
+    EXPECT_GT(changed, 0) << "removing experts of block " << block << " must change some prediction";
+  }
+}
+
 }  // namespace
