@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "analysis/expert_slices.h"
 #include "analysis/lm_forward.h"
 #include "io/errors.h"
 #include "nn/device.h"
@@ -185,29 +186,14 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
 
 LmAblation::After LmAblation::after_naive(const std::vector<int64_t>& experts) {
   torch::NoGradGuard no_grad;
+  // W_n := 0, literally: expert n's factor slices in both layers of a μMoE block, or a router
+  // MLP's expert n's output layer (expert_slices.h).
+  auto gpt_block = gpt_->block(layer_);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;  // (slice view, original values)
-  auto zero = [&saved](torch::Tensor slice) {
+  for (auto& slice : gpt_block->has_router_mlp() ? expert_slices(gpt_block->router_mlp(), experts)
+                                                  : expert_slices(gpt_block->mlp(), experts)) {
     saved.emplace_back(slice, slice.clone());
     slice.zero_();
-  };
-  if (auto gpt_block = gpt_->block(layer_); gpt_block->has_router_mlp()) {
-    // Expert n's output is zero, literally: its output layer's weights and bias (the last layer
-    // of a two-layer expert, the only one of a linear expert).
-    auto params = gpt_block->router_mlp()->named_parameters(/*recurse=*/false);
-    const bool two_layer = gpt_block->router_mlp()->config().hidden_dim > 0;
-    for (auto n : experts)
-      for (const char* name : two_layer ? std::vector<const char*>{"experts_w2", "experts_b2"}
-                                        : std::vector<const char*>{"experts_w1", "experts_b1"})
-        zero(params[name].select(0, n));
-  } else {
-    auto block = gpt_block->mlp();
-    const bool cp = block->config().factorization == nn::Factorization::CP;
-    // W_n := 0, literally: expert n's slice of the expert factor in both layers of the block.
-    for (auto l : {block->first_layer(), block->second_layer()}) {
-      if (l.is_empty()) continue;
-      auto factor = l->factors()[0];  // CP: [N, R]; TR: [R1, N, R2]
-      for (auto n : experts) zero(factor.select(cp ? 0 : 1, n));
-    }
   }
   auto restore = [&] {
     for (auto it = saved.rbegin(); it != saved.rend(); ++it) it->first.copy_(it->second);

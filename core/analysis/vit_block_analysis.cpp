@@ -1,5 +1,7 @@
 #include "analysis/vit_block_analysis.h"
 
+#include "analysis/expert_slices.h"
+
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -224,32 +226,6 @@ std::vector<int64_t> VitBlockAnalysis::affected_samples(const std::vector<int64_
 }
 
 bool VitBlockAnalysis::class_tokens_only() const { return impl_->class_token_only; }
-
-namespace {
-
-// Expert n's slices of both layers of `mlp` (CP: row n of factors.0; TR: slice [:, n, :]): the
-// tensors that W_n := 0 zeroes.
-std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& mlp, const std::vector<int64_t>& experts) {
-  const int64_t axis = mlp->config().factorization == nn::Factorization::CP ? 0 : 1;
-  std::vector<torch::Tensor> slices;
-  for (const auto& layer : {mlp->first_layer(), mlp->second_layer()})
-    if (!layer.is_empty())
-      for (auto n : experts) slices.push_back(layer->factors().front().select(axis, n));
-  return slices;
-}
-
-// A router MLP's expert n (nn/moe_layer.h): its output layer's weights and bias, zeroed so that
-// the expert outputs 0 on every slot — its output removed by its parameters, where the sparse
-// method sets its combine weights to 0.
-std::vector<torch::Tensor> expert_slices(const nn::MoELayer& mlp, const std::vector<int64_t>& experts) {
-  std::vector<torch::Tensor> slices;
-  for (const auto& p : mlp->named_parameters())
-    if (p.key() == "experts_w2" || p.key() == "experts_b2")
-      for (auto n : experts) slices.push_back(p.value().select(0, n));
-  return slices;
-}
-
-}  // namespace
 
 std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64_t>& experts, AblationMethod method) {
   return predictions_after(experts, method,
