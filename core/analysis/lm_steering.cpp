@@ -73,10 +73,7 @@ GptSummary describe_gpt(const std::string& model_path) {
   const auto gpt = model::load_gpt(model::ModelFile::load(model_path));
   const auto& c = gpt->config();
   GptSummary s{c.n_layer, c.experts, c.n_embd, c.block_size, {}};
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    s.layer_names.push_back(nn::gpt_mlp_prefix(c, l));
-    s.layer_names.back().pop_back();
-  }
+  for (int64_t l = 0; l < c.n_layer; ++l) s.layer_names.push_back(nn::gpt_mlp_layer_name(c, l));
   return s;
 }
 

@@ -80,11 +80,10 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   if (options.layer.empty() && gpt->n_layer() > 1)
     throw UsageError("the GPT has " + std::to_string(gpt->n_layer()) +
                      " MLP layers: name one with --layer (0 … " + std::to_string(gpt->n_layer() - 1) + ", or " +
-                     nn::gpt_mlp_prefix(gpt->config(), 0) + "… " + nn::gpt_mlp_prefix(gpt->config(), gpt->n_layer() - 1) +
-                     " without the final '.')");
+                     nn::gpt_mlp_layer_name(gpt->config(), 0) + " … " +
+                     nn::gpt_mlp_layer_name(gpt->config(), gpt->n_layer() - 1) + ")");
   impl->layer = options.layer.empty() ? 0 : gpt_layer_index(options.layer, gpt->n_layer());
-  impl->layer_name = nn::gpt_mlp_prefix(gpt->config(), impl->layer);
-  impl->layer_name.pop_back();
+  impl->layer_name = nn::gpt_mlp_layer_name(gpt->config(), impl->layer);
   const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
                                                              : m.provenance.value("validation_fraction", 0.05);
   const auto seed = m.provenance.value("seed", uint64_t{0});

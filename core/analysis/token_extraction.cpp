@@ -23,8 +23,7 @@ cache::RunKey make_token_run_key(const std::string& model_path, const nn::GptCon
   key.data_identity = set.identity;
   const std::vector<int64_t> stream(set.stream.begin(), set.stream.end());
   key.data_hash = hash_tensors({torch::tensor(stream, torch::kLong), torch::tensor(set.document_starts, torch::kLong)});
-  key.layer = nn::gpt_mlp_prefix(config, layer);
-  key.layer.pop_back();  // "transformer.h.2.mlp.MuMoE_layer" (or "….mlp"), the manifest's layer name
+  key.layer = nn::gpt_mlp_layer_name(config, layer);  // "transformer.h.2.mlp.MuMoE_layer" (or "….mlp")
   key.parameters = nlohmann::json({{"extraction", "lm-tokens"},
                                    {"extraction_version", kTokenExtractionVersion},
                                    {"block_size", set.block_size},

@@ -11,10 +11,7 @@
 namespace mumoe::model {
 namespace {
 
-std::string layer_name(const nn::GptConfig& config, int64_t layer) {
-  const auto prefix = nn::gpt_mlp_prefix(config, layer);
-  return prefix.substr(0, prefix.size() - 1);
-}
+std::string layer_name(const nn::GptConfig& config, int64_t layer) { return nn::gpt_mlp_layer_name(config, layer); }
 
 // The μMoE GPT's name of layer `layer` (plain state dicts hold μMoE blocks only).
 std::string layer_name(int64_t layer) { return layer_name(nn::GptConfig{}, layer); }

@@ -365,4 +365,10 @@ std::string gpt_mlp_prefix(const GptConfig& config, int64_t layer) {
   return config.router_mlp ? "transformer.h." + std::to_string(layer) + ".mlp." : gpt_mlp_prefix(layer);
 }
 
+std::string gpt_mlp_layer_name(const GptConfig& config, int64_t layer) {
+  auto name = gpt_mlp_prefix(config, layer);
+  name.pop_back();
+  return name;
+}
+
 }  // namespace mumoe::nn

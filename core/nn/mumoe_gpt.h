@@ -210,5 +210,7 @@ std::string gpt_mlp_prefix(int64_t layer);
 /// "transformer.h.{layer}.mlp." for a router MLP. Without the '.', the layer's name in manifests
 /// and the cache.
 std::string gpt_mlp_prefix(const GptConfig& config, int64_t layer);
+/// That prefix without its final '.': the layer's name in manifests, the cache and --layer.
+std::string gpt_mlp_layer_name(const GptConfig& config, int64_t layer);
 
 }  // namespace mumoe::nn
