@@ -18,6 +18,7 @@
 #include "analysis/text_analysis_session.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
+#include "model/model_file.h"
 #include "nn/mumoe_gpt.h"
 #include "temp_dir.h"
 #include "train/lm_training.h"
@@ -259,6 +260,32 @@ TEST(GptRouterMlps, ModelFileRoundTripAndKeys) {
   const auto ids = random_ids(2, kContext, 4);
   torch::NoGradGuard no_grad;
   EXPECT_TRUE(torch::equal(loaded->forward(ids).logits, gpt->forward(ids).logits));
+}
+
+TEST(GptRouterMlps, AFileWithANonCausalOrMismatchedRouterIsAFileError) {
+  testkit::TempDir dir;
+  torch::manual_seed(3);
+  nn::MuMoEGpt gpt(router_config(1.0));
+  const auto tensors = model::gpt_state_dict(gpt);
+  auto expect_file_error = [&](const model::Manifest& manifest, const std::string& name, const std::string& words) {
+    const auto path = dir.file(name);
+    model::save_model_file(path, manifest, tensors);
+    try {
+      model::load_gpt(model::ModelFile::load(path));
+      ADD_FAILURE() << name << " loaded";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    }
+  };
+  // A hand-edited file whose MLPs claim Soft MoE (same tensor shapes): refused, with the reason.
+  auto soft = model::gpt_manifest(gpt, {{"seed", 0}});
+  for (auto& layer : soft.layers) layer.router->router = nn::RouterKind::SoftMoE;
+  expect_file_error(soft, "soft.safetensors", "not causal");
+  // Layers that disagree: block 1 with another capacity factor than block 0.
+  auto mixed = model::gpt_manifest(gpt, {{"seed", 0}});
+  mixed.layers[1].router->capacity_factor = 2.0;
+  expect_file_error(mixed, "mixed.safetensors", "transformer.h.1.mlp");
 }
 
 TEST(GptRouterMlps, LoadBalancingLossReachesTheRouterInTraining) {
