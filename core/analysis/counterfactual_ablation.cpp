@@ -86,6 +86,12 @@ std::vector<int64_t> to_vector(const torch::Tensor& t) {
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
 }
 
+const nn::MuMoEBlock& checked_layer(const nn::MuMoEBlock& layer, const RunData& run) {
+  if (layer->config().expert_dims != run.info.expert_dims || layer->config().input_dim != run.info.input_dim)
+    throw UsageError("the layer does not match the analysis run (expert counts or input width differ)");
+  return layer;
+}
+
 }  // namespace
 
 std::string to_string(AblationMethod m) { return m == AblationMethod::Naive ? "naive" : "sparse"; }
@@ -98,10 +104,11 @@ AblationMethod parse_ablation_method(const std::string& text) {
 
 CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, const RunData& run, int64_t class_count,
                                                const std::string& device)
-    : run_(run), class_count_(class_count), device_(nn::parse_device(device)) {
-  if (layer->config().expert_dims != run.info.expert_dims || layer->config().input_dim != run.info.input_dim)
-    throw UsageError("the layer does not match the analysis run (expert counts or input width differ)");
-  layer_ = nn::copy_block(layer, torch::kFloat64, device_);
+    : run_(run),
+      device_(nn::parse_device(device)),
+      exact_(checked_layer(layer, run), device_),
+      layer_(exact_.float64_layer()),
+      class_count_(class_count) {
   // A view, not a float64 copy: converting all 10,000 × 128 inputs up front was most of a first
   // click (30–40 ms measured, 2026-11-24); each path converts the rows it evaluates.
   inputs_ = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), run.info.input_dim},
@@ -269,7 +276,7 @@ std::vector<int64_t> CounterfactualAblation::predict_all() {
   const int64_t chunk = run_.info.chunk_size;  // the extraction's batches: identical BatchNorm/BLAS shapes
   for (int64_t begin = 0; begin < run_.samples(); begin += chunk) {
     const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_, torch::kFloat64);
-    const auto p = to_vector(layer_->forward(x).output.argmax(1));
+    const auto p = to_vector(exact_.forward(x).output.argmax(1));
     out.insert(out.end(), p.begin(), p.end());
   }
   return out;

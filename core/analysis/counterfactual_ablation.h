@@ -13,8 +13,9 @@
 //   * Naive (the oracle): for each expert, zero the expert's factor slice — literally W_n := 0
 //     (CP: row n of the mode's factor; TR: slice [:, n, :] of its core; both layers of a block)
 //     — and run the whole layer, gates included, over every sample.
-// Both evaluate the layer in float64 from the same stored float32 inputs, so they agree
-// prediction for prediction (the tests check this against each other).
+// Both evaluate the layer from the same stored float32 inputs as exact_layer.h does (the model's
+// own gates, the expert arithmetic in float64), so they agree prediction for prediction (the tests
+// check this against each other).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "analysis/ablation_results.h"
+#include "analysis/exact_layer.h"
 #include "analysis/rank_one_ablation.h"
 #include "analysis/run_data.h"
 #include "nn/mumoe_block.h"
@@ -32,7 +34,7 @@ namespace mumoe::analysis {
 
 class CounterfactualAblation {
  public:
-  /// `layer` is copied (float64, on `device`); `run` must outlive this object.
+  /// `layer` is copied (ExactLayer, on `device`); `run` must outlive this object.
   CounterfactualAblation(const nn::MuMoEBlock& layer, const RunData& run, int64_t class_count,
                          const std::string& device = "cpu");
 
@@ -75,10 +77,11 @@ class CounterfactualAblation {
   /// the tolerance under which two scores count as tied.
   const torch::Tensor& stored_scores();
 
-  nn::MuMoEBlock layer_{nullptr};
   const RunData& run_;
-  int64_t class_count_;
   torch::Device device_;
+  ExactLayer exact_;             ///< the naive oracle's full passes (gates included)
+  nn::MuMoEBlock layer_{nullptr};  ///< exact_'s float64 copy: factors, output_from_coefficients
+  int64_t class_count_;
   torch::Tensor inputs_;  ///< float32 [S, I]: a view of run_.inputs (no copy); rows become float64 where used
   torch::Tensor scores_, margins_, tie_tolerance_;  ///< stored_scores(): [S, O], [S], [S]
   std::map<int64_t, std::unique_ptr<RankOneAblation>> rank_one_;

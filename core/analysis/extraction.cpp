@@ -1,12 +1,16 @@
 #include "analysis/extraction.h"
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 
 #include "analysis/chunked_run.h"
 #include "analysis/content_hash.h"
+#include "analysis/exact_layer.h"
 #include "analysis/tensor_records.h"
+#include "io/blas_threads.h"
 #include "io/errors.h"
 #include "model/manifest.h"
 #include "nn/backbone_config.h"
@@ -31,7 +35,8 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   key.layer = model.layer_name();
   auto parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
                                     {"chunk_size", options.chunk_size},
-                                    {"layer_dtype", "float64"}});
+                                    {"layer_dtype", "float64"},
+                                    {"gates", "model dtype"}});
   // The same bytes open differently under other choices (a backbone preset, a plain state dict's
   // gate activation, remembered options): the configuration they resolve to is part of the key.
   parameters["layer_config"] = model.layer_config_json();
@@ -62,24 +67,36 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   const auto info = make_run_info(model, data, options);
   const auto device = nn::parse_device(options.device);
   model.backbone_to(device);
-  // The analysed layer in float64 on a copy: a μMoE layer or block, or a router layer (which
-  // reports one expert mode, its experts' coefficients Σ_j C[t, i, j]).
-  nn::MuMoEBlock layer{nullptr};
+  // The analysed layer on copies: a μMoE layer or block as exact_layer.h evaluates it (the
+  // model's gates, float64 expert arithmetic), or a router layer in float64 (which reports one
+  // expert mode, its experts' coefficients Σ_j C[t, i, j]).
+  std::optional<ExactLayer> layer;
   nn::MoELayer router{nullptr};
   if (model.is_router())
     router = nn::copy_moe_layer(model.router_layer(), torch::kFloat64, device);
   else
-    layer = nn::copy_block(model.layer(), torch::kFloat64, device);
+    layer.emplace(model.layer(), device);
   auto evaluate = [&](const torch::Tensor& rows) {
-    return router.is_empty() ? layer->forward(rows) : router->forward_block(rows);
+    return router.is_empty() ? layer->forward(rows) : router->forward_block(rows.to(torch::kFloat64));
   };
   torch::NoGradGuard no_grad;
+  // A head on stored features computes little per chunk beside what the writer thread stores
+  // (chunked_run.h), so its computation keeps one core (this thread's OpenMP team, OpenBLAS) and
+  // the writer the other: with two-thread teams every parallel op waited for the thread the writer
+  // had displaced. Backbones keep every core.
+  std::optional<io::SingleThreadedOpenMp> one_team;
+  std::optional<io::SingleThreadedBlas> one_blas;
+  if (!model.has_backbone()) {
+    at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
+    one_team.emplace();
+    one_blas.emplace();
+  }
   return fill_chunked_run(
       cache, key, info,
       [&](int64_t c) {
         const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
         const auto inputs = model.layer_inputs(data, begin, end);
-        const auto out = evaluate(inputs.to(device, torch::kFloat64));
+        const auto out = evaluate(inputs.to(device));
         const auto scores = out.output.cpu();
         if (!torch::isfinite(scores).all().item<bool>())
           throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +

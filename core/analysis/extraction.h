@@ -3,9 +3,11 @@
 // attributes and the layer's inputs — everything later views need, so they never touch the
 // backbone again.
 //
-// The μMoE layer is evaluated in float64 (on a copy; the backbone stays float32). That makes the
-// stored predictions and coefficients exactly reproducible by the counterfactual-ablation
-// methods, which re-evaluate only the layer from the stored inputs.
+// The μMoE layer is evaluated on copies as exact_layer.h says: its gates in the model's dtype (the
+// stored coefficients are the model's own, bit for bit), the expert arithmetic in float64 (the
+// backbone stays float32). That makes the stored predictions exactly reproducible by the
+// counterfactual-ablation methods, which re-evaluate only the layer from the stored inputs.
+// Router layers are evaluated wholly in float64.
 //
 // One transaction per chunk: a killed job leaves complete chunks behind, and the next call
 // computes only the missing ones.
@@ -23,7 +25,8 @@
 namespace mumoe::analysis {
 
 /// Bumped whenever extraction changes the numbers it stores; part of every run key.
-inline constexpr int kExtractionVersion = 1;
+/// 2: μMoE gates in the model's dtype (exact_layer.h) instead of float64.
+inline constexpr int kExtractionVersion = 2;
 
 struct ExtractionOptions {
   int64_t chunk_size = 500;  ///< samples per chunk and transaction (~0.2 s of CNN time on 2 cores)

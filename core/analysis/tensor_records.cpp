@@ -11,20 +11,35 @@ std::vector<T> to_vector(const torch::Tensor& t) {
   return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
 }
 
+// One pass over the dense rows in row-major order, plain C++: the tensor version (compare,
+// nonzero, bincount, gather) cost 2.5 times as much (26 ms against 10 ms for 10,000 × 1,024
+// coefficients, 2026-11-25).
+template <typename T>
+void append_positive_entries(const T* a, int64_t n, int64_t experts, cache::SparseRows* out) {
+  for (int64_t r = 0; r < n; ++r, a += experts) {
+    for (int64_t c = 0; c < experts; ++c)
+      if (a[c] > 0) {  // NaN is not > 0, like the tensor comparison
+        out->indices.push_back(static_cast<int32_t>(c));
+        out->values.push_back(static_cast<double>(a[c]));  // float → double is exact
+      }
+    out->offsets.push_back(static_cast<int64_t>(out->values.size()));
+  }
+}
+
 }  // namespace
 
 cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
-  const auto a = coefficients.to(torch::kFloat64).contiguous();
-  const int64_t n = a.size(0);
-  const auto nz = (a > 0).nonzero();  // row-major order: rows ascending, experts ascending
-  const auto rows = nz.select(1, 0), cols = nz.select(1, 1);
+  TORCH_CHECK(coefficients.dim() == 2, "to_sparse_rows: expected [n, N] coefficients");
+  const bool is_double = coefficients.scalar_type() == torch::kFloat64;
+  const auto a = coefficients.to(torch::kCPU, is_double ? torch::kFloat64 : torch::kFloat32).contiguous();
+  const int64_t n = a.size(0), experts = a.size(1);
   cache::SparseRows out;
-  const auto counts = torch::bincount(rows, {}, n);
-  out.offsets.assign(1, 0);
-  const auto count_vec = to_vector<int64_t>(counts.to(torch::kLong));
-  for (auto c : count_vec) out.offsets.push_back(out.offsets.back() + c);
-  out.indices = to_vector<int32_t>(cols.to(torch::kInt));
-  out.values = to_vector<double>(a.index({rows, cols}));
+  out.offsets.reserve(static_cast<size_t>(n) + 1);
+  out.offsets.push_back(0);
+  if (is_double)
+    append_positive_entries(a.data_ptr<double>(), n, experts, &out);
+  else
+    append_positive_entries(a.data_ptr<float>(), n, experts, &out);
   return out;
 }
 

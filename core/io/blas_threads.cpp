@@ -34,7 +34,34 @@ std::mutex guard_mutex;
 int guards = 0;        // live guards, all threads
 int saved_count = 1;   // OpenBLAS's thread count before the first of them
 
+// OpenMP's per-thread team size (libgomp, loaded with LibTorch).
+struct OpenMpThreads {
+  void (*set)(int) = nullptr;
+  int (*get)() = nullptr;
+};
+
+const OpenMpThreads& openmp() {
+  static const OpenMpThreads found = [] {
+    OpenMpThreads t;
+    t.set = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+    t.get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
+    if (!t.set || !t.get) t = {};
+    return t;
+  }();
+  return found;
+}
+
 }  // namespace
+
+SingleThreadedOpenMp::SingleThreadedOpenMp() {
+  if (!openmp().set) return;
+  saved_ = openmp().get();
+  openmp().set(1);
+}
+
+SingleThreadedOpenMp::~SingleThreadedOpenMp() {
+  if (saved_ > 0) openmp().set(saved_);
+}
 
 bool SingleThreadedBlas::available() { return openblas().set != nullptr; }
 

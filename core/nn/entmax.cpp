@@ -16,8 +16,9 @@ std::pair<torch::Tensor, torch::Tensor> entmax15_threshold(const torch::Tensor& 
   auto mean_sq = sorted.pow(2).cumsum(-1) / k;
   auto delta = (1 - k * (mean_sq - mean.pow(2))) / k;
   auto tau_candidates = mean - delta.clamp_min(0).sqrt();
-  // The support size k* is ≥ 1 because τ_1 = s_1 − 1.
-  auto support = (tau_candidates <= sorted).sum(-1, /*keepdim=*/true);
+  // The support size k* is ≥ 1 because τ_1 = s_1 − 1. A row with a NaN counts no candidate (every
+  // comparison is false): clamping to 1 makes its output NaN instead of gathering index −1.
+  auto support = (tau_candidates <= sorted).sum(-1, /*keepdim=*/true).clamp_min(1);
   return {tau_candidates, support};
 }
 

@@ -53,23 +53,42 @@ TEST_F(Session, SecondRunComputesNothing) {
   EXPECT_EQ(run2.attributes.size(), 250u * 2);
 }
 
-TEST_F(Session, StoredPredictionsAndScoresAreTheLayersOutput) {
+TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
   auto s = AnalysisSession::open(options_);
   s->extract();
   const auto& run = s->run();
   const auto file = model::ModelFile::load(fixture_.model_path);
-  auto block = file.build_layer("head", torch::kFloat64);
+  auto model_layer = file.build_layer("head", torch::kFloat32);  // the model as users run it
+  auto wide_layer = file.build_layer("head", torch::kFloat64);
   const auto inputs = torch::from_blob(const_cast<float*>(run.inputs.data()), {250, 12}, torch::kFloat32);
   torch::NoGradGuard no_grad;
-  // Chunk by chunk, as extraction does, in float64.
+  int64_t nonzero = 0;
+  // Chunk by chunk, as extraction does: the gates in float32, exactly the model's coefficients;
+  // the expert arithmetic in float64 from them (here through the dense product; extraction sums
+  // over the non-zero coefficients, so the scores agree to rounding).
   for (int64_t begin = 0; begin < 250; begin += 40) {
-    const auto out = block->forward(inputs.slice(0, begin, std::min<int64_t>(250, begin + 40)).to(torch::kFloat64));
-    for (int64_t i = 0; i < out.output.size(0); ++i) {
-      EXPECT_EQ(out.output[i].argmax().item<int64_t>(), run.predictions[begin + i]);
+    const int64_t end = std::min<int64_t>(250, begin + 40);
+    const auto rows = inputs.slice(0, begin, end);
+    const auto a = model_layer->forward(rows).coefficients[0];
+    const auto expected = wide_layer->output_from_coefficients(rows.to(torch::kFloat64), {a.to(torch::kFloat64)});
+    for (int64_t i = 0; i < end - begin; ++i) {
+      const int64_t sample = begin + i;
+      EXPECT_EQ(expected[i].argmax().item<int64_t>(), run.predictions[sample]);
       for (int64_t c = 0; c < 4; ++c)
-        EXPECT_DOUBLE_EQ(out.output[i][c].item<double>(), run.scores[(begin + i) * 4 + c]);
+        EXPECT_NEAR(expected[i][c].item<double>(), run.scores[sample * 4 + c], 1e-12);
+      // The stored coefficients are the float32 gate's values, bit for bit (widened exactly).
+      const auto& rows_csr = run.coefficients[0];
+      std::vector<double> dense(16, 0.0);
+      for (int64_t k = rows_csr.offsets[sample]; k < rows_csr.offsets[sample + 1]; ++k)
+        dense[rows_csr.indices[k]] = rows_csr.values[k];
+      for (int64_t n = 0; n < 16; ++n) {
+        const float model_value = a[i][n].item<float>();
+        nonzero += model_value > 0;
+        EXPECT_EQ(dense[n], static_cast<double>(model_value)) << "sample " << sample << ", expert " << n;
+      }
     }
   }
+  EXPECT_GT(nonzero, 250);  // the gates are not trivially zero
 }
 
 TEST_F(Session, AnswersComeBackFromTheCache) {

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "nn/entmax.h"
 #include "reference_math.h"
 
@@ -89,6 +91,22 @@ TEST(Entmax15, IsSparseAndSumsToOneInFloat32AndHigherRank) {
   EXPECT_TRUE(torch::allclose(p.sum(-1), torch::ones({4, 5}), 1e-5, 1e-5));
   EXPECT_GT((p == 0).sum().item<int64_t>(), p.numel() / 2);  // most coefficients are exactly 0
   EXPECT_TRUE((p >= 0).all().item<bool>());
+}
+
+TEST(Entmax15, ARowWithNaNGivesNaNAndLeavesTheOtherRowsAlone) {
+  // Found by the analyses' non-finite input test: the support count of a NaN row was 0 and the
+  // threshold's gather read index −1 (an exception instead of a NaN extraction can name).
+  torch::manual_seed(5);
+  for (const auto dtype : {torch::kFloat32, torch::kFloat64})
+    for (const int64_t d : {16, 200}) {  // within the first top-k window, and past it
+      auto x = torch::randn({4, d}, dtype) * 3;
+      const auto clean = entmax15(x);
+      x[2][d / 2] = std::numeric_limits<double>::quiet_NaN();
+      const auto p = entmax15(x);
+      EXPECT_TRUE(torch::isnan(p[2]).all().item<bool>()) << d;
+      const auto others = torch::tensor({0, 1, 3});
+      EXPECT_TRUE(torch::equal(p.index_select(0, others), clean.index_select(0, others))) << d;
+    }
 }
 
 TEST(Entmax15, GradientMatchesFiniteDifferences) {

@@ -1,0 +1,77 @@
+#include "analysis/exact_layer.h"
+
+#include <torch/torch.h>
+
+#include "nn/factorized_forward.h"
+
+namespace mumoe::analysis {
+namespace {
+
+// out [M, R] += a [M, N] · u [N, R] over a's non-zero entries only (NaN included, so it still
+// reaches the output as in a dense product).
+template <typename T>
+void add_sparse_rows_times(const T* a, int64_t m, int64_t n, const double* u, int64_t r, double* out) {
+  for (int64_t i = 0; i < m; ++i, a += n, out += r)
+    for (int64_t k = 0; k < n; ++k) {
+      if (a[k] == 0) continue;
+      const double v = static_cast<double>(a[k]);  // exact widening of the model's coefficient
+      const double* row = u + k * r;
+      for (int64_t j = 0; j < r; ++j) out[j] += v * row[j];
+    }
+}
+
+// a [M, N] (the gate's dtype) times a float64 factor [N, R], as float64 [M, R].
+torch::Tensor sparse_rows_times(const torch::Tensor& a, const torch::Tensor& factor) {
+  const auto rows = a.cpu().contiguous();
+  const auto u = factor.cpu().contiguous();
+  auto out = torch::zeros({rows.size(0), u.size(1)}, torch::kFloat64);
+  if (rows.scalar_type() == torch::kFloat32)
+    add_sparse_rows_times(rows.data_ptr<float>(), rows.size(0), rows.size(1), u.data_ptr<double>(), u.size(1),
+                          out.data_ptr<double>());
+  else
+    add_sparse_rows_times(rows.to(torch::kFloat64).data_ptr<double>(), rows.size(0), rows.size(1),
+                          u.data_ptr<double>(), u.size(1), out.data_ptr<double>());
+  return out.to(factor.device());
+}
+
+}  // namespace
+
+ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
+    : gate_dtype_(layer->parameters().front().scalar_type()) {
+  gates_ = nn::copy_block(layer, gate_dtype_, device);
+  arithmetic_ = nn::copy_block(layer, torch::kFloat64, device);
+  const auto& c = layer->config();
+  sparse_modes_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm &&
+                  c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu();
+}
+
+nn::BlockOutput ExactLayer::forward(const torch::Tensor& rows) {
+  nn::BlockOutput out;
+  // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
+  out.coefficients = gates_->coefficients(rows.to(gate_dtype_));
+  const auto x = rows.to(torch::kFloat64);
+  if (sparse_modes_) {
+    out.output = cp_output_from_sparse_coefficients(x, out.coefficients);
+  } else {
+    std::vector<torch::Tensor> wide;
+    for (const auto& a : out.coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
+    out.output = arithmetic_->output_from_coefficients(x, wide);
+  }
+  return out;
+}
+
+torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor& rows,
+                                                              const std::vector<torch::Tensor>& coefficients) const {
+  // The CP layer (factorized_forward.h's cp_forward) with each mode product a_e U_e summed over
+  // the non-zero coefficients: an entmax gate leaves ~97 % of them at 0, which a dense float64
+  // product would multiply (and widen) anyway. The factors are read at every call, so slices the
+  // naive oracle zeroed are seen.
+  const auto factors = arithmetic_->first_layer()->factors();
+  const size_t modes = coefficients.size();
+  const auto input = arithmetic_->config().use_bias ? nn::with_bias_column(rows) : rows;
+  auto hidden = input.matmul(factors[modes]);  // [M, R]
+  for (size_t e = 0; e < modes; ++e) hidden = hidden * sparse_rows_times(coefficients[e], factors[e]);
+  return hidden.matmul(factors[modes + 1].t());  // [M, O]
+}
+
+}  // namespace mumoe::analysis

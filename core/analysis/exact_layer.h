@@ -1,0 +1,50 @@
+// A μMoE layer as the analyses evaluate it: the model's own gates, the expert arithmetic in
+// float64.
+//
+// Why split the precision:
+//   * The gates (projection, normalisation, entmax/softmax) run in the model's dtype on the rows
+//     rounded to it, so the coefficients the analyses store and use are, bit for bit, the ones the
+//     model computes — and cost what the model's forward pass costs (extraction's overhead over
+//     the bare forward was mostly the gates redone in float64).
+//   * The expert arithmetic (factors, input LayerNorm, GELU) runs in float64, so that every
+//     ablation method (rank-one corrections, re-evaluated rows, the naive oracle) computes the
+//     same predictions: their results differ by rounding (~1e-16 of the scores), not by a float32
+//     near-tie.
+// Removing an expert (W_n := 0) leaves the gates untouched (no renormalisation), so every method
+// may reuse stored coefficients; the naive oracle recomputes them here, on the extraction's chunks,
+// which gives the same bits.
+#pragma once
+
+#include <torch/types.h>
+
+#include "nn/mumoe_block.h"
+
+namespace mumoe::analysis {
+
+class ExactLayer {
+ public:
+  /// Independent copies of `layer` on `device`: its gates in the layer's own dtype and a float64
+  /// copy for the expert arithmetic. The model's layer is never touched.
+  ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device);
+
+  /// The coefficients (the model's own, in its dtype; widening them to float64 is exact) and the
+  /// float64 output of rows [M, I] of any floating dtype. A single CP layer with entmax gates sums
+  /// its mode products over the non-zero coefficients only; other layers use the float64 copy's
+  /// output_from_coefficients. The two differ from each other by rounding only.
+  nn::BlockOutput forward(const torch::Tensor& rows);
+
+  /// The float64 copy: output_from_coefficients, its factors (zeroed by the naive oracle, read by
+  /// the rank-one engine).
+  const nn::MuMoEBlock& float64_layer() const { return arithmetic_; }
+
+ private:
+  torch::Tensor cp_output_from_sparse_coefficients(const torch::Tensor& rows,
+                                                  const std::vector<torch::Tensor>& coefficients) const;
+
+  nn::MuMoEBlock gates_{nullptr};       ///< the layer in its own dtype; only its gates are used
+  nn::MuMoEBlock arithmetic_{nullptr};  ///< float64
+  torch::Dtype gate_dtype_;
+  bool sparse_modes_ = false;  ///< single CP layer, entmax gates, on the CPU
+};
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,129 @@
+// ExactLayer (core/analysis/exact_layer.h), the layer every image-head analysis evaluates: its
+// coefficients must be the model's own float32 gate values bit for bit, and its output the
+// float64 layer evaluated from them — checked against the brute-force materialised weight tensor
+// (reference_math.h), for the sparse path (single CP layers with entmax gates: one or two expert
+// modes, with and without the bias row) and the dense one (softmax, TR, two-layer block).
+#include <gtest/gtest.h>
+#include <torch/torch.h>
+
+#include <limits>
+#include <string>
+
+#include "analysis/exact_layer.h"
+#include "analysis_fixture.h"
+#include "reference_math.h"
+
+using namespace mumoe;
+
+namespace exact_layer_test {
+
+struct Case {
+  std::string name;
+  nn::LayerConfig config;
+};
+
+Case make_case(std::string name, nn::Factorization f, std::vector<int64_t> experts, int64_t second_dim = 0) {
+  return {std::move(name), testkit::head_config(f, std::move(experts), 4, second_dim)};
+}
+
+std::vector<Case> cases() {
+  std::vector<Case> out = {make_case("cp_entmax", nn::Factorization::CP, {16}),
+                           make_case("cp_hierarchical_entmax", nn::Factorization::CP, {6, 5}),
+                           make_case("cp_softmax", nn::Factorization::CP, {16}),
+                           make_case("cp_without_bias_row", nn::Factorization::CP, {16}),
+                           make_case("tr_entmax", nn::Factorization::TR, {16}),
+                           make_case("cp_block", nn::Factorization::CP, {16}, 3)};
+  out[2].config.gate_activation = nn::GateActivationKind::Softmax;
+  out[3].config.use_bias = false;
+  return out;
+}
+
+// The model's layer in float32, randomised, its gate weights scaled so that entmax is sparse
+// (as trained gates are).
+nn::MuMoEBlock model_layer(const nn::LayerConfig& config) {
+  nn::MuMoEBlock block(config);
+  testkit::randomize(block, 7);
+  torch::NoGradGuard no_grad;
+  for (auto& p : block->named_parameters())
+    if (p.key().rfind("projs.", 0) == 0) p.value().mul_(3.0);
+  block->eval();
+  return block;
+}
+
+// The float64 output from `coefficients` by the materialised weight tensor (one layer, or the
+// block's two with the exact GELU between them).
+torch::Tensor reference_output(const nn::MuMoEBlock& wide, const torch::Tensor& x,
+                               const std::vector<torch::Tensor>& coefficients) {
+  const bool bias = wide->config().use_bias;
+  auto y = testkit::reference_layer(wide->first_layer()->factors(), wide->config().factorization, bias, x, coefficients);
+  if (!wide->second_layer().is_empty())
+    y = testkit::reference_layer(wide->second_layer()->factors(), wide->config().factorization, bias,
+                                 torch::gelu(y), coefficients);
+  return y;
+}
+
+class ExactLayerTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ExactLayerTest, CoefficientsAreTheModelsAndTheOutputIsTheFloat64Layer) {
+  const auto& config = GetParam().config;
+  auto model = model_layer(config);
+  analysis::ExactLayer exact(model, torch::kCPU);
+  torch::manual_seed(3);
+  const auto x = torch::randn({37, config.input_dim});  // float32, as stored inputs are
+  torch::NoGradGuard no_grad;
+  const auto own = model->forward(x).coefficients;
+  const auto out = exact.forward(x.to(torch::kFloat64));  // float64 rows round back exactly
+  ASSERT_EQ(out.coefficients.size(), own.size());
+  std::vector<torch::Tensor> wide;
+  for (size_t e = 0; e < own.size(); ++e) {
+    EXPECT_EQ(out.coefficients[e].scalar_type(), torch::kFloat32);
+    EXPECT_TRUE(torch::equal(out.coefficients[e], own[e])) << "mode " << e;
+    wide.push_back(own[e].to(torch::kFloat64));
+  }
+  if (config.gate_activation == nn::GateActivationKind::Entmax15) {
+    const double zeros = (own[0] == 0).to(torch::kFloat64).mean().item<double>();
+    EXPECT_GT(zeros, 0.2) << "the entmax gates should leave experts at 0 for the sparse path to matter";
+  }
+  ASSERT_EQ(out.output.scalar_type(), torch::kFloat64);
+  const auto expected = reference_output(exact.float64_layer(), x.to(torch::kFloat64), wide);
+  EXPECT_LT(testkit::relative_error(out.output, expected), 1e-12);
+}
+
+TEST_P(ExactLayerTest, ZeroedFactorSlicesAreSeenAsTheNaiveOracleNeeds) {
+  const auto& config = GetParam().config;
+  auto model = model_layer(config);
+  analysis::ExactLayer exact(model, torch::kCPU);
+  torch::manual_seed(4);
+  const auto x = torch::randn({29, config.input_dim}, torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  const auto before = exact.forward(x);
+  // W_n := 0 for expert 2 of mode 0, in every layer of the block.
+  const bool cp = config.factorization == nn::Factorization::CP;
+  for (auto layer : {exact.float64_layer()->first_layer(), exact.float64_layer()->second_layer()})
+    if (!layer.is_empty()) layer->factors()[0].select(cp ? 0 : 1, 2).zero_();
+  const auto after = exact.forward(x);
+  std::vector<torch::Tensor> zeroed;
+  for (const auto& a : before.coefficients) zeroed.push_back(a.to(torch::kFloat64));
+  // Zero factors and a_2 := 0 are the same counterfactual; the model's layer is untouched.
+  auto expected = reference_output(exact.float64_layer(), x, zeroed);
+  EXPECT_LT(testkit::relative_error(after.output, expected), 1e-12);
+  EXPECT_GT(testkit::relative_error(after.output, before.output), 1e-6) << "expert 2 must matter";
+  EXPECT_TRUE(torch::equal(model->forward(x.to(torch::kFloat32)).coefficients[0], after.coefficients[0]));
+}
+
+TEST_P(ExactLayerTest, ANonFiniteInputGivesANonFiniteOutputRow) {
+  const auto& config = GetParam().config;
+  auto model = model_layer(config);
+  analysis::ExactLayer exact(model, torch::kCPU);
+  auto x = torch::randn({5, config.input_dim}, torch::kFloat64);
+  x[3][1] = std::numeric_limits<double>::quiet_NaN();
+  torch::NoGradGuard no_grad;
+  const auto out = exact.forward(x).output;
+  EXPECT_FALSE(torch::isfinite(out[3]).all().item<bool>());  // extraction then names the samples
+  EXPECT_TRUE(torch::isfinite(out.index({torch::tensor({0, 1, 2, 4})})).all().item<bool>());
+}
+
+INSTANTIATE_TEST_SUITE_P(Layers, ExactLayerTest, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param.name; });
+
+}  // namespace exact_layer_test
