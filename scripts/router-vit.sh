@@ -11,7 +11,7 @@
 #                                                            the study's six; TR=0 leaves out the TR
 #                                                            μMoE MLPs)
 #
-# The sparsity-constrained router's ViTs take 1–2 minutes on 2 cores (its plan is plain loops since
+# The sparsity-constrained router's ViTs take 1–2.5 minutes on 2 cores (its plan is plain loops since
 # 2026-11-25; as tensor operations part of one epoch took over 5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -37,8 +37,10 @@ ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::Run
   // A chunk's transaction is written on a second thread while the next chunk computes (the
   // writes were ~15 % of a bare head's extraction). At most one write is in flight, the cache is
   // touched by one thread at a time, and a chunk is reported only once it is stored, so cancelling
-  // or a failed write loses nothing already reported. Leaving by an exception waits for the write
-  // (the future's destructor).
+  // or a failed write loses nothing already reported. A cancel is seen after the chunk in hand is
+  // computed, as before (that chunk is then not stored). Leaving by an exception waits for the
+  // write (the future's destructor); if the computation failed, that error is the one reported and
+  // the write's own, if any, is dropped (its transaction rolled back).
   std::future<void> writing;
   std::optional<int64_t> written;  // the chunk being written
   const auto finish_write = [&] {

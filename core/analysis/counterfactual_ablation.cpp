@@ -148,8 +148,9 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
     if (e == mode) a.index_put_({zero_row, zero_expert}, 0.0);  // a_n := 0, no renormalisation
     coefficients.push_back(a.to(device_));
   }
-  const auto x = inputs_.index_select(0, samples).to(device_, torch::kFloat64);
-  return layer_->output_from_coefficients(x, coefficients).argmax(1).cpu();
+  // The arithmetic of extraction and of the naive oracle (exact_layer.h), so that a near-tie is
+  // decided by the same sums.
+  return exact_.output_from_coefficients(inputs_.index_select(0, samples).to(device_), coefficients).argmax(1).cpu();
 }
 
 const torch::Tensor& CounterfactualAblation::stored_scores() {
@@ -275,7 +276,7 @@ std::vector<int64_t> CounterfactualAblation::predict_all() {
   std::vector<int64_t> out;
   const int64_t chunk = run_.info.chunk_size;  // the extraction's batches: identical BatchNorm/BLAS shapes
   for (int64_t begin = 0; begin < run_.samples(); begin += chunk) {
-    const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_, torch::kFloat64);
+    const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_);
     const auto p = to_vector(exact_.forward(x).output.argmax(1));
     out.insert(out.end(), p.begin(), p.end());
   }

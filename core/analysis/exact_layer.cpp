@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "io/blas_threads.h"
 #include "nn/factorized_forward.h"
 
 namespace mumoe::analysis {
@@ -36,28 +37,55 @@ torch::Tensor sparse_rows_times(const torch::Tensor& a, const torch::Tensor& fac
 
 }  // namespace
 
-ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
-    : gate_dtype_(layer->parameters().front().scalar_type()) {
+namespace {
+
+torch::Dtype gate_dtype_of(const nn::MuMoEBlock& layer) {
+  const auto dtype = layer->parameters().front().scalar_type();  // projs.0, the first gate's weights
+  return dtype == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
+}
+
+bool all_finite(const std::vector<torch::Tensor>& tensors) {
+  for (const auto& t : tensors)
+    if (!torch::isfinite(t).all().item<bool>()) return false;
+  return true;
+}
+
+}  // namespace
+
+ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device) : gate_dtype_(gate_dtype_of(layer)) {
   gates_ = nn::copy_block(layer, gate_dtype_, device);
   arithmetic_ = nn::copy_block(layer, torch::kFloat64, device);
   const auto& c = layer->config();
+  // A non-finite factor row of an expert no sample uses still makes the dense product NaN (0 · inf),
+  // as in the model's own forward, which extraction reports; the sparse path would skip it.
   sparse_modes_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm &&
-                  c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu();
+                  c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu() &&
+                  all_finite(arithmetic_->first_layer()->factors());
 }
 
 nn::BlockOutput ExactLayer::forward(const torch::Tensor& rows) {
   nn::BlockOutput out;
-  // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
-  out.coefficients = gates_->coefficients(rows.to(gate_dtype_));
-  const auto x = rows.to(torch::kFloat64);
-  if (sparse_modes_) {
-    out.output = cp_output_from_sparse_coefficients(x, out.coefficients);
-  } else {
-    std::vector<torch::Tensor> wide;
-    for (const auto& a : out.coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
-    out.output = arithmetic_->output_from_coefficients(x, wide);
+  {
+    // The same bits for every caller (the naive oracle recomputes what extraction stored): the
+    // gate's ops are elementwise or order-free (max, top-k, a row's cumsum) except the product,
+    // and OpenBLAS splits a product's rows and columns among its threads, never the sum; one
+    // OpenMP thread here rules out ATen splitting anything by the caller's team size.
+    at::get_num_threads();  // ATen's per-thread initialisation first (io/blas_threads.h)
+    const io::SingleThreadedOpenMp one_team;
+    // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
+    out.coefficients = gates_->coefficients(rows.to(gate_dtype_));
   }
+  out.output = output_from_coefficients(rows, out.coefficients);
   return out;
+}
+
+torch::Tensor ExactLayer::output_from_coefficients(const torch::Tensor& rows,
+                                                   const std::vector<torch::Tensor>& coefficients) {
+  const auto x = rows.to(torch::kFloat64);
+  if (sparse_modes_) return cp_output_from_sparse_coefficients(x, coefficients);
+  std::vector<torch::Tensor> wide;
+  for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
+  return arithmetic_->output_from_coefficients(x, wide);
 }
 
 torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor& rows,

@@ -23,28 +23,39 @@ namespace mumoe::analysis {
 
 class ExactLayer {
  public:
-  /// Independent copies of `layer` on `device`: its gates in the layer's own dtype and a float64
-  /// copy for the expert arithmetic. The model's layer is never touched.
+  /// Independent copies of `layer` on `device`: its gates in the layer's own dtype (float32 or
+  /// float64; any other is evaluated in float32) and a float64 copy for the expert arithmetic. The
+  /// model's layer is never touched.
   ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device);
 
   /// The coefficients (the model's own, in its dtype; widening them to float64 is exact) and the
-  /// float64 output of rows [M, I] of any floating dtype. A single CP layer with entmax gates sums
-  /// its mode products over the non-zero coefficients only; other layers use the float64 copy's
-  /// output_from_coefficients. The two differ from each other by rounding only.
+  /// float64 output of rows [M, I] of any floating dtype (float32 rows, as stored, are rounded to
+  /// nothing). The gates run on one OpenMP thread, so they give the same bits whoever calls and
+  /// whatever its team size (the naive oracle recomputes what extraction stored).
   nn::BlockOutput forward(const torch::Tensor& rows);
 
-  /// The float64 copy: output_from_coefficients, its factors (zeroed by the naive oracle, read by
-  /// the rank-one engine).
+  /// The float64 output from given coefficients (per mode [M, N_e], any floating dtype, exactly
+  /// widened): the arithmetic forward() uses, for re-evaluating rows with some coefficients at 0.
+  /// A single CP layer with entmax gates and finite factors sums its mode products over the non-zero
+  /// coefficients only (sums_over_nonzero_coefficients()); other layers use the float64 copy's
+  /// output_from_coefficients. The two differ from each other by rounding only.
+  torch::Tensor output_from_coefficients(const torch::Tensor& rows, const std::vector<torch::Tensor>& coefficients);
+
+  /// Whether output_from_coefficients takes the sparse path.
+  bool sums_over_nonzero_coefficients() const { return sparse_modes_; }
+
+  /// The float64 copy: its factors (zeroed by the naive oracle, read by the rank-one engine; the
+  /// sparse path reads them at every call).
   const nn::MuMoEBlock& float64_layer() const { return arithmetic_; }
 
  private:
   torch::Tensor cp_output_from_sparse_coefficients(const torch::Tensor& rows,
                                                   const std::vector<torch::Tensor>& coefficients) const;
 
-  nn::MuMoEBlock gates_{nullptr};       ///< the layer in its own dtype; only its gates are used
+  nn::MuMoEBlock gates_{nullptr};       ///< the layer in its gate dtype; only its gates are used
   nn::MuMoEBlock arithmetic_{nullptr};  ///< float64
   torch::Dtype gate_dtype_;
-  bool sparse_modes_ = false;  ///< single CP layer, entmax gates, on the CPU
+  bool sparse_modes_ = false;  ///< single CP layer, entmax gates, finite factors, on the CPU
 };
 
 }  // namespace mumoe::analysis

@@ -1,6 +1,7 @@
 #include "analysis/extraction.h"
 
 #include <optional>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -81,12 +82,14 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   };
   torch::NoGradGuard no_grad;
   // A head on stored features computes little per chunk beside what the writer thread stores
-  // (chunked_run.h), so its computation keeps one core (this thread's OpenMP team, OpenBLAS) and
-  // the writer the other: with two-thread teams every parallel op waited for the thread the writer
-  // had displaced. Backbones keep every core.
+  // (chunked_run.h). On two cores its computation keeps one (this thread's OpenMP team and
+  // OpenBLAS's pool, which is process-wide) and the writer the other: OpenBLAS's two threads
+  // and the writer took turns, and the gates took 10–15 % longer (2026-11-25, 2 cores;
+  // ATen ran one OpenMP thread there anyway). Not measured on more cores, where the writer costs
+  // a smaller share: there the pools are left alone. Backbones keep every core.
   std::optional<io::SingleThreadedOpenMp> one_team;
   std::optional<io::SingleThreadedBlas> one_blas;
-  if (!model.has_backbone()) {
+  if (!model.has_backbone() && std::thread::hardware_concurrency() <= 2) {
     at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
     one_team.emplace();
     one_blas.emplace();

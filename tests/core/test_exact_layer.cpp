@@ -8,6 +8,7 @@
 
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "analysis/exact_layer.h"
 #include "analysis_fixture.h"
@@ -51,15 +52,28 @@ nn::MuMoEBlock model_layer(const nn::LayerConfig& config) {
 }
 
 // The float64 output from `coefficients` by the materialised weight tensor (one layer, or the
-// block's two with the exact GELU between them).
-torch::Tensor reference_output(const nn::MuMoEBlock& wide, const torch::Tensor& x,
+// block's two with the exact GELU between them), from the given factors.
+torch::Tensor reference_output(const nn::LayerConfig& config, const std::vector<torch::Tensor>& first,
+                               const std::vector<torch::Tensor>& second, const torch::Tensor& x,
                                const std::vector<torch::Tensor>& coefficients) {
-  const bool bias = wide->config().use_bias;
-  auto y = testkit::reference_layer(wide->first_layer()->factors(), wide->config().factorization, bias, x, coefficients);
-  if (!wide->second_layer().is_empty())
-    y = testkit::reference_layer(wide->second_layer()->factors(), wide->config().factorization, bias,
-                                 torch::gelu(y), coefficients);
+  auto y = testkit::reference_layer(first, config.factorization, config.use_bias, x, coefficients);
+  if (!second.empty())
+    y = testkit::reference_layer(second, config.factorization, config.use_bias, torch::gelu(y), coefficients);
   return y;
+}
+
+// The float64 copy's factors, cloned (layer 1, layer 2 or none).
+std::pair<std::vector<torch::Tensor>, std::vector<torch::Tensor>> factors_of(const nn::MuMoEBlock& wide) {
+  std::vector<torch::Tensor> first, second;
+  for (const auto& f : wide->first_layer()->factors()) first.push_back(f.detach().clone());
+  if (!wide->second_layer().is_empty())
+    for (const auto& f : wide->second_layer()->factors()) second.push_back(f.detach().clone());
+  return {first, second};
+}
+
+bool expects_sparse_path(const nn::LayerConfig& c) {
+  return c.factorization == nn::Factorization::CP && !c.is_block() &&
+         c.gate_activation == nn::GateActivationKind::Entmax15;
 }
 
 class ExactLayerTest : public ::testing::TestWithParam<Case> {};
@@ -85,8 +99,12 @@ TEST_P(ExactLayerTest, CoefficientsAreTheModelsAndTheOutputIsTheFloat64Layer) {
     EXPECT_GT(zeros, 0.2) << "the entmax gates should leave experts at 0 for the sparse path to matter";
   }
   ASSERT_EQ(out.output.scalar_type(), torch::kFloat64);
-  const auto expected = reference_output(exact.float64_layer(), x.to(torch::kFloat64), wide);
+  const auto [first, second] = factors_of(exact.float64_layer());
+  const auto expected = reference_output(config, first, second, x.to(torch::kFloat64), wide);
   EXPECT_LT(testkit::relative_error(out.output, expected), 1e-12);
+  EXPECT_EQ(exact.sums_over_nonzero_coefficients(), expects_sparse_path(config));
+  // Float32 rows (as stored) give the same bits as the float64 rows they widen to.
+  EXPECT_TRUE(torch::equal(exact.forward(x).output, out.output));
 }
 
 TEST_P(ExactLayerTest, ZeroedFactorSlicesAreSeenAsTheNaiveOracleNeeds) {
@@ -94,21 +112,58 @@ TEST_P(ExactLayerTest, ZeroedFactorSlicesAreSeenAsTheNaiveOracleNeeds) {
   auto model = model_layer(config);
   analysis::ExactLayer exact(model, torch::kCPU);
   torch::manual_seed(4);
-  const auto x = torch::randn({29, config.input_dim}, torch::kFloat64);
+  const auto x = torch::randn({29, config.input_dim}).to(torch::kFloat64);
   torch::NoGradGuard no_grad;
   const auto before = exact.forward(x);
+  const auto [first, second] = factors_of(exact.float64_layer());  // the original factors
   // W_n := 0 for expert 2 of mode 0, in every layer of the block.
   const bool cp = config.factorization == nn::Factorization::CP;
   for (auto layer : {exact.float64_layer()->first_layer(), exact.float64_layer()->second_layer()})
     if (!layer.is_empty()) layer->factors()[0].select(cp ? 0 : 1, 2).zero_();
   const auto after = exact.forward(x);
-  std::vector<torch::Tensor> zeroed;
-  for (const auto& a : before.coefficients) zeroed.push_back(a.to(torch::kFloat64));
-  // Zero factors and a_2 := 0 are the same counterfactual; the model's layer is untouched.
-  auto expected = reference_output(exact.float64_layer(), x, zeroed);
+  // The same counterfactual written the other way: the original factors with a_2 := 0.
+  std::vector<torch::Tensor> silenced;
+  for (const auto& a : before.coefficients) silenced.push_back(a.to(torch::kFloat64));
+  silenced[0].select(1, 2).zero_();
+  ASSERT_GT((before.coefficients[0].select(1, 2) > 0).sum().item<int64_t>(), 0) << "expert 2 must be used";
+  const auto expected = reference_output(config, first, second, x, silenced);
   EXPECT_LT(testkit::relative_error(after.output, expected), 1e-12);
   EXPECT_GT(testkit::relative_error(after.output, before.output), 1e-6) << "expert 2 must matter";
+  // The gates do not change (no renormalisation), and the model's layer is untouched.
+  EXPECT_TRUE(torch::equal(after.coefficients[0], before.coefficients[0]));
   EXPECT_TRUE(torch::equal(model->forward(x.to(torch::kFloat32)).coefficients[0], after.coefficients[0]));
+  // Re-evaluating from given coefficients (the near-tie path) is the same arithmetic.
+  EXPECT_TRUE(torch::equal(exact.output_from_coefficients(x, before.coefficients), after.output));
+}
+
+TEST_P(ExactLayerTest, ANonFiniteGateWeightReachesEveryOutput) {
+  // A NaN in a gate's weights makes every coefficient NaN; the sparse path must carry them into the
+  // output (a NaN is not 0) so that extraction's finiteness check names the model.
+  const auto& config = GetParam().config;
+  auto model = model_layer(config);
+  {
+    torch::NoGradGuard no_grad;
+    model->named_parameters()["projs.0"][1][3] = std::numeric_limits<float>::quiet_NaN();
+  }
+  analysis::ExactLayer exact(model, torch::kCPU);
+  const auto x = torch::randn({6, config.input_dim}).to(torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  EXPECT_FALSE(torch::isfinite(exact.forward(x).output).any().item<bool>());
+}
+
+TEST_P(ExactLayerTest, ANonFiniteFactorOfAnUnusedExpertIsNotHidden) {
+  // The model's dense product gives 0 · inf = NaN; so must the analysis (the dense path then).
+  const auto& config = GetParam().config;
+  auto model = model_layer(config);
+  {
+    torch::NoGradGuard no_grad;
+    model->first_layer()->factors()[0].view(-1)[0] = std::numeric_limits<float>::infinity();
+  }
+  analysis::ExactLayer exact(model, torch::kCPU);
+  EXPECT_FALSE(exact.sums_over_nonzero_coefficients());
+  const auto x = torch::randn({6, config.input_dim}).to(torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  EXPECT_FALSE(torch::isfinite(exact.forward(x).output).all().item<bool>());
 }
 
 TEST_P(ExactLayerTest, ANonFiniteInputGivesANonFiniteOutputRow) {
