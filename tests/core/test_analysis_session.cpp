@@ -93,34 +93,44 @@ TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
   EXPECT_GT(nonzero, 250);  // the gates are not trivially zero
 }
 
+// A run of `samples` samples in chunks of 10 (3 inputs, 2 scores, 4 experts) for the chunked-run
+// tests, and a chunk record of it with `rows` samples (10 matches the run's shapes).
+const cache::RunKey kSmallRunKey{"hash", "model.safetensors", "features:x", "hash2", "head", "{}"};
+
+cache::RunInfo small_run_info(int64_t samples) {
+  cache::RunInfo info;
+  info.sample_count = samples;
+  info.chunk_size = 10;
+  info.input_dim = 3;
+  info.output_dim = 2;
+  info.expert_dims = {4};
+  return info;
+}
+
+cache::ChunkRecord small_chunk(int64_t c, int64_t rows = 10) {
+  return analysis::make_chunk_record(c, c * 10, torch::randn({rows, 3}), torch::zeros({rows}, torch::kLong),
+                                     torch::randn({rows, 2}), {torch::rand({rows, 4})}, torch::Tensor());
+}
+
 TEST(ChunkedRun, AFailedWriteStopsTheRunAndKeepsEveryChunkReportedStored) {
   // Chunks are written on a second thread while the next one computes (chunked_run.cpp): the
   // write of chunk 3 fails (its record does not match the run's shapes), so the run stops with
   // that error, chunks 0–2 are stored and were reported, and nothing after chunk 3 is stored.
   testkit::TempDir dir;
   auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
-  cache::RunKey key{"hash", "model.safetensors", "features:x", "hash2", "head", "{}"};
-  cache::RunInfo info;
-  info.sample_count = 60;
-  info.chunk_size = 10;
-  info.input_dim = 3;
-  info.output_dim = 2;
-  info.expert_dims = {4};
+  const auto info = small_run_info(60);
   torch::manual_seed(1);
-  const auto chunk = [&](int64_t c) {
-    const int64_t rows = c == 3 ? 9 : 10;  // chunk 3 is one sample short: put_chunk refuses it
-    return analysis::make_chunk_record(c, c * 10, torch::randn({rows, 3}), torch::zeros({rows}, torch::kLong),
-                                       torch::randn({rows, 2}), {torch::rand({rows, 4})}, torch::Tensor());
-  };
+  // Chunk 3 is one sample short: put_chunk refuses it.
+  const auto chunk = [](int64_t c) { return small_chunk(c, c == 3 ? 9 : 10); };
   std::vector<int64_t> reported;
-  EXPECT_THROW(analysis::fill_chunked_run(*cache, key, info, chunk,
+  EXPECT_THROW(analysis::fill_chunked_run(*cache, kSmallRunKey, info, chunk,
                                           [&](const analysis::ExtractionProgress& p) {
                                             reported.push_back(p.chunks_done);
                                             return true;
                                           }),
                UsageError);
   EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3}));
-  const auto run = cache->find_run(key);
+  const auto run = cache->find_run(kSmallRunKey);
   ASSERT_TRUE(run.has_value());
   EXPECT_EQ(cache->chunk_indices(*run), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_FALSE(cache->run_complete(*run));
@@ -128,10 +138,9 @@ TEST(ChunkedRun, AFailedWriteStopsTheRunAndKeepsEveryChunkReportedStored) {
   int64_t computed = 0;
   const auto good = [&](int64_t c) {
     ++computed;
-    return analysis::make_chunk_record(c, c * 10, torch::randn({10, 3}), torch::zeros({10}, torch::kLong),
-                                       torch::randn({10, 2}), {torch::rand({10, 4})}, torch::Tensor());
+    return small_chunk(c);
   };
-  const auto summary = analysis::fill_chunked_run(*cache, key, info, good, {});
+  const auto summary = analysis::fill_chunked_run(*cache, kSmallRunKey, info, good, {});
   EXPECT_EQ(computed, 3);
   EXPECT_EQ(summary.chunks_reused, 3);
   EXPECT_TRUE(cache->run_complete(*run));
@@ -140,21 +149,11 @@ TEST(ChunkedRun, AFailedWriteStopsTheRunAndKeepsEveryChunkReportedStored) {
 TEST(ChunkedRun, CancellingStoresNothingAfterTheChunkItWasToldAbout) {
   testkit::TempDir dir;
   auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
-  cache::RunKey key{"hash", "model.safetensors", "features:x", "hash2", "head", "{}"};
-  cache::RunInfo info;
-  info.sample_count = 50;
-  info.chunk_size = 10;
-  info.input_dim = 3;
-  info.output_dim = 2;
-  info.expert_dims = {4};
-  const auto chunk = [&](int64_t c) {
-    return analysis::make_chunk_record(c, c * 10, torch::randn({10, 3}), torch::zeros({10}, torch::kLong),
-                                       torch::randn({10, 2}), {torch::rand({10, 4})}, torch::Tensor());
-  };
-  EXPECT_THROW(analysis::fill_chunked_run(*cache, key, info, chunk,
+  const auto chunk = [](int64_t c) { return small_chunk(c); };
+  EXPECT_THROW(analysis::fill_chunked_run(*cache, kSmallRunKey, small_run_info(50), chunk,
                                           [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; }),
                Cancelled);
-  const auto run = cache->find_run(key);
+  const auto run = cache->find_run(kSmallRunKey);
   ASSERT_TRUE(run.has_value());
   // Chunks 0 and 1 were reported stored; chunk 2 was computed before the cancel was seen and is
   // not stored, nor is anything after it.
