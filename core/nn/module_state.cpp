@@ -3,6 +3,15 @@
 #include <torch/torch.h>
 
 namespace mumoe::nn {
+namespace {
+thread_local bool skip_random_initialisation = false;
+}  // namespace
+
+SkipRandomInitialisation::SkipRandomInitialisation() : previous_(skip_random_initialisation) {
+  skip_random_initialisation = true;
+}
+SkipRandomInitialisation::~SkipRandomInitialisation() { skip_random_initialisation = previous_; }
+bool SkipRandomInitialisation::active() { return skip_random_initialisation; }
 
 void copy_state_for_eval(const torch::nn::Module& from, torch::nn::Module& to) {
   torch::NoGradGuard no_grad;

@@ -22,7 +22,7 @@ MoELayerImpl::MoELayerImpl(MoELayerConfig config) : config_(std::move(config)) {
     w2_ = register_parameter("experts_w2", torch::empty({c.experts, c.hidden_dim, c.output_dim}));
     b2_ = register_parameter("experts_b2", torch::empty({c.experts, c.output_dim}));
   }
-  reset_parameters();
+  if (!SkipRandomInitialisation::active()) reset_parameters();
 }
 
 void MoELayerImpl::reset_parameters() {
@@ -245,6 +245,7 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
 }
 
 MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device) {
+  const SkipRandomInitialisation no_draws;  // every parameter is overwritten below
   MoELayer copy(layer->config());
   copy->to(device, dtype);
   copy_state_for_eval(*layer, *copy);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "nn/factorized_forward.h"
+#include "nn/module_state.h"
 
 namespace mumoe::nn {
 
@@ -17,7 +18,7 @@ MultilinearLayerImpl::MultilinearLayerImpl(const LayerConfig& config, int layer)
   for (const auto& shape : config.factor_shapes(layer))
     factors_->append(torch::empty(shape).requires_grad_());  // append() keeps the flag
   register_module("factors", factors_);
-  reset_parameters();
+  if (!SkipRandomInitialisation::active()) reset_parameters();
 }
 
 std::vector<torch::Tensor> MultilinearLayerImpl::factors() const {
