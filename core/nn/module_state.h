@@ -11,6 +11,13 @@ namespace mumoe::nn {
 /// puts `to` in eval mode. Throws if `to` has a tensor `from` lacks, so none is left as built.
 void copy_state_for_eval(const torch::nn::Module& from, torch::nn::Module& to);
 
+/// The same for a `to` just built for the purpose (as copy_block does): each tensor of `to` is
+/// replaced by `from`'s converted to `dtype` on `device` (integer buffers keep their dtype), so the
+/// storage `to` was built with is never read or converted. Throws, naming the tensor, if `to` has
+/// one that `from` lacks or of another shape.
+void replace_state_for_eval(const torch::nn::Module& from, torch::nn::Module& to, torch::Dtype dtype,
+                            const torch::Device& device);
+
 /// While one lives on a thread, the μMoE and router layers built on that thread skip their random
 /// initial draws (their parameters stay uninitialised): for copies whose every parameter is
 /// overwritten at once by copy_state_for_eval. Why: drawing a 1,024 × 512 factor writes megabytes

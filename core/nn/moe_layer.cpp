@@ -247,8 +247,7 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
 MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device) {
   const SkipRandomInitialisation no_draws;  // every parameter is overwritten below
   MoELayer copy(layer->config());
-  copy->to(device, dtype);
-  copy_state_for_eval(*layer, *copy);
+  replace_state_for_eval(*layer, *copy, dtype, device);
   return copy;
 }
 

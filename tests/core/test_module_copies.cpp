@@ -1,11 +1,15 @@
 // The analyses' copies of a user's layer (nn::copy_block, nn::copy_moe_layer): built without
-// random draws (nn::SkipRandomInitialisation, module_state.h) and then overwritten, so every
-// parameter and buffer must equal the source's exactly — in the source's dtype and widened to
-// float64 — and the copy must be in eval mode. The scope is per thread and nests; layers built
-// outside it still draw their initialisation.
+// random draws (nn::SkipRandomInitialisation, module_state.h: the generator is not advanced) and
+// then given the source's tensors (nn::replace_state_for_eval), so every parameter and buffer must
+// equal the source's exactly — in the source's dtype and widened to float64 — and the copy must be
+// in eval mode. Each case has its own seed, so memory a previous case freed cannot hold the
+// expected values. The scope is per thread and nests; layers built outside it still draw.
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "nn/moe_layer.h"
@@ -83,14 +87,15 @@ TEST(ModuleCopies, SkipRandomInitialisationIsPerThreadAndNests) {
 }
 
 TEST(ModuleCopies, BlockCopiesEqualTheSourceInEveryParameterAndBuffer) {
+  uint64_t seed = 100;
   for (auto factorization : {nn::Factorization::CP, nn::Factorization::TR})
     for (bool two_layers : {false, true})
       for (auto norm : {nn::GateNorm::BatchNorm, nn::GateNorm::LayerNorm}) {
         SCOPED_TRACE(nn::to_string(factorization) + (two_layers ? " block" : " layer") + " " + nn::to_string(norm));
         nn::MuMoEBlock source(block_config(factorization, two_layers, norm));
-        scramble(*source, 11);
         source->train();  // the copy is put in eval mode whatever the source's mode
         for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+          scramble(*source, ++seed);
           auto copy = nn::copy_block(source, dtype, torch::kCPU);
           expect_same_state(*source, *copy, dtype);
           // And it computes: the same coefficients as the source in eval mode.
@@ -106,6 +111,7 @@ TEST(ModuleCopies, BlockCopiesEqualTheSourceInEveryParameterAndBuffer) {
 }
 
 TEST(ModuleCopies, RouterLayerCopiesEqualTheSource) {
+  uint64_t seed = 200;
   for (auto router : {nn::RouterKind::SoftmaxTokenChoice, nn::RouterKind::SoftMoE}) {
     nn::MoELayerConfig c;
     c.router = router;
@@ -115,8 +121,57 @@ TEST(ModuleCopies, RouterLayerCopiesEqualTheSource) {
     c.experts = 3;
     c.group_size = 4;
     nn::MoELayer source(c);
-    scramble(*source, 12);
-    for (auto dtype : {torch::kFloat32, torch::kFloat64}) expect_same_state(*source, *nn::copy_moe_layer(source, dtype, torch::kCPU), dtype);
+    for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
+      scramble(*source, ++seed);
+      expect_same_state(*source, *nn::copy_moe_layer(source, dtype, torch::kCPU), dtype);
+    }
+  }
+}
+
+TEST(ModuleCopies, CopiesDoNotAdvanceTheRandomGenerator) {
+  // A layer built inside the scope draws nothing: the generator's next numbers are those right
+  // after seeding. (Without the scope the copy's construction would draw its factors first.)
+  nn::MuMoEBlock block(block_config(nn::Factorization::CP, true, nn::GateNorm::LayerNorm));
+  nn::MoELayerConfig c;
+  c.input_dim = 6;
+  c.output_dim = 4;
+  c.hidden_dim = 5;
+  c.experts = 3;
+  c.group_size = 4;
+  nn::MoELayer router(c);
+  torch::manual_seed(5);
+  const auto expected = torch::randn({4});
+  torch::manual_seed(5);
+  (void)nn::copy_block(block, torch::kFloat64, torch::kCPU);
+  (void)nn::copy_moe_layer(router, torch::kFloat64, torch::kCPU);
+  EXPECT_TRUE(torch::equal(torch::randn({4}), expected));
+}
+
+TEST(ModuleCopies, CopyStateOverwritesEveryTensorOfTheTarget) {
+  // copy_state_for_eval into a target whose every tensor is NaN: nothing of it may survive.
+  nn::MuMoEBlock source(block_config(nn::Factorization::TR, true, nn::GateNorm::BatchNorm));
+  scramble(*source, 7);
+  nn::MuMoEBlock target(block_config(nn::Factorization::TR, true, nn::GateNorm::BatchNorm));
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : target->parameters()) p.fill_(std::numeric_limits<double>::quiet_NaN());
+    for (auto& b : target->buffers())
+      if (b.is_floating_point()) b.fill_(std::numeric_limits<double>::quiet_NaN());
+  }
+  nn::copy_state_for_eval(*source, *target);
+  expect_same_state(*source, *target, torch::kFloat32);
+}
+
+TEST(ModuleCopies, ReplacingStateFromALayerOfAnotherShapeThrowsNamingTheTensor) {
+  auto other = block_config(nn::Factorization::CP, false, nn::GateNorm::BatchNorm);
+  other.cp_rank = 3;
+  nn::MuMoEBlock source(other);
+  nn::MuMoEBlock target(block_config(nn::Factorization::CP, false, nn::GateNorm::BatchNorm));
+  try {
+    nn::replace_state_for_eval(*source, *target, torch::kFloat64, torch::kCPU);
+    FAIL() << "expected an error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("MuMoE.factors"), std::string::npos) << e.what();
   }
 }
 
