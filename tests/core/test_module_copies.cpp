@@ -69,6 +69,18 @@ nn::LayerConfig block_config(nn::Factorization factorization, bool two_layers, n
   return c;
 }
 
+// A small router layer: 3 GELU experts of hidden width 5 on 6 → 4, groups of 4 tokens.
+nn::MoELayerConfig router_config(nn::RouterKind router) {
+  nn::MoELayerConfig c;
+  c.router = router;
+  c.input_dim = 6;
+  c.output_dim = 4;
+  c.hidden_dim = 5;
+  c.experts = 3;
+  c.group_size = 4;
+  return c;
+}
+
 TEST(ModuleCopies, SkipRandomInitialisationIsPerThreadAndNests) {
   EXPECT_FALSE(nn::SkipRandomInitialisation::active());
   {
@@ -113,14 +125,7 @@ TEST(ModuleCopies, BlockCopiesEqualTheSourceInEveryParameterAndBuffer) {
 TEST(ModuleCopies, RouterLayerCopiesEqualTheSource) {
   uint64_t seed = 200;
   for (auto router : {nn::RouterKind::SoftmaxTokenChoice, nn::RouterKind::SoftMoE}) {
-    nn::MoELayerConfig c;
-    c.router = router;
-    c.input_dim = 6;
-    c.output_dim = 4;
-    c.hidden_dim = 5;
-    c.experts = 3;
-    c.group_size = 4;
-    nn::MoELayer source(c);
+    nn::MoELayer source(router_config(router));
     for (auto dtype : {torch::kFloat32, torch::kFloat64}) {
       scramble(*source, ++seed);
       expect_same_state(*source, *nn::copy_moe_layer(source, dtype, torch::kCPU), dtype);
@@ -132,13 +137,7 @@ TEST(ModuleCopies, CopiesDoNotAdvanceTheRandomGenerator) {
   // A layer built inside the scope draws nothing: the generator's next numbers are those right
   // after seeding. (Without the scope the copy's construction would draw its factors first.)
   nn::MuMoEBlock block(block_config(nn::Factorization::CP, true, nn::GateNorm::LayerNorm));
-  nn::MoELayerConfig c;
-  c.input_dim = 6;
-  c.output_dim = 4;
-  c.hidden_dim = 5;
-  c.experts = 3;
-  c.group_size = 4;
-  nn::MoELayer router(c);
+  nn::MoELayer router(router_config(nn::RouterKind::SoftmaxTokenChoice));
   torch::manual_seed(5);
   const auto expected = torch::randn({4});
   torch::manual_seed(5);
