@@ -23,6 +23,10 @@ namespace {
 // The residual streams kept for the sparse method (float64): ViT-B/32's 50 tokens × 768 make
 // 0.3 MB per image, so 4 GB is about 13,000 ImageNet images.
 constexpr double kMaxStreamBytes = 4e9;
+// The router sweep evaluates every expert's removal for a batch of images at once: images ×
+// experts class-token rows through the pooling and the head per step (16,384 rows of width 64 in
+// float64 are 8 MB).
+constexpr int64_t kSweepRows = 16384;
 
 nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
   auto* tokens = m.has_backbone() ? m.image_classifier()->backbone()->tokens() : nullptr;
@@ -55,6 +59,15 @@ struct VitBlockAnalysis::Impl {
   // Logits from the stream block L's MLP reads (attention_residual of block L), its experts
   // ablated as `ablation`.
   torch::Tensor logits_from_attended(const torch::Tensor& attended, const nn::ExpertAblation& ablation);
+  // A router MLP in the last block of a class-token ViT: the logits of each image under each
+  // ablation row of `removed` [R, N], [B, R, classes], from the images' whole attended streams
+  // (the routing needs every token; only the class token's output is recomputed).
+  torch::Tensor logits_without(const torch::Tensor& attended, const torch::Tensor& removed);
+  /// The outcome of removing `experts` from the predictions after it and the affected count.
+  AblationOutcome outcome(const std::vector<int64_t>& experts, const std::vector<int64_t>& after,
+                          int64_t affected) const;
+  /// sweep(Sparse) for a router MLP when class_token_only: every expert per batch of images.
+  std::vector<AblationOutcome> router_class_token_sweep(const SweepCallback& progress);
   std::vector<int64_t> predict(const torch::Tensor& logits) const;
   /// Fills `images` and `strongest_patch` from `coefficients`, labels and predictions.
   void build_image_run();
@@ -69,10 +82,13 @@ struct VitBlockAnalysis::Impl {
   int64_t experts = 0, patches = 0, prefix_tokens = 0, grid = 0;
   torch::Device device;
   /// Block L's attention residual (its MLP's input stream) on device: [S, T, D], or [S, 1, D]
-  /// (the class tokens) when class_token_only.
+  /// (the class tokens) when class_token_only and the MLP is a μMoE block (a router MLP routes
+  /// each image's tokens together, so it keeps them all).
   torch::Tensor attended;
   /// L is the last block and pooling reads the class token: only token 0's MLP output matters.
   bool class_token_only = false;
+  /// Block L's MLP is a sparse or soft MoE layer (else a μMoE block).
+  bool router = false;
   torch::Tensor coefficients;  ///< [S, T, N] float64 CPU
   /// Per image and expert, the strongest patch token: its coefficient (image_run's rows) and
   /// where it is. [S, N] int64 CPU.
@@ -122,8 +138,8 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
     d.class_names.push_back(std::to_string(d.class_names.size()));
   d.model = copy_model(model, d.device);
   auto* tokens = d.tokens();
-  d.experts = tokens->router_mlp(block).is_empty() ? tokens->mumoe_mlp(block)->config().expert_dims.front()
-                                                    : tokens->router_mlp(block)->config().experts;
+  d.router = !tokens->router_mlp(block).is_empty();
+  d.experts = d.router ? tokens->router_mlp(block)->config().experts : tokens->mumoe_mlp(block)->config().expert_dims.front();
   const auto& b = d.model.image_classifier()->backbone_config();
   d.grid = b.image_size / b.vit.patch_size;
   d.patches = d.grid * d.grid;
@@ -133,11 +149,11 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   if (total == 0) throw UsageError("the data has no samples");
   // The kept streams are the memory this analysis needs (twice, while the batches are joined):
   // refuse what cannot fit, or (fit_in_memory) take the first images that do.
-  // A router MLP mixes an image's tokens (Soft MoE's slots, a group's buffer allocation), so its
-  // class token cannot be re-run alone: the whole image is re-run from the block.
-  d.class_token_only =
-      block == tokens->depth() - 1 && tokens->pools_class_token() && tokens->router_mlp(block).is_empty();
-  const int64_t kept_tokens = d.class_token_only ? 1 : d.patches + d.prefix_tokens;
+  d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
+  // A router MLP mixes an image's tokens (Soft MoE's slots, a group's buffer allocation), so the
+  // class token's output needs the whole image's stream to be recomputed.
+  const bool keep_class_tokens = d.class_token_only && !d.router;
+  const int64_t kept_tokens = keep_class_tokens ? 1 : d.patches + d.prefix_tokens;
   const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(kept_tokens) *
                               static_cast<double>(b.vit.width);
   const auto fitting = static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes);
@@ -158,7 +174,7 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
     auto x = tokens->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
     for (int64_t i = 0; i < block; ++i) x = tokens->run_block(x, i);
     x = tokens->attention_residual(x, block);
-    attended.push_back(d.class_token_only ? x.slice(1, 0, 1).clone() : x);
+    attended.push_back(keep_class_tokens ? x.slice(1, 0, 1).clone() : x);
     coefficients.push_back(tokens->mlp_coefficients(x, block).front().cpu());
     logits.push_back(d.logits_from_attended(x, {}));
     if (progress && !progress(begin + indices.size(0), total)) throw Cancelled();
@@ -199,6 +215,13 @@ torch::Tensor VitBlockAnalysis::Impl::logits_from_attended(const torch::Tensor& 
   auto x = tokens()->mlp_residual(attended_rows, block, ablation);
   for (int64_t i = block + 1; i < tokens()->depth(); ++i) x = tokens()->run_block(x, i);
   return model.layer()->forward(tokens()->pool(x)).output;
+}
+
+torch::Tensor VitBlockAnalysis::Impl::logits_without(const torch::Tensor& attended_rows, const torch::Tensor& removed) {
+  const auto streams = tokens()->router_mlp_token_residuals(attended_rows, block, 0, removed);  // [B, R, D]
+  const int64_t b = streams.size(0), r = streams.size(1);
+  const auto features = tokens()->pool(streams.reshape({b * r, 1, streams.size(2)}));
+  return model.layer()->forward(features).output.view({b, r, -1});
 }
 
 std::vector<int64_t> VitBlockAnalysis::Impl::predict(const torch::Tensor& logits) const {
@@ -267,48 +290,98 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
     return out;
   }
   const auto ablation = nn::ExpertAblation::first_mode(experts);
+  // A router MLP before the class-token pooling: one routing pass per image, its experts'
+  // contributions to the class token subtracted (the experts' outputs do not steer the routing).
+  torch::Tensor removed;
+  if (d.router && d.class_token_only) {
+    removed = torch::zeros({1, d.experts}, torch::TensorOptions(torch::kFloat64).device(d.device));
+    for (const auto n : experts) removed[0][n] = 1.0;
+  }
   const auto batch = static_cast<size_t>(d.batch);
   for (size_t begin = 0; begin < affected.size(); begin += batch) {
     if (cancelled && cancelled()) throw Cancelled();
     const std::vector<int64_t> ids(affected.begin() + static_cast<std::ptrdiff_t>(begin),
                                    affected.begin() + static_cast<std::ptrdiff_t>(std::min(affected.size(), begin + batch)));
     const auto index = torch::tensor(ids, torch::kLong).to(d.device);
-    const auto predicted = d.predict(d.logits_from_attended(d.attended.index_select(0, index), ablation));
+    const auto rows = d.attended.index_select(0, index);
+    const auto predicted = d.predict(removed.defined() ? d.logits_without(rows, removed).select(1, 0)
+                                                       : d.logits_from_attended(rows, ablation));
     for (size_t i = 0; i < ids.size(); ++i) out[static_cast<size_t>(ids[i])] = predicted[i];
   }
   return out;
 }
 
-AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, AblationMethod method,
-                                         const std::function<bool()>& cancelled) {
-  const auto& d = *impl_;
+AblationOutcome VitBlockAnalysis::Impl::outcome(const std::vector<int64_t>& experts, const std::vector<int64_t>& after,
+                                                int64_t affected) const {
   AblationOutcome o;
   o.experts = experts;
-  const auto affected = affected_samples(experts);
-  const auto after = predictions_after(experts, method, affected, cancelled);
-  o.after = class_accuracy(d.labels, after, d.model.class_count());
-  o.drop = accuracy_drop(d.before, o.after);
+  o.after = class_accuracy(labels, after, model.class_count());
+  o.drop = accuracy_drop(before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
   o.has_effect = has_effect(o.drop);
-  o.affected_samples = static_cast<int64_t>(affected.size());
-  for (size_t i = 0; i < after.size(); ++i) o.changed_predictions += after[i] != d.predictions[i];
+  o.affected_samples = affected;
+  for (size_t i = 0; i < after.size(); ++i) o.changed_predictions += after[i] != predictions[i];
   return o;
+}
+
+AblationOutcome VitBlockAnalysis::ablate(const std::vector<int64_t>& experts, AblationMethod method,
+                                         const std::function<bool()>& cancelled) {
+  const auto affected = affected_samples(experts);
+  const auto after = predictions_after(experts, method, affected, cancelled);
+  return impl_->outcome(experts, after, static_cast<int64_t>(affected.size()));
+}
+
+std::vector<AblationOutcome> VitBlockAnalysis::Impl::router_class_token_sweep(const SweepCallback& progress) {
+  torch::NoGradGuard no_grad;
+  const int64_t n = experts, total = samples();
+  // after[e][s]: image s's prediction without expert e; only images whose class token expert e
+  // reaches change (affected_samples), so the others keep the baseline's prediction exactly.
+  std::vector<std::vector<int64_t>> after(static_cast<size_t>(n), predictions);
+  std::vector<int64_t> affected(static_cast<size_t>(n), 0);
+  const auto reaches = (coefficients.select(1, 0) > 0).contiguous();  // [S, N]
+  const bool* reach = reaches.data_ptr<bool>();
+  const auto removed = torch::eye(n, torch::TensorOptions(torch::kFloat64).device(device));
+  const int64_t step = std::max<int64_t>(1, std::min(batch, kSweepRows / n));
+  for (int64_t begin = 0; begin < total; begin += step) {
+    // Progress in experts' units, as the expert-by-expert sweeps report it.
+    if (progress && !progress(begin * n / total, n)) throw Cancelled();
+    const int64_t end = std::min(total, begin + step);
+    const auto best = logits_without(attended.slice(0, begin, end), removed).argmax(2).cpu().contiguous();  // [B, N]
+    const int64_t* predicted = best.data_ptr<int64_t>();
+    for (int64_t s = begin; s < end; ++s)
+      for (int64_t e = 0; e < n; ++e)
+        if (reach[s * n + e]) {
+          after[static_cast<size_t>(e)][static_cast<size_t>(s)] = predicted[(s - begin) * n + e];
+          ++affected[static_cast<size_t>(e)];
+        }
+  }
+  std::vector<AblationOutcome> outcomes;
+  outcomes.reserve(static_cast<size_t>(n));
+  for (int64_t e = 0; e < n; ++e)
+    outcomes.push_back(outcome({e}, after[static_cast<size_t>(e)], affected[static_cast<size_t>(e)]));
+  if (progress && !progress(n, n)) throw Cancelled();
+  return outcomes;
 }
 
 SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   SweepOutcome s;
   s.method = method;
-  double polysemanticity_sum = 0;
-  for (int64_t n = 0; n < impl_->experts; ++n) {
-    // Cancel between batches too: an early block's expert re-runs thousands of images.
-    s.experts.push_back(ablate({n}, method, [&] { return progress && !progress(n, impl_->experts); }));
-    if (s.experts.back().has_effect) {
-      ++s.experts_with_effect;
-      polysemanticity_sum += s.experts.back().polysemanticity;
+  if (method == AblationMethod::Sparse && impl_->router && impl_->class_token_only) {
+    s.experts = impl_->router_class_token_sweep(progress);
+  } else {
+    for (int64_t n = 0; n < impl_->experts; ++n) {
+      // Cancel between batches too: an early block's expert re-runs thousands of images.
+      s.experts.push_back(ablate({n}, method, [&] { return progress && !progress(n, impl_->experts); }));
+      if (progress && !progress(n + 1, impl_->experts)) throw Cancelled();
     }
-    if (progress && !progress(n + 1, impl_->experts)) throw Cancelled();
   }
+  double polysemanticity_sum = 0;
+  for (const auto& o : s.experts)
+    if (o.has_effect) {
+      ++s.experts_with_effect;
+      polysemanticity_sum += o.polysemanticity;
+    }
   s.mean_polysemanticity = s.experts_with_effect ? polysemanticity_sum / static_cast<double>(s.experts_with_effect)
                                                  : std::nan("");
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

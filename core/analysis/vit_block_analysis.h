@@ -12,6 +12,10 @@
 //     such a token is re-run from block L's MLP to the logits, and no other image is touched.
 //     When L is the last block and the ViT pools its class token, only that token reaches the
 //     features: only images whose class token uses the expert are re-run, and only that token.
+//     A router MLP (sparse or soft MoE) routes each image's tokens together, so there the image's
+//     routing is recomputed and the removed experts' contributions to the class token subtracted
+//     (routing does not depend on the experts' outputs; MoELayerImpl::contributions_at_token),
+//     and sweep() removes every expert in turn from one routing pass per batch of images.
 //   * Naive (the oracle): expert n's factor slices zeroed in both layers of block L (CP: row n of
 //     factors.0; TR: slice [:, n, :]) on the copy, and every image through the model's own
 //     forward — the paper's protocol, sharing none of the steps above.
@@ -112,7 +116,9 @@ class VitBlockAnalysis {
   /// batches of re-run images; when it returns true, Cancelled is thrown.
   AblationOutcome ablate(const std::vector<int64_t>& experts, AblationMethod method,
                          const std::function<bool()>& cancelled = {});
-  /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel.
+  /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel;
+  /// the router MLP's class-token sweep (above), which removes every expert per batch of images,
+  /// reports the share of images done in experts' units.
   SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {});
 
   /// The images as galleries and statistics see them: image s's coefficient for expert n is

@@ -113,24 +113,35 @@ RoutingTensors MoELayerImpl::allocate(const torch::Tensor& logits, const torch::
   throw UsageError("allocate() is for token- and expert-choice routers");
 }
 
-MoELayerImpl::EqualGroupsPass MoELayerImpl::equal_groups_pass(const torch::Tensor& tokens, int64_t groups,
-                                                              const torch::Tensor& keep) {
+MoELayerImpl::EqualGroupsRouting MoELayerImpl::equal_groups_routing(const torch::Tensor& tokens, int64_t groups) {
   const auto& c = config_;
   const int64_t n = c.experts, m = tokens.size(0) / groups, p = group_capacity(m);
-  const auto logits = tokens.matmul(router_);  // [G·m, n]
-  const auto a = torch::softmax(logits, 1);
+  EqualGroupsRouting r;
+  r.logits = tokens.matmul(router_);  // [G·m, n]
+  r.affinity = torch::softmax(r.logits, 1);
   // The dispatch tensors are constants of the routing (allocation loops over detached
   // affinities, as in route()); gradients reach the router through the combine weights.
-  const auto logits_d = logits.detach(), a_d = a.detach();
+  const auto logits_d = r.logits.detach(), a_d = r.affinity.detach();
   std::vector<torch::Tensor> dispatch;
   dispatch.reserve(static_cast<size_t>(groups));
   for (int64_t g = 0; g < groups; ++g)
     dispatch.push_back(allocate(logits_d.slice(0, g * m, (g + 1) * m), a_d.slice(0, g * m, (g + 1) * m), p).dispatch);
-  const auto d = torch::stack(dispatch).to(a.options());                                  // [G, m, n, p]
-  const auto combine = d * (a * keep.view({1, n})).view({groups, m, n, 1});              // [G, m, n, p]
+  r.dispatch = torch::stack(dispatch).to(r.affinity.options());  // [G, m, n, p]
   const auto x = tokens.view({groups, m, c.input_dim});
-  const auto slots = torch::einsum("gmnp,gmi->ngpi", {d, x}).reshape({n, groups * p, c.input_dim});
-  const auto slot_outputs = experts_on_slots(slots).view({n, groups, p, c.output_dim});
+  const auto slots = torch::einsum("gmnp,gmi->ngpi", {r.dispatch, x}).reshape({n, groups * p, c.input_dim});
+  r.slot_outputs = experts_on_slots(slots).view({n, groups, p, c.output_dim});
+  return r;
+}
+
+MoELayerImpl::EqualGroupsPass MoELayerImpl::equal_groups_pass(const torch::Tensor& tokens, int64_t groups,
+                                                              const torch::Tensor& keep) {
+  const auto& c = config_;
+  const int64_t n = c.experts, m = tokens.size(0) / groups;
+  const auto routing = equal_groups_routing(tokens, groups);
+  const auto& a = routing.affinity;
+  const auto& d = routing.dispatch;
+  const auto combine = d * (a * keep.view({1, n})).view({groups, m, n, 1});  // [G, m, n, p]
+  const auto& slot_outputs = routing.slot_outputs;
   EqualGroupsPass pass;
   pass.output = torch::einsum("gmnp,ngpo->gmo", {combine, slot_outputs}).reshape({groups * m, c.output_dim});
   pass.coefficients = combine.sum(-1).reshape({groups * m, n});
@@ -242,6 +253,30 @@ torch::Tensor MoELayerImpl::outputs_without_each_expert(const torch::Tensor& x) 
   }
   if (parts.empty()) return torch::zeros({0, c.experts, c.output_dim}, x.options());
   return torch::cat(parts);
+}
+
+torch::Tensor MoELayerImpl::contributions_at_token(const torch::Tensor& x, int64_t token) {
+  const auto& c = config_;
+  if (x.dim() != 3 || x.size(-1) != c.input_dim)
+    throw UsageError("contributions_at_token takes inputs [B, T, " + std::to_string(c.input_dim) + "], got " +
+                     c10::str(x.sizes()));
+  const int64_t b = x.size(0), t = x.size(1);
+  if (token < 0 || token >= t)
+    throw UsageError("token " + std::to_string(token) + " is outside the " + std::to_string(t) + " tokens of each input");
+  if (b == 0) return torch::zeros({0, c.experts, c.output_dim}, x.options());
+  if (c.router == RouterKind::SoftMoE) {
+    const auto pass = soft_moe_pass(x);
+    return torch::einsum("bnp,nbpo->bno", {pass.combine.select(1, token), pass.slot_outputs});
+  }
+  // Token and expert choice: each input must be one routing group, or a token's routing would
+  // depend on the other inputs of the batch.
+  if (routing_group(x, b * t) != t)
+    throw UsageError("contributions_at_token needs each input to be one routing group: this layer routes groups of " +
+                     std::to_string(routing_group(x, b * t)) + " tokens, the inputs hold " + std::to_string(t));
+  const auto routing = equal_groups_routing(x.reshape({b * t, c.input_dim}), b);
+  const auto a = routing.affinity.view({b, t, c.experts}).select(1, token);     // [B, n]
+  const auto combine = routing.dispatch.select(1, token) * a.unsqueeze(-1);  // [B, n, p]
+  return torch::einsum("bnp,nbpo->bno", {combine, routing.slot_outputs});
 }
 
 MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device) {

@@ -54,6 +54,14 @@ class MoELayerImpl : public torch::nn::Module {
   /// passes. Memory: tokens × n × O.
   torch::Tensor outputs_without_each_expert(const torch::Tensor& x);
 
+  /// Each expert's contribution to token `token` of every input x [B, T, I], [B, n, O]: Σ_j
+  /// C[token, i, j] ỹ_ij, summing over i to forward(x).output[:, token] (in another order, so up to
+  /// rounding). Routing does not depend on the experts' outputs, so token `token`'s output with
+  /// experts S removed is that sum less S's rows — every ablation of one token from one routing
+  /// pass (a ViT's class token after its last block). Token and expert choice need each input to
+  /// be one routing group (a ViT's MLP: group_size = its tokens); throws UsageError otherwise.
+  torch::Tensor contributions_at_token(const torch::Tensor& x, int64_t token);
+
   /// The routing tensors of one group of tokens [m, I] (token and expert choice), or of one
   /// input's tokens (Soft MoE).
   RoutingTensors route(const torch::Tensor& tokens);
@@ -93,6 +101,14 @@ class MoELayerImpl : public torch::nn::Module {
     torch::Tensor aux_loss_sum;  ///< Σ over groups of the importance loss (Softmax Token Choice)
   };
   EqualGroupsPass equal_groups_pass(const torch::Tensor& tokens, int64_t groups, const torch::Tensor& keep);
+  /// The routing of `groups` equal groups of `tokens` [G·m, I] and the experts on their slots:
+  /// what equal_groups_pass and contributions_at_token both start from.
+  struct EqualGroupsRouting {
+    torch::Tensor logits, affinity;  ///< [G·m, n]
+    torch::Tensor dispatch;          ///< [G, m, n, p], constants of the routing
+    torch::Tensor slot_outputs;      ///< [n, G, p, O]
+  };
+  EqualGroupsRouting equal_groups_routing(const torch::Tensor& tokens, int64_t groups);
 
   MoELayerConfig config_;
   torch::Tensor router_;

@@ -137,6 +137,13 @@ struct VitBlockImpl : tnn::Module {
     }
     return h + (ls2 ? ls2->forward(m) : m);
   }
+  // h_token + MLP(norm2(h))_token under each row of `removed` [R, N]: [B, R, D].
+  torch::Tensor router_token_residuals(const torch::Tensor& h, int64_t token, const torch::Tensor& removed) {
+    const auto contributions = router_mlp->contributions_at_token(norm2->forward(h), token);  // [B, N, D]
+    const auto m = contributions.sum(1, /*keepdim=*/true) -
+                   torch::einsum("rn,bnd->brd", {removed.to(contributions.options()), contributions});
+    return h.select(1, token).unsqueeze(1) + (ls2 ? ls2->forward(m) : m);
+  }
   bool has_expert_mlp() const { return !mumoe_mlp.is_empty() || !router_mlp.is_empty(); }
   torch::Tensor forward(const torch::Tensor& x, const ExpertAblation& ablation = {}) {
     return mlp_residual(attention_residual(x), ablation);
@@ -222,6 +229,16 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
     if (!ablation.empty() && !b->has_expert_mlp())
       throw UsageError("block " + std::to_string(index) + "'s MLP is not a μMoE or MoE layer: nothing to ablate");
     return b->mlp_residual(attended, ablation);
+  }
+
+  torch::Tensor router_mlp_token_residuals(const torch::Tensor& attended, int64_t index, int64_t token,
+                                           const torch::Tensor& removed) override {
+    auto b = block(index);
+    if (!b->router_mlp) throw UsageError("block " + std::to_string(index) + "'s MLP is not a sparse or soft MoE layer");
+    if (removed.dim() != 2 || removed.size(1) != b->router_mlp->config().experts)
+      throw UsageError("the ablations of block " + std::to_string(index) + " take a mask [R, " +
+                       std::to_string(b->router_mlp->config().experts) + "], got " + c10::str(removed.sizes()));
+    return b->router_token_residuals(attended, token, removed);
   }
 
   std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t index) override {

@@ -36,6 +36,13 @@ class TokenBackbone {
   virtual torch::Tensor attention_residual(const torch::Tensor& stream, int64_t block) = 0;
   /// Block `block`'s second half on that stream: h + mlp(norm2(h)), token by token.
   virtual torch::Tensor mlp_residual(const torch::Tensor& attended, int64_t block, const ExpertAblation& ablation = {}) = 0;
+  /// For a router MLP (MoELayer): token `token`'s stream after block `block`'s MLP half under R
+  /// ablations at once, [B, R, D] from attended [B, T, D] and removed [R, N] (1 where row r
+  /// removes expert n). One routing pass serves every row: routing does not depend on the
+  /// experts' outputs, so row r's MLP output is the token's output less its experts'
+  /// contributions (MoELayerImpl::contributions_at_token). Throws UsageError for other MLPs.
+  virtual torch::Tensor router_mlp_token_residuals(const torch::Tensor& attended, int64_t block, int64_t token,
+                                                   const torch::Tensor& removed) = 0;
   /// The coefficients of block `block`'s μMoE MLP for attention_residual's output: per expert
   /// mode [B, T, N_e] (token 0 is the class token when the ViT has one).
   virtual std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t block) = 0;

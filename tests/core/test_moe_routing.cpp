@@ -596,3 +596,49 @@ TEST(MoELayer, RemovingEachExpertInOnePassIsTheNaiveOracle) {
     }
   }
 }
+
+TEST(MoELayer, ContributionsAtOneTokenAreItsOutputWithoutEachExpert) {
+  // Each input one routing group (a ViT's MLP), capacity factor 0.5 so that token choice drops
+  // tokens and expert choice leaves some unchosen; tie-free float64 inputs. The oracle is the
+  // layer's own forward pass with the expert ablated, token `token` of every input: the
+  // contributions must sum to the output there and each be the difference removing it makes.
+  for (auto router : {RouterKind::SoftmaxTokenChoice, RouterKind::SinkhornTokenChoice, RouterKind::SoftmaxExpertChoice,
+                      RouterKind::SinkhornExpertChoice, RouterKind::SparsityExpertChoice, RouterKind::SoftMoE}) {
+    SCOPED_TRACE(nn::to_string(router));
+    torch::manual_seed(21);
+    nn::MoELayerConfig config;
+    config.router = router;
+    config.input_dim = 5;
+    config.hidden_dim = 3;
+    config.output_dim = 4;
+    config.experts = 6;
+    config.k = 2;
+    config.capacity_factor = 0.5;
+    config.group_size = 7;
+    nn::MoELayer layer(config);
+    layer->to(torch::kDouble);
+    const auto x = torch::randn({9, 7, 5}, torch::kDouble);
+    const auto full = layer->forward(x);
+    if (nn::is_token_choice(router)) {
+      EXPECT_GT(full.dropped_tokens, 0) << "the test needs capacity overflow";
+    }
+    for (const int64_t token : {0, 4}) {
+      const auto c = layer->contributions_at_token(x, token);
+      ASSERT_EQ(c.sizes(), (std::vector<int64_t>{9, 6, 4}));
+      const auto y = full.output.select(1, token);
+      EXPECT_LT((c.sum(1) - y).abs().max().item<double>(), 1e-12);
+      for (int64_t e = 0; e < 6; ++e) {
+        const auto naive = layer->forward(x, {e}).output.select(1, token);
+        EXPECT_LT((y - c.select(1, e) - naive).abs().max().item<double>(), 1e-12) << "token " << token << ", expert " << e;
+        // Experts that do not take the token contribute exactly nothing.
+        const auto absent = full.coefficients.select(1, token).select(1, e) == 0;
+        EXPECT_EQ(c.select(1, e).index({absent}).abs().sum().item<double>(), 0.0) << "expert " << e;
+      }
+    }
+    EXPECT_THROW(layer->contributions_at_token(x, 7), UsageError);
+    EXPECT_THROW(layer->contributions_at_token(x.select(1, 0), 0), UsageError);
+    if (router != RouterKind::SoftMoE) {  // token and expert choice: groups of 7 tokens, inputs of 3
+      EXPECT_THROW(layer->contributions_at_token(x.slice(1, 0, 3), 0), UsageError);
+    }
+  }
+}
