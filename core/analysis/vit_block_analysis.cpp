@@ -24,8 +24,9 @@ namespace {
 // 0.3 MB per image, so 4 GB is about 13,000 ImageNet images.
 constexpr double kMaxStreamBytes = 4e9;
 // The router sweep evaluates every expert's removal for a batch of images at once: images ×
-// experts class-token rows through the pooling and the head per step (16,384 rows of width 64 in
-// float64 are 8 MB).
+// experts class-token rows through the pooling and the head per step — 16,384 rows of width D in
+// float64, 8 MB at this project's D = 64, 100 MB at ViT-B's 768 (the step's routing pass itself
+// holds the images' slots, as the baseline pass's batches do).
 constexpr int64_t kSweepRows = 16384;
 
 nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
@@ -60,8 +61,9 @@ struct VitBlockAnalysis::Impl {
   // ablated as `ablation`.
   torch::Tensor logits_from_attended(const torch::Tensor& attended, const nn::ExpertAblation& ablation);
   // A router MLP in the last block of a class-token ViT: the logits of each image under each
-  // ablation row of `removed` [R, N], [B, R, classes], from the images' whole attended streams
-  // (the routing needs every token; only the class token's output is recomputed).
+  // ablation row of `removed` [R, N] (undefined: each expert alone, R = N), [B, R, classes], from
+  // the images' whole attended streams (the routing needs every token; only the class token's
+  // output is recomputed).
   torch::Tensor logits_without(const torch::Tensor& attended, const torch::Tensor& removed);
   /// The outcome of removing `experts` from the predictions after it and the affected count.
   AblationOutcome outcome(const std::vector<int64_t>& experts, const std::vector<int64_t>& after,
@@ -132,6 +134,19 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   if (source_tokens->mumoe_mlp(block).is_empty() && source_tokens->router_mlp(block).is_empty())
     throw UsageError("block " + std::to_string(block) + "'s MLP is timm's fc1/fc2, not a μMoE block or MoE layer");
   if (model.multilabel()) throw UsageError("block ablation reports per-class accuracy: a multi-class model is needed");
+  if (auto router = source_tokens->router_mlp(block); !router.is_empty()) {
+    // Re-running some images (the sparse method) routes them as the baseline did only when each
+    // image is its own routing group.
+    const auto& c = router->config();
+    const auto& v = model.image_classifier()->backbone_config();
+    const int64_t image_tokens = (v.image_size / v.vit.patch_size) * (v.image_size / v.vit.patch_size) +
+                                 source_tokens->prefix_tokens();
+    if (c.router != nn::RouterKind::SoftMoE && !c.sequence_groups && c.group_size != image_tokens)
+      throw UsageError("block " + std::to_string(block) + "'s " + nn::display_name(c.router) +
+                       " MLP routes groups of " + (c.group_size > 0 ? std::to_string(c.group_size) + " tokens" : std::string("a whole batch")) +
+                       ", not one image's " + std::to_string(image_tokens) +
+                       ": an image's routing would depend on the other images of its batch, so ablation could not be exact");
+  }
   model.check_compatible(d.data);
   d.class_names = model.label_names().empty() ? d.data.class_names : model.label_names();
   while (static_cast<int64_t>(d.class_names.size()) < model.class_count())
@@ -294,8 +309,9 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
   // contributions to the class token subtracted (the experts' outputs do not steer the routing).
   torch::Tensor removed;
   if (d.router && d.class_token_only) {
-    removed = torch::zeros({1, d.experts}, torch::TensorOptions(torch::kFloat64).device(d.device));
+    removed = torch::zeros({1, d.experts}, torch::kFloat64);
     for (const auto n : experts) removed[0][n] = 1.0;
+    removed = removed.to(d.device);
   }
   const auto batch = static_cast<size_t>(d.batch);
   for (size_t begin = 0; begin < affected.size(); begin += batch) {
@@ -340,13 +356,12 @@ std::vector<AblationOutcome> VitBlockAnalysis::Impl::router_class_token_sweep(co
   std::vector<int64_t> affected(static_cast<size_t>(n), 0);
   const auto reaches = (coefficients.select(1, 0) > 0).contiguous();  // [S, N]
   const bool* reach = reaches.data_ptr<bool>();
-  const auto removed = torch::eye(n, torch::TensorOptions(torch::kFloat64).device(device));
   const int64_t step = std::max<int64_t>(1, std::min(batch, kSweepRows / n));
   for (int64_t begin = 0; begin < total; begin += step) {
     // Progress in experts' units, as the expert-by-expert sweeps report it.
     if (progress && !progress(begin * n / total, n)) throw Cancelled();
     const int64_t end = std::min(total, begin + step);
-    const auto best = logits_without(attended.slice(0, begin, end), removed).argmax(2).cpu().contiguous();  // [B, N]
+    const auto best = logits_without(attended.slice(0, begin, end), {}).argmax(2).cpu().contiguous();  // [B, N]
     const int64_t* predicted = best.data_ptr<int64_t>();
     for (int64_t s = begin; s < end; ++s)
       for (int64_t e = 0; e < n; ++e)

@@ -270,9 +270,9 @@ torch::Tensor MoELayerImpl::contributions_at_token(const torch::Tensor& x, int64
   }
   // Token and expert choice: each input must be one routing group, or a token's routing would
   // depend on the other inputs of the batch.
-  if (routing_group(x, b * t) != t)
+  if (const int64_t group = routing_group(x, b * t); group != t)
     throw UsageError("contributions_at_token needs each input to be one routing group: this layer routes groups of " +
-                     std::to_string(routing_group(x, b * t)) + " tokens, the inputs hold " + std::to_string(t));
+                     std::to_string(group) + " tokens, the inputs hold " + std::to_string(t));
   const auto routing = equal_groups_routing(x.reshape({b * t, c.input_dim}), b);
   const auto a = routing.affinity.view({b, t, c.experts}).select(1, token);     // [B, n]
   const auto combine = routing.dispatch.select(1, token) * a.unsqueeze(-1);  // [B, n, p]

@@ -137,11 +137,14 @@ struct VitBlockImpl : tnn::Module {
     }
     return h + (ls2 ? ls2->forward(m) : m);
   }
-  // h_token + MLP(norm2(h))_token under each row of `removed` [R, N]: [B, R, D].
+  // h_token + MLP(norm2(h))_token under each row of `removed` [R, N] (undefined: each expert
+  // alone): [B, R, D].
   torch::Tensor router_token_residuals(const torch::Tensor& h, int64_t token, const torch::Tensor& removed) {
     const auto contributions = router_mlp->contributions_at_token(norm2->forward(h), token);  // [B, N, D]
-    const auto m = contributions.sum(1, /*keepdim=*/true) -
-                   torch::einsum("rn,bnd->brd", {removed.to(contributions.options()), contributions});
+    const auto y = contributions.sum(1, /*keepdim=*/true);
+    const auto m = removed.defined()
+                       ? y - torch::einsum("rn,bnd->brd", {removed.to(contributions.options()), contributions})
+                       : y - contributions;
     return h.select(1, token).unsqueeze(1) + (ls2 ? ls2->forward(m) : m);
   }
   bool has_expert_mlp() const { return !mumoe_mlp.is_empty() || !router_mlp.is_empty(); }
@@ -235,7 +238,7 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
                                            const torch::Tensor& removed) override {
     auto b = block(index);
     if (!b->router_mlp) throw UsageError("block " + std::to_string(index) + "'s MLP is not a sparse or soft MoE layer");
-    if (removed.dim() != 2 || removed.size(1) != b->router_mlp->config().experts)
+    if (removed.defined() && (removed.dim() != 2 || removed.size(1) != b->router_mlp->config().experts))
       throw UsageError("the ablations of block " + std::to_string(index) + " take a mask [R, " +
                        std::to_string(b->router_mlp->config().experts) + "], got " + c10::str(removed.sizes()));
     return b->router_token_residuals(attended, token, removed);

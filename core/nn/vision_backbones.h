@@ -15,9 +15,9 @@
 
 namespace mumoe::nn {
 
-/// The steps of a transformer backbone one at a time, for analysing the μMoE MLP of one block
-/// (the stream block L's MLP reads is kept; ablating an expert of block L re-runs only that MLP,
-/// the blocks after it and the pooling). forward(images) == pool(run_block(… run_block(embed(images), 0) …)).
+/// The steps of a transformer backbone one at a time, for analysing the expert MLP (μMoE block or
+/// sparse/soft MoE layer) of one block (the stream block L's MLP reads is kept; ablating an expert
+/// of block L re-runs only that MLP, the blocks after it and the pooling). forward(images) == pool(run_block(… run_block(embed(images), 0) …)).
 class TokenBackbone {
  public:
   virtual ~TokenBackbone() = default;
@@ -38,9 +38,10 @@ class TokenBackbone {
   virtual torch::Tensor mlp_residual(const torch::Tensor& attended, int64_t block, const ExpertAblation& ablation = {}) = 0;
   /// For a router MLP (MoELayer): token `token`'s stream after block `block`'s MLP half under R
   /// ablations at once, [B, R, D] from attended [B, T, D] and removed [R, N] (1 where row r
-  /// removes expert n). One routing pass serves every row: routing does not depend on the
-  /// experts' outputs, so row r's MLP output is the token's output less its experts'
-  /// contributions (MoELayerImpl::contributions_at_token). Throws UsageError for other MLPs.
+  /// removes expert n); an undefined `removed` means each expert removed alone (R = N, without
+  /// an [N, N] mask). One routing pass serves every row: routing does not depend on the experts'
+  /// outputs, so row r's MLP output is the token's output less its experts' contributions
+  /// (MoELayerImpl::contributions_at_token). Throws UsageError for other MLPs.
   virtual torch::Tensor router_mlp_token_residuals(const torch::Tensor& attended, int64_t block, int64_t token,
                                                    const torch::Tensor& removed) = 0;
   /// The coefficients of block `block`'s μMoE MLP for attention_residual's output: per expert

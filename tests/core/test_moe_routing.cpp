@@ -602,29 +602,35 @@ TEST(MoELayer, ContributionsAtOneTokenAreItsOutputWithoutEachExpert) {
   // tokens and expert choice leaves some unchosen; tie-free float64 inputs. The oracle is the
   // layer's own forward pass with the expert ablated, token `token` of every input: the
   // contributions must sum to the output there and each be the difference removing it makes.
+  // Batches of 9 inputs and of one (forward's group-by-group route() path, which shares nothing
+  // with the batched routing contributions_at_token uses); GELU and linear experts; two slots per
+  // expert for Soft MoE.
   for (auto router : {RouterKind::SoftmaxTokenChoice, RouterKind::SinkhornTokenChoice, RouterKind::SoftmaxExpertChoice,
-                      RouterKind::SinkhornExpertChoice, RouterKind::SparsityExpertChoice, RouterKind::SoftMoE}) {
-    SCOPED_TRACE(nn::to_string(router));
+                      RouterKind::SinkhornExpertChoice, RouterKind::SparsityExpertChoice, RouterKind::SoftMoE})
+  for (const int64_t hidden : {3, 0})
+  for (const int64_t inputs : {9, 1}) {
+    SCOPED_TRACE(nn::to_string(router) + ", hidden " + std::to_string(hidden) + ", inputs " + std::to_string(inputs));
     torch::manual_seed(21);
     nn::MoELayerConfig config;
     config.router = router;
     config.input_dim = 5;
-    config.hidden_dim = 3;
+    config.hidden_dim = hidden;
     config.output_dim = 4;
     config.experts = 6;
     config.k = 2;
     config.capacity_factor = 0.5;
     config.group_size = 7;
+    config.slots_per_expert = 2;
     nn::MoELayer layer(config);
     layer->to(torch::kDouble);
-    const auto x = torch::randn({9, 7, 5}, torch::kDouble);
+    const auto x = torch::randn({inputs, 7, 5}, torch::kDouble);
     const auto full = layer->forward(x);
-    if (nn::is_token_choice(router)) {
+    if (nn::is_token_choice(router) && inputs > 1) {
       EXPECT_GT(full.dropped_tokens, 0) << "the test needs capacity overflow";
     }
     for (const int64_t token : {0, 4}) {
       const auto c = layer->contributions_at_token(x, token);
-      ASSERT_EQ(c.sizes(), (std::vector<int64_t>{9, 6, 4}));
+      ASSERT_EQ(c.sizes(), (std::vector<int64_t>{inputs, 6, 4}));
       const auto y = full.output.select(1, token);
       EXPECT_LT((c.sum(1) - y).abs().max().item<double>(), 1e-12);
       for (int64_t e = 0; e < 6; ++e) {
