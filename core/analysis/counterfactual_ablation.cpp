@@ -22,6 +22,11 @@ constexpr int64_t kRowsPerBatch = 12288;
 // Pairs or samples per batch on the rank-one path: a few MB of float64 per tensor.
 constexpr int64_t kPairsPerBatch = 8192;
 constexpr int64_t kSamplesPerContext = 1024;
+// A click's correction in smaller blocks: its float64 contexts and their products are the click's
+// largest memory (1,024 × R = 512: 4 MB each), and on this project's VMs writing memory the
+// process never touched costs ~16 µs per 4 KB page (2026-11-25) — blocks of 128 samples reuse the
+// same half-megabyte buffers. The sweep keeps 1,024: there the pairs, not the contexts, dominate.
+constexpr int64_t kSamplesPerClickContext = 128;
 
 // The largest and second-largest score of each row: (values [B, 2], argmax [B]).
 std::pair<torch::Tensor, torch::Tensor> top_two(const torch::Tensor& scores) {
@@ -107,7 +112,6 @@ CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, cons
     : run_(run),
       device_(nn::parse_device(device)),
       exact_(checked_layer(layer, run), device_),
-      layer_(exact_.float64_layer()),
       class_count_(class_count) {
   // A view, not a float64 copy: converting all 10,000 × 128 inputs up front was most of a first
   // click (30–40 ms measured, 2026-11-24); each path converts the rows it evaluates.
@@ -166,9 +170,10 @@ const torch::Tensor& CounterfactualAblation::stored_scores() {
 }
 
 RankOneAblation* CounterfactualAblation::rank_one(int64_t mode) {
-  if (!RankOneAblation::supports(layer_)) return nullptr;
+  if (!RankOneAblation::supports(exact_.gate_layer())) return nullptr;
   auto& engine = rank_one_[mode];
-  if (!engine) engine = std::make_unique<RankOneAblation>(layer_, mode);
+  // From the gate-dtype copy, which nothing modifies: the engine widens what it reads.
+  if (!engine) engine = std::make_unique<RankOneAblation>(exact_.gate_layer(), mode);
   return engine.get();
 }
 
@@ -191,10 +196,12 @@ std::vector<int64_t> CounterfactualAblation::predictions_rank_one(int64_t mode, 
   const auto removed = to_tensor(experts).to(device_);
   std::vector<int64_t> out;
   out.reserve(samples.size());
-  for (size_t begin = 0; begin < samples.size(); begin += kSamplesPerContext) {
-    const auto part = to_tensor(std::vector<int64_t>(
-        samples.begin() + begin, samples.begin() + std::min(samples.size(), begin + kSamplesPerContext)));
-    engine->set_contexts(inputs_.index_select(0, part).to(device_, torch::kFloat64), dense_coefficients(part, mode));
+  const auto block = static_cast<size_t>(kSamplesPerClickContext);
+  for (size_t begin = 0; begin < samples.size(); begin += block) {
+    const auto part = to_tensor(std::vector<int64_t>(samples.begin() + begin,
+                                                     samples.begin() + std::min(samples.size(), begin + block)));
+    engine->set_contexts(inputs_.index_select(0, part).to(device_, torch::kFloat64), dense_coefficients(part, mode),
+                         /*bounds=*/false);
     const auto weights = removed_coefficients(run_.coefficients[mode], part, experts, run_.info.expert_dims[mode]);
     const auto after =
         (scores.index_select(0, part).to(device_) - engine->set_deltas(removed, weights.to(device_))).cpu().contiguous();
@@ -286,8 +293,9 @@ std::vector<int64_t> CounterfactualAblation::predict_all() {
 void CounterfactualAblation::zero_expert_slices(int64_t mode, const std::vector<int64_t>& experts,
                                                 std::vector<torch::Tensor>* saved) {
   torch::NoGradGuard no_grad;
-  const bool cp = layer_->config().factorization == nn::Factorization::CP;
-  for (auto layer : {layer_->first_layer(), layer_->second_layer()}) {
+  const auto block = exact_.float64_layer();  // the oracle's arithmetic
+  const bool cp = block->config().factorization == nn::Factorization::CP;
+  for (auto layer : {block->first_layer(), block->second_layer()}) {
     if (layer.is_empty()) continue;
     auto factor = layer->factors()[mode];  // CP: [N, R] (experts on dim 0); TR: [R, N, R'] (dim 1)
     for (auto n : experts) {
@@ -301,9 +309,10 @@ void CounterfactualAblation::zero_expert_slices(int64_t mode, const std::vector<
 void CounterfactualAblation::restore_expert_slices(int64_t mode, const std::vector<int64_t>& experts,
                                                    const std::vector<torch::Tensor>& saved) {
   torch::NoGradGuard no_grad;
-  const bool cp = layer_->config().factorization == nn::Factorization::CP;
+  const auto block = exact_.float64_layer();
+  const bool cp = block->config().factorization == nn::Factorization::CP;
   size_t k = 0;
-  for (auto layer : {layer_->first_layer(), layer_->second_layer()}) {
+  for (auto layer : {block->first_layer(), block->second_layer()}) {
     if (layer.is_empty()) continue;
     auto factor = layer->factors()[mode];
     for (auto n : experts) factor.select(cp ? 0 : 1, n).copy_(saved[k++]);

@@ -79,8 +79,9 @@ class CounterfactualAblation {
 
   const RunData& run_;
   torch::Device device_;
-  ExactLayer exact_;             ///< the naive oracle's full passes (gates included)
-  nn::MuMoEBlock layer_{nullptr};  ///< exact_'s float64 copy: factors, output_from_coefficients
+  /// The naive oracle's full passes (gates included) and its float64 copy (slices zeroed by the
+  /// oracle); the rank-one engines read its gate-dtype copy.
+  ExactLayer exact_;
   int64_t class_count_;
   torch::Tensor inputs_;  ///< float32 [S, I]: a view of run_.inputs (no copy); rows become float64 where used
   torch::Tensor scores_, margins_, tie_tolerance_;  ///< stored_scores(): [S, O], [S], [S]

@@ -69,15 +69,24 @@ bool all_finite(const std::vector<torch::Tensor>& tensors) {
 
 }  // namespace
 
-ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device) : gate_dtype_(gate_dtype_of(layer)) {
+ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
+    : device_(device), gate_dtype_(gate_dtype_of(layer)) {
   gates_ = nn::copy_block(layer, gate_dtype_, device);
-  arithmetic_ = nn::copy_block(layer, torch::kFloat64, device);
   const auto& c = layer->config();
   // A non-finite factor row of an expert no sample uses still makes the dense product NaN (0 · inf),
   // as in the model's own forward, which extraction reports; the sparse path would skip it.
   sparse_modes_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm &&
                   c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu() &&
                   all_finite(layer->first_layer()->factors());  // widening keeps (non-)finiteness
+}
+
+nn::MuMoEBlock ExactLayer::float64_layer() {
+  // Made when first needed: writing a float64 copy of a rank-512, 1,024-expert layer (5 MB of
+  // memory the process had never touched) took 13–20 ms of a first ablation click on this
+  // project's VMs, and a click's rank-one correction reads gate_layer() instead (2026-11-25).
+  // From the gate-dtype copy: float32 (or float64) → float64 is exact, so these are the model's values.
+  if (arithmetic_.is_empty()) arithmetic_ = nn::copy_block(gates_, torch::kFloat64, device_);
+  return arithmetic_;
 }
 
 nn::BlockOutput ExactLayer::forward(const torch::Tensor& rows) {
@@ -102,18 +111,19 @@ torch::Tensor ExactLayer::output_from_coefficients(const torch::Tensor& rows,
   if (sparse_modes_) return cp_output_from_sparse_coefficients(x, coefficients);
   std::vector<torch::Tensor> wide;
   for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
-  return arithmetic_->output_from_coefficients(x, wide);
+  return float64_layer()->output_from_coefficients(x, wide);
 }
 
 torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor& rows,
-                                                              const std::vector<torch::Tensor>& coefficients) const {
+                                                              const std::vector<torch::Tensor>& coefficients) {
   // The CP layer (factorized_forward.h's cp_forward) with each mode product a_e U_e summed over
   // the non-zero coefficients: an entmax gate leaves ~97 % of them at 0, which a dense float64
   // product would multiply (and widen) anyway. The factors are read at every call, so slices the
   // naive oracle zeroed are seen.
-  const auto factors = arithmetic_->first_layer()->factors();
+  const auto layer = float64_layer();
+  const auto factors = layer->first_layer()->factors();
   const size_t modes = coefficients.size();
-  const auto input = arithmetic_->config().use_bias ? nn::with_bias_column(rows) : rows;
+  const auto input = layer->config().use_bias ? nn::with_bias_column(rows) : rows;
   auto hidden = input.matmul(factors[modes]);  // [M, R]
   for (size_t e = 0; e < modes; ++e) hidden = hidden * sparse_rows_times(coefficients[e], factors[e]);
   return hidden.matmul(factors[modes + 1].t());  // [M, O]

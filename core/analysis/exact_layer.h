@@ -23,9 +23,10 @@ namespace mumoe::analysis {
 
 class ExactLayer {
  public:
-  /// Independent copies of `layer` on `device`: its gates in the layer's own dtype (float32 or
-  /// float64; any other is evaluated in float32) and a float64 copy for the expert arithmetic. The
-  /// model's layer is never touched.
+  /// An independent copy of `layer` on `device` in the layer's own dtype (float32 or float64; any
+  /// other is evaluated in float32), and from it, on first use, a float64 copy for the expert
+  /// arithmetic (widening is exact, so it holds the model's values). The model's layer is never
+  /// touched.
   ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device);
 
   /// The coefficients (the model's own, in its dtype; widening them to float64 is exact) and the
@@ -44,16 +45,20 @@ class ExactLayer {
   /// Whether output_from_coefficients takes the sparse path.
   bool sums_over_nonzero_coefficients() const { return sparse_modes_; }
 
-  /// The float64 copy: its factors (zeroed by the naive oracle, read by the rank-one engine; the
-  /// sparse path reads them at every call).
-  const nn::MuMoEBlock& float64_layer() const { return arithmetic_; }
+  /// The float64 copy, made on first use: its factors (zeroed by the naive oracle; the sparse path
+  /// reads them at every call).
+  nn::MuMoEBlock float64_layer();
+  /// The copy in the gate dtype: the model's values, never modified (the rank-one engine widens
+  /// what it reads of it — a click need not write a float64 copy of the whole layer).
+  const nn::MuMoEBlock& gate_layer() const { return gates_; }
 
  private:
   torch::Tensor cp_output_from_sparse_coefficients(const torch::Tensor& rows,
-                                                  const std::vector<torch::Tensor>& coefficients) const;
+                                                  const std::vector<torch::Tensor>& coefficients);
 
-  nn::MuMoEBlock gates_{nullptr};       ///< the layer in its gate dtype; only its gates are used
-  nn::MuMoEBlock arithmetic_{nullptr};  ///< float64
+  nn::MuMoEBlock gates_{nullptr};       ///< the layer in its gate dtype
+  nn::MuMoEBlock arithmetic_{nullptr};  ///< float64, made by float64_layer() on first use
+  torch::Device device_;
   torch::Dtype gate_dtype_;
   bool sparse_modes_ = false;  ///< single CP layer, entmax gates, finite factors, on the CPU
 };

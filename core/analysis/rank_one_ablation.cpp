@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 #include "io/errors.h"
 #include "nn/factorized_forward.h"
@@ -95,19 +96,32 @@ RankOneAblation::RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode)
     : cp_(layer->config().factorization == nn::Factorization::CP), mode_(mode), layer_(layer) {
   if (!supports(layer)) throw UsageError("the rank-one correction needs a single μMoE layer, not a two-layer block");
   torch::NoGradGuard no_grad;
-  factors_ = layer_->first_layer()->factors();
   const auto modes = static_cast<int64_t>(layer_->config().expert_dims.size());
   if (mode < 0 || mode >= modes) throw UsageError("expert mode " + std::to_string(mode) + " does not exist");
+  // Widening float32 (or float64) to float64 is exact: the same numbers as a float64 copy of the
+  // layer, so the corrections are those of the arithmetic the oracle runs.
+  const auto source = layer_->first_layer()->factors();
+  for (size_t e = 0; e < source.size(); ++e) {
+    // CP's mode factor [N, R] is widened row by row when used (mode_rows, widen_mode_factor).
+    const bool later = cp_ && static_cast<int64_t>(e) == mode;
+    factors_.push_back(later ? torch::Tensor() : source[e].to(torch::kFloat64));
+  }
+  if (cp_) mode_source_ = source[static_cast<size_t>(mode)];
+  const auto children = layer_->named_children();
+  if (const auto* norm = children.find("input_ln")) {
+    const auto ln = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(*norm);
+    input_ln_ = true;
+    if (ln->weight.defined()) input_ln_weight_ = ln->weight.to(torch::kFloat64);
+    if (ln->bias.defined()) input_ln_bias_ = ln->bias.to(torch::kFloat64);
+    input_ln_eps_ = ln->options.eps();
+  }
   const auto& out = factors_[modes + 1];
   if (cp_) {
     out_flat_ = out;  // [O, R]
     const int64_t padded = (out.size(0) + 1) / 2 * 2;
     out_by_rank_ = torch::zeros({out.size(1), padded}, torch::kFloat64);  // [R, O padded to even]
     out_by_rank_.narrow(1, 0, out.size(0)).copy_(out.t());
-    mode_factor_ = factors_[mode].contiguous().cpu();                 // [N, R]
     class_spread_ = class_spread(out);
-    const auto& u = factors_[mode];  // [N, R]
-    slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).cpu().contiguous();  // [N, 2]
   } else {
     const auto r_last = out.size(0), o = out.size(1), r1 = out.size(2);  // Out [R_last, O, R1]
     out_flat_ = out.permute({2, 0, 1}).reshape({r1 * r_last, o});
@@ -116,14 +130,14 @@ RankOneAblation::RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode)
   }
 }
 
-void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vector<torch::Tensor>& coefficients) {
+void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vector<torch::Tensor>& coefficients,
+                                   bool bounds) {
   torch::NoGradGuard no_grad;
   const auto modes = static_cast<int64_t>(coefficients.size());
-  // The layer's own input path: LayerNorm (when the block has one), then the bias column.
+  // The layer's own input path: LayerNorm (when the block has one; LayerNormImpl::forward's
+  // call, with the widened parameters), then the bias column.
   auto z = inputs;
-  const auto children = layer_->named_children();
-  if (const auto* norm = children.find("input_ln"))
-    z = std::dynamic_pointer_cast<torch::nn::LayerNormImpl>(*norm)->forward(z);
+  if (input_ln_) z = torch::layer_norm(z, {z.size(-1)}, input_ln_weight_, input_ln_bias_, input_ln_eps_);
   if (layer_->first_layer()->use_bias()) z = nn::with_bias_column(z);
   count_ = inputs.size(0);
   if (cp_) {
@@ -131,7 +145,8 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
     for (int64_t e = 0; e < modes; ++e)
       if (e != mode_) v = v * coefficients[e].matmul(factors_[e]);
     v_ = v.contiguous();
-    context_norm_ = torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1).cpu().contiguous();
+    context_norm_ = bounds ? torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1).cpu().contiguous()
+                           : torch::Tensor();
     return;
   }
   const auto r1 = factors_[0].size(0);
@@ -141,7 +156,8 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
   for (int64_t e = modes - 1; e > mode_; --e) right = mode2(factors_[e], coefficients[e]).bmm(right);
   left_ = left.contiguous();
   right_ = right.contiguous();
-  context_norm_ = (left_.flatten(1).norm(2, 1) * right_.flatten(1).norm(2, 1)).cpu().contiguous();
+  context_norm_ = bounds ? (left_.flatten(1).norm(2, 1) * right_.flatten(1).norm(2, 1)).cpu().contiguous()
+                         : torch::Tensor();
 }
 
 torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torch::Tensor& experts,
@@ -151,7 +167,7 @@ torch::Tensor RankOneAblation::pair_deltas(const torch::Tensor& rows, const torc
   // operand is LibTorch's slow elementwise path (6× a plain product, measured).
   if (cp_ && v_.is_cpu()) return cp_pair_deltas_cpu(rows, experts, a);
   if (cp_) {
-    const auto product = v_.index_select(0, rows) * factors_[mode_].index_select(0, experts);
+    const auto product = v_.index_select(0, rows) * mode_rows(experts);
     return product.matmul(out_flat_.t()) * a.unsqueeze(1);
   }
   const auto slices = factors_[mode_].permute({1, 0, 2}).index_select(0, experts);
@@ -165,6 +181,7 @@ torch::Tensor RankOneAblation::cp_pair_deltas_cpu(const torch::Tensor& rows, con
   // 640 multiply-adds per pair are too few for tensor operations, whose gathers, allocations and
   // hand-overs between ATen's and OpenBLAS's thread pools cost more than the arithmetic (a
   // softmax N = 128 sweep spent 2–3× its arithmetic there, 2 cores, 2026-11-24).
+  widen_mode_factor();
   const auto row_of = rows.contiguous(), expert_of = experts.contiguous(), weight = a.contiguous();
   const int64_t pairs = row_of.size(0), rank = v_.size(1), classes = out_flat_.size(0);
   auto deltas = torch::empty({pairs, classes}, torch::kFloat64);
@@ -182,7 +199,7 @@ torch::Tensor RankOneAblation::cp_pair_deltas_cpu(const torch::Tensor& rows, con
 
 torch::Tensor RankOneAblation::set_deltas(const torch::Tensor& experts, const torch::Tensor& weights) const {
   torch::NoGradGuard no_grad;
-  if (cp_) return (weights.matmul(factors_[mode_].index_select(0, experts)) * v_).matmul(out_flat_.t());
+  if (cp_) return (weights.matmul(mode_rows(experts)) * v_).matmul(out_flat_.t());
   const auto slices = factors_[mode_].index_select(1, experts);  // [Ra, K, Rb]
   return left_.bmm(mode2(slices, weights)).bmm(right_).flatten(1).matmul(out_flat_);
 }
@@ -193,6 +210,8 @@ RankOneAblation::Pairs RankOneAblation::pairs_that_may_change(const cache::Spars
   // CP x = v ⊙ U_m[n] with ‖x‖₂ ≤ min(‖v‖₂‖U_m[n]‖∞, ‖v‖∞‖U_m[n]‖₂); TR x = vec(L F_n R) with
   // ‖x‖₂ ≤ ‖L‖_F ‖F_n‖_F ‖R‖_F. A pair whose bound stays below the limit cannot change the
   // prediction.
+  if (!context_norm_.defined()) throw std::logic_error("pairs_that_may_change needs contexts set with bounds");
+  if (cp_) widen_mode_factor();
   Pairs out;
   const auto* context = context_norm_.data_ptr<double>();
   const auto* slice = slice_norm_.data_ptr<double>();
@@ -212,6 +231,17 @@ RankOneAblation::Pairs RankOneAblation::pairs_that_may_change(const cache::Spars
     }
   }
   return out;
+}
+
+torch::Tensor RankOneAblation::mode_rows(const torch::Tensor& experts) const {
+  return mode_source_.index_select(0, experts.to(mode_source_.device())).to(torch::kFloat64);
+}
+
+void RankOneAblation::widen_mode_factor() const {
+  if (mode_factor_.defined()) return;
+  const auto u = mode_source_.to(torch::kCPU, torch::kFloat64).contiguous();  // [N, R]
+  slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).contiguous();  // [N, 2]
+  mode_factor_ = u;
 }
 
 }  // namespace mumoe::analysis

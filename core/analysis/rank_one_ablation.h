@@ -32,15 +32,19 @@ class RankOneAblation {
   /// True for a single CP or TR layer (not a two-layer block).
   static bool supports(const nn::MuMoEBlock& layer);
 
-  /// `layer`: the engine's float64 copy (shared, never modified here: factors are read when used,
-  /// norms once now); `mode`: the expert mode whose experts are removed.
+  /// `layer`: a copy of the model's layer in float32 or float64 that nobody modifies (ExactLayer's
+  /// gate_layer()); `mode`: the expert mode whose experts are removed. Everything is computed in
+  /// float64: the factors are widened (exactly) when the engine is made — but a CP mode factor,
+  /// the largest ([N, R]), only in the rows a set correction uses, and whole (with its bound
+  /// norms) when pairs are first asked for: a click need not write memory the size of the layer.
   RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode);
 
   /// Computes the contexts of B samples: `inputs` [B, I] (the layer's stored inputs, float64)
   /// and their dense coefficients per mode ([B, N_e] each, float64; the removed mode's own may
   /// be undefined: it is not part of the context). Replaces earlier contexts; the row numbers
-  /// below index these B samples.
-  void set_contexts(const torch::Tensor& inputs, const std::vector<torch::Tensor>& coefficients);
+  /// below index these B samples. `bounds`: also the contexts' norms, which only
+  /// pairs_that_may_change reads (a click's set_deltas does not).
+  void set_contexts(const torch::Tensor& inputs, const std::vector<torch::Tensor>& coefficients, bool bounds = true);
   int64_t context_count() const { return count_; }
 
   /// Δ of removing one expert per pair: context rows `rows` (long [P]), `experts` (long [P])
@@ -65,17 +69,27 @@ class RankOneAblation {
   /// pair_deltas of a CP layer on the CPU, as plain loops (why: in the .cpp).
   torch::Tensor cp_pair_deltas_cpu(const torch::Tensor& rows, const torch::Tensor& experts,
                                    const torch::Tensor& a) const;
+  /// CP: rows `experts` of U_m, widened to float64 [K, R].
+  torch::Tensor mode_rows(const torch::Tensor& experts) const;
+  /// CP: makes mode_factor_ and slice_norm_ (what pairs read) on first call.
+  void widen_mode_factor() const;
 
   bool cp_;
   int64_t mode_;
   int64_t count_ = 0;
   nn::MuMoEBlock layer_{nullptr};
-  std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64
+  std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64; CP: undefined for mode m
+  torch::Tensor mode_source_;           ///< CP: U_m [N, R] in the layer's dtype (not copied)
+  torch::Tensor input_ln_weight_, input_ln_bias_;  ///< the layer's input LayerNorm, float64 (if any)
+  double input_ln_eps_ = 0;
+  bool input_ln_ = false;
   torch::Tensor out_flat_;              ///< CP: U_O [O, R]; TR: Out as [R1·R_last, O]
   torch::Tensor out_by_rank_;  ///< CP, CPU: U_Oᵀ [R, O'], zero-padded to an even class count
-  torch::Tensor mode_factor_;  ///< CP, CPU: U_m [N, R], contiguous
+  mutable torch::Tensor mode_factor_;  ///< CP, CPU: U_m [N, R] float64, contiguous (widen_mode_factor)
   double class_spread_ = 0;             ///< max over classes c, p of ‖Out_c − Out_p‖₂
-  torch::Tensor slice_norm_;            ///< per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ [N, 2]; TR ‖F_m[:, n, :]‖_F [N]
+  /// Per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ [N, 2] (widen_mode_factor); TR
+  /// ‖F_m[:, n, :]‖_F [N].
+  mutable torch::Tensor slice_norm_;
   // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.
   torch::Tensor v_, left_, right_;
   torch::Tensor context_norm_;  ///< CPU float64. CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F
