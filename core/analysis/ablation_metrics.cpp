@@ -54,4 +54,12 @@ bool has_effect(const std::vector<double>& drop) {
   return std::any_of(drop.begin(), drop.end(), [](double v) { return v != 0; });
 }
 
+void require_distinct_experts(const std::vector<int64_t>& experts) {
+  auto sorted = experts;
+  std::sort(sorted.begin(), sorted.end());
+  const auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
+  if (repeated != sorted.end())
+    throw UsageError("expert " + std::to_string(*repeated) + " is listed twice: name each expert to remove once");
+}
+
 }  // namespace mumoe::analysis

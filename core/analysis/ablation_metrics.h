@@ -26,6 +26,11 @@ std::vector<double> accuracy_drop(const ClassAccuracy& before, const ClassAccura
 /// monosemantic expert (all of one class's accuracy lost, nothing else changed).
 double polysemanticity(const std::vector<double>& drop);
 
+/// Throws UsageError naming an expert that `experts` lists twice. The naive oracle zeroes and
+/// restores one slice per listed expert, so a repeated one would be restored from its own zeroed
+/// copy (staying removed for every later answer), and a rank-one correction would remove it twice.
+void require_distinct_experts(const std::vector<int64_t>& experts);
+
 /// True if removing the expert changed any class accuracy (the experts Eq. 4 is averaged over).
 bool has_effect(const std::vector<double>& drop);
 

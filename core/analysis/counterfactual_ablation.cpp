@@ -19,7 +19,8 @@ namespace {
 // the dense coefficient rows of a 1024-expert mode stay around 100 MB.
 constexpr int64_t kRowsPerBatch = 12288;
 
-// Pairs or samples per batch on the rank-one path: a few MB of float64 per tensor.
+// Pairs per batch and samples per context block of the rank-one sweep: a few MB of float64 per
+// tensor.
 constexpr int64_t kPairsPerBatch = 8192;
 constexpr int64_t kSamplesPerContext = 1024;
 // A click's correction in smaller blocks: its float64 contexts and their products are the click's
@@ -141,6 +142,7 @@ void CounterfactualAblation::check(int64_t mode, const std::vector<int64_t>& exp
       throw UsageError("cannot ablate expert " + std::to_string(n) + " of mode " + std::to_string(mode) +
                        ": the mode has experts 0–" + std::to_string(run_.info.expert_dims[mode] - 1));
   if (experts.empty()) throw UsageError("no experts to ablate");
+  require_distinct_experts(experts);
 }
 
 torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples, int64_t mode,

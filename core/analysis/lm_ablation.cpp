@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "analysis/ablation_metrics.h"
 #include "analysis/expert_slices.h"
 #include "analysis/lm_forward.h"
 #include "io/errors.h"
@@ -100,6 +101,7 @@ torch::Tensor LmAblation::coefficients() const { return coefficients_.reshape({-
 
 void LmAblation::check(const std::vector<int64_t>& experts) const {
   if (experts.empty()) throw UsageError("no experts to ablate");
+  require_distinct_experts(experts);
   for (auto n : experts)
     if (n < 0 || n >= experts_)
       throw UsageError("cannot ablate expert " + std::to_string(n) + ": layer " + std::to_string(layer_) +

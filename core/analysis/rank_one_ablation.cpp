@@ -239,6 +239,7 @@ torch::Tensor RankOneAblation::mode_rows(const torch::Tensor& experts) const {
 
 void RankOneAblation::widen_mode_factor() const {
   if (mode_factor_.defined()) return;
+  torch::NoGradGuard no_grad;
   const auto u = mode_source_.to(torch::kCPU, torch::kFloat64).contiguous();  // [N, R]
   slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).contiguous();  // [N, 2]
   mode_factor_ = u;

@@ -27,6 +27,8 @@
 
 namespace mumoe::analysis {
 
+/// One engine serves one thread at a time: set_contexts replaces state, and the const methods
+/// fill lazily widened factors on first use.
 class RankOneAblation {
  public:
   /// True for a single CP or TR layer (not a two-layer block).
@@ -54,7 +56,8 @@ class RankOneAblation {
   /// holds each row's a_n of those experts (0 where the row does not use one) → [B, O]. Only the
   /// K removed experts' factor slices take part (a click removes one of up to thousands).
   torch::Tensor set_deltas(const torch::Tensor& experts, const torch::Tensor& weights) const;
-  /// The (sample, expert) pairs whose removal may change a prediction, among the non-zero
+  /// The (sample, expert) pairs whose removal may change a prediction (contexts set with
+  /// `bounds`; std::logic_error otherwise), among the non-zero
   /// coefficients of the mode (`coefficients`, CSR by sample) of the context samples
   /// first … first + context_count() − 1: those whose bound on max_c |Δ_c − Δ_p| reaches the
   /// sample's `limits[b]` (its top-two margin less the tie tolerance). One pass over the
@@ -78,7 +81,9 @@ class RankOneAblation {
   int64_t mode_;
   int64_t count_ = 0;
   nn::MuMoEBlock layer_{nullptr};
-  std::vector<torch::Tensor> factors_;  ///< of the (only) layer, float64; CP: undefined for mode m
+  /// Of the (only) layer, float64 (for a float64 layer the layer's own tensors, not copies:
+  /// nothing modifies them); CP: undefined for mode m.
+  std::vector<torch::Tensor> factors_;
   torch::Tensor mode_source_;           ///< CP: U_m [N, R] in the layer's dtype (not copied)
   torch::Tensor input_ln_weight_, input_ln_bias_;  ///< the layer's input LayerNorm, float64 (if any)
   double input_ln_eps_ = 0;
@@ -92,7 +97,9 @@ class RankOneAblation {
   mutable torch::Tensor slice_norm_;
   // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.
   torch::Tensor v_, left_, right_;
-  torch::Tensor context_norm_;  ///< CPU float64. CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F
+  /// CPU float64. CP: [B, 2] (‖v‖₂, ‖v‖∞); TR: [B] ‖L‖_F·‖R‖_F. Undefined unless the contexts
+  /// were set with `bounds`.
+  torch::Tensor context_norm_;
 };
 
 }  // namespace mumoe::analysis

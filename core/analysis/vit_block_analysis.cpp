@@ -246,6 +246,7 @@ std::vector<int64_t> VitBlockAnalysis::Impl::predict(const torch::Tensor& logits
 
 void VitBlockAnalysis::Impl::check(const std::vector<int64_t>& list) const {
   if (list.empty()) throw UsageError("no experts to ablate");
+  require_distinct_experts(list);
   for (auto n : list)
     if (n < 0 || n >= experts)
       throw UsageError("block " + std::to_string(block) + "'s μMoE MLP has experts 0–" + std::to_string(experts - 1) +

@@ -34,6 +34,9 @@ void replace_state_for_eval(const torch::nn::Module& from, torch::nn::Module& to
     if (!source.defined() || source.sizes() != target.sizes())
       throw std::runtime_error("cannot copy module state: '" + name + "' is missing or has another shape in the source");
     const auto type = source.is_floating_point() ? dtype : source.scalar_type();
+    // copy=true even when dtype and device already match: analyses rely on these copies never
+    // sharing storage with the model or with each other (the naive oracle zeroes slices of its
+    // float64 copy while the rank-one engine reads ExactLayer's gate-dtype copy).
     target.set_data(source.detach().to(device, type, /*non_blocking=*/false, /*copy=*/true));
   };
   const auto params = from.named_parameters();

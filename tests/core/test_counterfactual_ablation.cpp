@@ -7,8 +7,10 @@
 #include "analysis/analysis_session.h"
 #include "analysis/counterfactual_ablation.h"
 #include "analysis/tensor_records.h"
+#include "io/errors.h"
 #include "analysis_fixture.h"
 #include "model/classifier_model.h"
+#include "model/model_file.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -176,6 +178,36 @@ TEST(SparseAblation, TouchesOnlySamplesThatUseTheExpert) {
   const auto answer = session->ablate(0, {3});
   EXPECT_EQ(answer.value.affected_samples, run.columns[0].support(3));
   EXPECT_LE(answer.value.changed_predictions, answer.value.affected_samples);
+}
+
+TEST(SparseAblation, AnExpertListedTwiceIsRefusedAndChangesNothing) {
+  // The naive oracle zeroes and restores one slice per listed expert: a repeated expert would be
+  // restored from its own zeroed copy and stay removed for every later answer.
+  testkit::TempDir dir;
+  const auto fixture =
+      testkit::write_analysis_fixture(dir.path().string(), testkit::head_config(nn::Factorization::CP, {12}, 5), 200, 4);
+  SessionOptions o;
+  o.model_path = fixture.model_path;
+  o.data_spec = "features:" + fixture.features_path;
+  o.cache_path = dir.file("cache.sqlite");
+  auto session = AnalysisSession::open(o);
+  session->extract();
+  const auto& run = session->run();
+  const auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
+  CounterfactualAblation engine(model.layer(), run, 5);
+  for (const auto method : {AblationMethod::Naive, AblationMethod::Sparse}) {
+    try {
+      engine.predictions_after(0, {3, 5, 3}, method);
+      ADD_FAILURE() << "a repeated expert was accepted (" << to_string(method) << ")";
+    } catch (const UsageError& e) {
+      EXPECT_NE(std::string(e.what()).find("expert 3 is listed twice"), std::string::npos) << e.what();
+    }
+  }
+  // Nothing stayed zeroed: every expert's naive answer equals a fresh engine's.
+  CounterfactualAblation fresh(model.layer(), run, 5);
+  for (int64_t n = 0; n < 12; ++n)
+    EXPECT_EQ(engine.predictions_after(0, {n}, AblationMethod::Naive), fresh.predictions_after(0, {n}, AblationMethod::Naive))
+        << "expert " << n;
 }
 
 }  // namespace

@@ -172,6 +172,8 @@ TEST(VitRouterMlps, LastBlockSweepFromOneRoutingPassEqualsTheOracle) {
     }
     EXPECT_EQ(analysis.predictions_after({1, 3}, analysis::AblationMethod::Sparse),
               analysis.predictions_after({1, 3}, analysis::AblationMethod::Naive));
+    // A repeated expert is refused (the oracle would restore it from its own zeroed copy).
+    EXPECT_THROW(analysis.predictions_after({1, 1}, analysis::AblationMethod::Naive), UsageError);
     // A cancelled sweep stops.
     EXPECT_THROW(analysis.sweep(analysis::AblationMethod::Sparse, [](int64_t, int64_t) { return false; }),
                  Cancelled);
