@@ -16,6 +16,12 @@ std::vector<T> to_vector(const torch::Tensor& t) {
 // coefficients, 2026-11-25).
 template <typename T>
 void append_positive_entries(const T* a, int64_t n, int64_t experts, cache::SparseRows* out) {
+  // Counted first, so the vectors grow once: a softmax gate's rows are full, and growing by
+  // doubling copied and first-touched several times what they end up holding.
+  int64_t positive = 0;
+  for (int64_t k = 0; k < n * experts; ++k) positive += a[k] > 0;
+  out->indices.reserve(out->indices.size() + static_cast<size_t>(positive));
+  out->values.reserve(out->values.size() + static_cast<size_t>(positive));
   for (int64_t r = 0; r < n; ++r, a += experts) {
     for (int64_t c = 0; c < experts; ++c)
       if (a[c] > 0) {  // NaN is not > 0, like the tensor comparison

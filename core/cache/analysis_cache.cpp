@@ -299,7 +299,7 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   if (auto problem = chunk_problem(info, chunk); !problem.empty())
     throw UsageError("analysis cache " + impl_->path + ": run " + std::to_string(run_id) + ", chunk " +
                      std::to_string(chunk.chunk_index) + ": " + problem);
-  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients);
+  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims);
   // One chunk, one transaction: a job killed at any point leaves whole chunks only.
   Transaction tx(db);
   Statement s = db.prepare(
@@ -310,7 +310,7 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   s.bind_int64(4, chunk.count);
   const BlobView blobs[] = {raw_bytes(chunk.labels), raw_bytes(chunk.predictions), raw_bytes(chunk.scores),
                             raw_bytes(chunk.inputs), raw_bytes(chunk.attributes),  raw_bytes(coef.offsets),
-                            raw_bytes(coef.indices), raw_bytes(coef.values)};
+                            raw_bytes(coef.indices), coef.values_blob()};
   int index = 5;
   for (const BlobView& b : blobs) s.bind_blob(index++, b.data, b.size);
   s.run();

@@ -9,7 +9,8 @@
 //   runs     one row per (model content hash, data identity + content hash, layer, parameters):
 //            the RunKey, the RunInfo shapes, status partial|complete
 //   chunks   one row per extracted chunk of a run: CSR coefficients per expert mode, labels,
-//            predictions, output scores, the layer's inputs, attributes (as little-endian blobs)
+//            predictions, output scores, the layer's inputs, attributes (as little-endian blobs;
+//            chunk_codec.h has the layout, schema 3 its compact coefficient forms)
 //   results  derived answers of a run (statistics, galleries, ablations) as JSON text, keyed by
 //            (kind, key)
 //
@@ -38,7 +39,7 @@
 
 namespace mumoe::cache {
 
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 /// PRAGMA application_id of every mumoe cache file ("MuMo" in ASCII).
 inline constexpr int32_t kApplicationId = 0x4D754D6F;
 

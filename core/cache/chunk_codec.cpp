@@ -121,12 +121,29 @@ std::string chunk_problem(const RunInfo& info, const ChunkRecord& c) {
   return "";
 }
 
-CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes) {
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims) {
   CoefficientBlobs out;
-  for (const SparseRows& rows : modes) {
+  // Float32 values when every value survives a round trip through float (the range check
+  // first: converting a double beyond float's range is undefined).
+  bool floats = true;
+  for (const SparseRows& rows : modes)
+    for (const double v : rows.values)
+      if (!(v <= std::numeric_limits<float>::max()) || static_cast<double>(static_cast<float>(v)) != v) {
+        floats = false;
+        break;
+      }
+  for (std::size_t m = 0; m < modes.size(); ++m) {
+    const SparseRows& rows = modes[m];
     out.offsets.insert(out.offsets.end(), rows.offsets.begin(), rows.offsets.end());
-    out.indices.insert(out.indices.end(), rows.indices.begin(), rows.indices.end());
-    out.values.insert(out.values.end(), rows.values.begin(), rows.values.end());
+    const auto count = static_cast<int64_t>(rows.offsets.size()) - 1;
+    // Valid rows (put_chunk checks them first) are increasing and in range, so a mode with
+    // count × N_e entries holds 0 … N_e − 1 in every row.
+    const bool full = static_cast<int64_t>(rows.indices.size()) == count * expert_dims.at(m);
+    if (!full) out.indices.insert(out.indices.end(), rows.indices.begin(), rows.indices.end());
+    if (floats)
+      out.narrow_values.insert(out.narrow_values.end(), rows.values.begin(), rows.values.end());  // exact
+    else
+      out.values.insert(out.values.end(), rows.values.begin(), rows.values.end());
   }
   return out;
 }
@@ -147,32 +164,65 @@ ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredC
   c.inputs = decode_array<float>(s.inputs, n * info.input_dim, "inputs");
   c.attributes = decode_array<uint8_t>(s.attributes, n * info.attribute_count, "attributes");
 
+  // The offsets first: they say how many entries each mode has, and so which form the indices
+  // and values blobs are in (chunk_codec.h).
   const auto modes = static_cast<int64_t>(info.expert_dims.size());
   const auto offsets = decode_array<int64_t>(s.coef_offsets, modes * (n + 1), "coef_offsets");
-  if (s.coef_indices.size % sizeof(int32_t) != 0)
-    throw ChunkFormatError("coef_indices: " + str(static_cast<int64_t>(s.coef_indices.size)) +
-                           " bytes is not a whole number of int32");
-  const auto total = static_cast<int64_t>(s.coef_indices.size / sizeof(int32_t));
-  const auto indices = decode_array<int32_t>(s.coef_indices, total, "coef_indices");
-  const auto values = decode_array<double>(s.coef_values, total, "coef_values");
-
-  int64_t used = 0;
+  std::vector<int64_t> nnz(static_cast<std::size_t>(modes));
+  std::vector<bool> full(static_cast<std::size_t>(modes));
+  int64_t total = 0, stored_indices = 0;
   for (int64_t m = 0; m < modes; ++m) {
-    const std::string field = "coefficients[" + str(m) + "].";
+    const std::vector<int64_t> mode_offsets(offsets.begin() + m * (n + 1), offsets.begin() + (m + 1) * (n + 1));
+    if (auto p = offsets_problem(mode_offsets); !p.empty())
+      throw ChunkFormatError("coefficients[" + str(m) + "]." + p);
+    nnz[m] = mode_offsets.back();
+    // Bounded before summing (offsets_problem allows any non-decreasing values).
+    if (nnz[m] > n * info.expert_dims[m])
+      throw ChunkFormatError("coefficients[" + str(m) + "].offsets: end at " + str(nnz[m]) + ", more than count × " +
+                             str(info.expert_dims[m]) + " experts");
+    full[m] = nnz[m] == n * info.expert_dims[m];
+    total += nnz[m];
+    if (!full[m]) stored_indices += nnz[m];
+  }
+  const auto index_bytes = static_cast<int64_t>(s.coef_indices.size);
+  const auto value_bytes = static_cast<int64_t>(s.coef_values.size);
+  if (index_bytes != total * 4 && index_bytes != stored_indices * 4)
+    throw ChunkFormatError("coef_indices: " + str(index_bytes) + " bytes, expected " + str(total) + " × 4 = " +
+                           str(total * 4) +
+                           (stored_indices < total ? " (or " + str(stored_indices * 4) + " without the full modes')"
+                                                   : std::string()));
+  if (value_bytes != total * 8 && value_bytes != total * 4)
+    throw ChunkFormatError("coef_values: " + str(value_bytes) + " bytes, expected " + str(total) + " × 8 = " +
+                           str(total * 8) + " or × 4 = " + str(total * 4));
+  const bool implied = index_bytes != total * 4;
+  const auto indices = decode_array<int32_t>(s.coef_indices, implied ? stored_indices : total, "coef_indices");
+  std::vector<double> values;
+  if (total > 0 && value_bytes == total * 4) {
+    const auto narrow = decode_array<float>(s.coef_values, total, "coef_values");
+    values.assign(narrow.begin(), narrow.end());  // float → double is exact
+  } else {
+    values = decode_array<double>(s.coef_values, total, "coef_values");
+  }
+
+  int64_t used_indices = 0, used_values = 0;
+  for (int64_t m = 0; m < modes; ++m) {
     SparseRows rows;
     rows.offsets.assign(offsets.begin() + m * (n + 1), offsets.begin() + (m + 1) * (n + 1));
-    if (auto p = offsets_problem(rows.offsets); !p.empty()) throw ChunkFormatError(field + p);
-    const int64_t nnz = rows.offsets.back();
-    if (nnz > total - used)
-      throw ChunkFormatError(field + "offsets: end at " + str(nnz) + " but coef_indices has only " +
-                             str(total - used) + " entries left");
-    rows.indices.assign(indices.begin() + used, indices.begin() + used + nnz);
-    rows.values.assign(values.begin() + used, values.begin() + used + nnz);
-    used += nnz;
+    if (implied && full[m]) {
+      const auto experts = static_cast<int32_t>(info.expert_dims[m]);
+      rows.indices.reserve(static_cast<std::size_t>(nnz[m]));
+      for (int64_t row = 0; row < n; ++row)
+        for (int32_t e = 0; e < experts; ++e) rows.indices.push_back(e);
+    } else {
+      rows.indices.assign(indices.begin() + used_indices, indices.begin() + used_indices + nnz[m]);
+      used_indices += nnz[m];
+    }
+    rows.values.assign(values.begin() + used_values, values.begin() + used_values + nnz[m]);
+    used_values += nnz[m];
     c.coefficients.push_back(std::move(rows));
   }
-  if (used != total)
-    throw ChunkFormatError("coef_indices: " + str(total - used) + " entries beyond the last mode's offsets");
+  // Implied indices still go through chunk_problem with the offsets (each row of a full mode
+  // must then hold exactly N_e entries).
   if (auto p = chunk_problem(info, c); !p.empty()) throw ChunkFormatError(p);
   return c;
 }

@@ -7,10 +7,20 @@
 //   inputs               float32[count × input_dim]
 //   attributes           uint8[count × attribute_count]
 //   coef_offsets         int64[modes × (count + 1)]: each mode's CSR offsets, mode after mode
-//   coef_indices         int32[Σ nnz]: each mode's indices, mode after mode
-//   coef_values          float64[Σ nnz]
+//   coef_indices         int32[Σ nnz]: each mode's indices, mode after mode — except (schema 3)
+//                        that a mode whose every row holds all N_e experts stores none (they
+//                        are 0 … N_e − 1 in each row): a softmax gate's coefficients
+//   coef_values          float64[Σ nnz], or (schema 3) float32[Σ nnz] when every value of the
+//                        chunk is a float — the model's float32 gates — widened exactly on reading
 // A mode's nnz is the last of its offsets, so the three coefficient blobs split without any
-// further length fields.
+// further length fields, and the blobs' sizes say which of the forms above a chunk uses: the
+// indices hold either Σ nnz entries or the entries of the modes that are not full (a full mode
+// has count × N_e ≥ 1 entries, so the two sizes differ whenever a mode is full), the values
+// either 8 or 4 bytes per entry. Schema-2 chunks are the first forms throughout and read as
+// they always did. (So a blob cut to exactly the other form's size is read in that form; the
+// row checks that follow — a_n > 0 and finite, indices increasing within [0, N_e) — catch most
+// such damage, not all of it. A damaged chunk is only ever a cache miss: cache_repair.h.) The compact forms halve what a softmax head's extraction writes (most of its
+// time, 2026-11-25).
 #pragma once
 
 #include <cstdint>
@@ -50,13 +60,16 @@ BlobView raw_bytes(const std::vector<T>& v) {
   return BlobView{v.data(), v.size() * sizeof(T)};
 }
 
-/// The three coefficient blobs of a chunk.
+/// The three coefficient blobs of a chunk, in the compact forms where they apply.
 struct CoefficientBlobs {
   std::vector<int64_t> offsets;
-  std::vector<int32_t> indices;
-  std::vector<double> values;
+  std::vector<int32_t> indices;        ///< of the modes that are not full
+  std::vector<float> narrow_values;    ///< every value, when each is a float …
+  std::vector<double> values;          ///< … else every value as is
+  BlobView values_blob() const { return narrow_values.empty() ? raw_bytes(values) : raw_bytes(narrow_values); }
 };
-CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes);
+/// `modes` must be valid for `expert_dims` (chunk_problem).
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims);
 
 /// A chunk row as read from the database.
 struct StoredChunk {

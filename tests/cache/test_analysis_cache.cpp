@@ -556,6 +556,110 @@ TEST(AnalysisCache, GetChunkRejectsDamagedRows) {
   }
 }
 
+// A softmax-like mode (every row holds every expert) with float32 values, beside a sparse mode:
+// stored without the full mode's indices and with 4-byte values, read back equal; the same chunk
+// in the explicit form (every index, float64 values: what schema 2 wrote) reads back equal too;
+// a value that is not a float keeps 8 bytes; blobs of neither size are damage.
+TEST(AnalysisCache, StoresFullModesAndFloatValuesCompactly) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  RunInfo info = make_info();  // chunks of 4, the last of 2; modes of 5 and 3 experts
+  const auto compact_chunk = [&](int64_t index, double extra) {
+    ChunkRecord c = make_chunk(info, index);
+    SparseRows full;
+    full.offsets.push_back(0);
+    for (int64_t i = 0; i < c.count; ++i) {
+      for (int32_t e = 0; e < 5; ++e) {
+        full.indices.push_back(e);
+        full.values.push_back(static_cast<double>(0.1f * static_cast<float>(e + 1) + static_cast<float>(i)));
+      }
+      full.offsets.push_back(static_cast<int64_t>(full.indices.size()));
+    }
+    c.coefficients[0] = full;
+    for (auto& v : c.coefficients[1].values) v = static_cast<double>(static_cast<float>(v));
+    if (extra != 0) c.coefficients[1].values.back() = extra;
+    return c;
+  };
+  const ChunkRecord floats = compact_chunk(0, 0);
+  const ChunkRecord not_floats = compact_chunk(1, 0.1);  // 0.1 is no float
+  const ChunkRecord last = compact_chunk(2, 0);
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    run = cache->begin_run(make_key(), info);
+    for (const auto* c : {&floats, &not_floats, &last}) cache->put_chunk(run, *c);
+  }
+  const auto mode1_nnz = [](const ChunkRecord& c) { return static_cast<int64_t>(c.coefficients[1].indices.size()); };
+  ASSERT_GT(mode1_nnz(floats), 0);
+  {
+    RawDb raw(path);
+    const auto bytes = [&](const char* column, int chunk) {
+      return raw.integer(std::string("SELECT length(") + column + ") FROM chunks WHERE chunk_index = " +
+                         std::to_string(chunk));
+    };
+    EXPECT_EQ(bytes("coef_indices", 0), 4 * mode1_nnz(floats));  // mode 0's 4 × 5 implied
+    EXPECT_EQ(bytes("coef_values", 0), 4 * (20 + mode1_nnz(floats)));
+    EXPECT_EQ(bytes("coef_indices", 1), 4 * mode1_nnz(not_floats));
+    EXPECT_EQ(bytes("coef_values", 1), 8 * (20 + mode1_nnz(not_floats)));
+    EXPECT_EQ(bytes("coef_values", 2), 4 * (10 + mode1_nnz(last)));
+  }
+  {
+    auto cache = AnalysisCache::open(path);
+    expect_same(cache->get_chunk(run, 0), floats);
+    expect_same(cache->get_chunk(run, 1), not_floats);
+    expect_same(cache->get_chunk(run, 2), last);
+  }
+  {
+    // Chunk 0 rewritten in the explicit form by hand: every index, little-endian int32, and
+    // every value as float64.
+    const auto hex = [](const void* data, std::size_t size) {
+      static const char* digits = "0123456789abcdef";
+      std::string out;
+      for (std::size_t i = 0; i < size; ++i) {
+        const auto b = static_cast<const unsigned char*>(data)[i];
+        out += digits[b >> 4];
+        out += digits[b & 15];
+      }
+      return out;
+    };
+    std::vector<int32_t> indices;
+    std::vector<double> values;
+    for (const auto& mode : floats.coefficients) {
+      indices.insert(indices.end(), mode.indices.begin(), mode.indices.end());
+      values.insert(values.end(), mode.values.begin(), mode.values.end());
+    }
+    RawDb raw(path);
+    raw.exec("UPDATE chunks SET coef_indices = x'" + hex(indices.data(), indices.size() * 4) + "', coef_values = x'" +
+             hex(values.data(), values.size() * 8) + "' WHERE chunk_index = 0");
+    // Chunk 1: indices neither all nor the sparse mode's; chunk 2: values 2 bytes short.
+    raw.exec("UPDATE chunks SET coef_indices = coef_indices || x'00000000' WHERE chunk_index = 1");
+    raw.exec("UPDATE chunks SET coef_values = substr(coef_values, 3) WHERE chunk_index = 2");
+  }
+  auto cache = AnalysisCache::open(path);
+  expect_same(cache->get_chunk(run, 0), floats);
+
+  // One full mode only (a softmax head): no index bytes at all.
+  RunInfo one = info;
+  one.expert_dims = {5};
+  ChunkRecord softmax = compact_chunk(0, 0);
+  softmax.coefficients.resize(1);
+  const int64_t one_run = cache->begin_run(make_key("m2", "/models/softmax.safetensors"), one);
+  cache->put_chunk(one_run, softmax);
+  EXPECT_EQ(RawDb(path).integer("SELECT length(coef_indices) FROM chunks WHERE run_id = " + std::to_string(one_run)), 0);
+  expect_same(cache->get_chunk(one_run, 0), softmax);
+
+  for (const auto& [chunk, phrase] : std::vector<std::pair<int64_t, std::string>>{
+           {1, "coef_indices: " + std::to_string(4 * (mode1_nnz(not_floats) + 1)) + " bytes"},
+           {2, "coef_values: "}}) {
+    try {
+      cache->get_chunk(run, chunk);
+      ADD_FAILURE() << "no error for chunk " << chunk;
+    } catch (const FileError& e) {
+      EXPECT_TRUE(contains(e.what(), phrase)) << e.what();
+    }
+  }
+}
+
 // Sets $MUMOE_CACHE for one test, so that its directory is "the program's own cache directory".
 class ScopedCacheEnv {
  public:
@@ -738,7 +842,7 @@ TEST(AnalysisCache, SetsAsideACacheWithANewerSchema) {
   write_cache(path, 1);
   {
     // The new version lives only in the WAL: set aside without its WAL, the file would read as
-    // schema 2, and the WAL left behind would be replayed into the fresh cache.
+    // the current schema, and the WAL left behind would be replayed into the fresh cache.
     RawDb raw(path);
     raw.exec("PRAGMA user_version = 99");
     raw.keep_wal();
@@ -747,7 +851,7 @@ TEST(AnalysisCache, SetsAsideACacheWithANewerSchema) {
   CacheOpenReport report;
   auto cache = AnalysisCache::open(path, &report);
   EXPECT_TRUE(report.set_aside);
-  EXPECT_EQ(report.set_aside_reason, "schema 99 is newer than 2");
+  EXPECT_EQ(report.set_aside_reason, "schema 99 is newer than " + std::to_string(kSchemaVersion));
   EXPECT_TRUE(std::filesystem::exists(report.set_aside_path + "-wal"));
   EXPECT_EQ(RawDb(report.set_aside_path).integer("PRAGMA user_version"), 99);
   EXPECT_EQ(RawDb(report.set_aside_path).integer("SELECT count(*) FROM chunks"), 1);
@@ -830,7 +934,7 @@ COMMIT;
   cache.reset();
 
   RawDb raw(path);
-  EXPECT_EQ(raw.integer("PRAGMA user_version"), 2);
+  EXPECT_EQ(raw.integer("PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(raw.text("SELECT value FROM meta WHERE key = 'created'"), "2024-01-01T00:00:00Z");
   EXPECT_FALSE(raw.text("SELECT value FROM meta WHERE key = 'migrated_from_1'").empty());
   CacheOpenReport again;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <signal.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <torch/torch.h>
 #include <unistd.h>
@@ -151,15 +152,27 @@ TEST_F(CliAnalysis, KilledExtractionResumes) {
             static_cast<char*>(nullptr));
     _exit(127);
   }
-  // Kill as soon as chunks are being committed (the write-ahead log grows with each one).
+  // Kill as soon as a few chunks are committed, counted through SQLite itself (a reader beside
+  // the WAL writer): the log's size says how much was written, not whether a chunk was committed
+  // (the schema alone is several pages, and a chunk's size depends on its coefficients' form).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  auto wal_bytes = [&] {
-    std::error_code ec;  // file_size reports a missing file as (uintmax_t)-1
-    const auto size = std::filesystem::file_size(cache + "-wal", ec);
-    return ec ? 0 : size;
+  auto committed_chunks = [&]() -> int64_t {
+    if (!std::filesystem::exists(cache)) return 0;
+    sqlite3* db = nullptr;
+    int64_t count = 0;
+    if (sqlite3_open_v2(cache.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK) {
+      sqlite3_stmt* s = nullptr;
+      // Fails (count stays 0) until the schema exists or while the writer holds an exclusive lock.
+      if (sqlite3_prepare_v2(db, "SELECT count(*) FROM chunks", -1, &s, nullptr) == SQLITE_OK &&
+          sqlite3_step(s) == SQLITE_ROW)
+        count = sqlite3_column_int64(s, 0);
+      sqlite3_finalize(s);
+    }
+    sqlite3_close(db);
+    return count;
   };
-  while (std::chrono::steady_clock::now() < deadline && wal_bytes() < 200 * 1024)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (std::chrono::steady_clock::now() < deadline && committed_chunks() < 5)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
   ::kill(child, SIGKILL);
   int status = 0;
   ::waitpid(child, &status, 0);
