@@ -1,5 +1,7 @@
 // The cache's chunk decoder: a run shape from the first bytes, the eight blobs from the rest.
-// decode_chunk must return a chunk that passes chunk_problem, or throw ChunkFormatError.
+// decode_chunk must return a chunk that passes chunk_problem, or throw ChunkFormatError; a chunk
+// it returns must survive encode_coefficients and decoding again unchanged.
+#include <cstdlib>
 #include <cstring>
 
 #include "cache/chunk_codec.h"
@@ -48,10 +50,29 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.coef_indices = r.blob();
   s.coef_values = r.blob();
   if (!run_info_problem(info).empty()) return 0;
+  ChunkRecord chunk;
   try {
-    const auto chunk = decode_chunk(info, index, s);
-    if (!chunk_problem(info, chunk).empty()) std::abort();  // decoded but invalid: a bug
+    chunk = decode_chunk(info, index, s);
   } catch (const ChunkFormatError&) {
+    return 0;
+  }
+  if (!chunk_problem(info, chunk).empty()) std::abort();  // decoded but invalid: a bug
+  // A valid chunk, encoded as put_chunk encodes it (compact forms where they apply), must decode
+  // to the same coefficients.
+  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims);
+  StoredChunk again = s;
+  again.coef_offsets = raw_bytes(coef.offsets);
+  again.coef_indices = raw_bytes(coef.indices);
+  again.coef_values = coef.values_blob();
+  ChunkRecord back;
+  try {
+    back = decode_chunk(info, index, again);
+  } catch (const ChunkFormatError&) {
+    std::abort();  // the encoder wrote something its decoder refuses
+  }
+  for (size_t m = 0; m < chunk.coefficients.size(); ++m) {
+    const auto &a = chunk.coefficients[m], &b = back.coefficients[m];
+    if (a.offsets != b.offsets || a.indices != b.indices || a.values != b.values) std::abort();
   }
   return 0;
 }
