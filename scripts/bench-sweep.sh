@@ -9,6 +9,7 @@
 # passes in float64) and must agree exactly. Outputs: OUT/sweep-{ours,protocol,gates-once,oracle}-ACT-N.json.
 #
 #   scripts/bench-sweep.sh [OUT=build/sweep] [N ...]        (heads are trained once, reused)
+#   ACTS=softmax ...                                         (some gates only; default both)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=build/app/cli/mumoe
@@ -20,7 +21,7 @@ export MUMOE_CACHE="$OUT/analysis.sqlite"
 for split in train test; do
   [ -f "$OUT/$split.safetensors" ] || $B features "$DEMO" --data "fashion-mnist:$split" --output "$OUT/$split.safetensors"
 done
-for act in entmax15 softmax; do
+for act in ${ACTS:-entmax15 softmax}; do
   for n in "${EXPERTS[@]}"; do
     model="$OUT/head-$act-$n.safetensors"
     if [ ! -f "$model" ] || [ -f "$model.optim.pt" ]; then
@@ -51,7 +52,8 @@ line = (f"{act:8s} N={n:>5}: mumoe {t:.4f} s; PyTorch protocol {protocol['second
 if os.path.exists(sys.argv[6]):
     oracle = json.load(open(sys.argv[6]))
     same = all(e["correct_after"] == m for e, m in zip(oracle["experts"], mine))
-    line += f"; naive oracle {oracle['compute_seconds']:.1f} s, identical: {same}"
+    changed = all(e["changed_predictions"] == o["changed_predictions"] for e, o in zip(oracle["experts"], ours["experts"]))
+    line += f"; naive oracle {oracle['compute_seconds']:.1f} s, identical: {same}, changed predictions identical: {changed}"
 print(line, flush=True)
 PY
   done
