@@ -18,6 +18,19 @@ using namespace mumoe::analysis;
 
 namespace {
 
+// A session on `fixture`'s head and features, its cache in `dir`, extracted.
+std::unique_ptr<AnalysisSession> extracted_session(const testkit::TempDir& dir, const testkit::AnalysisFixture& fixture,
+                                                   int64_t chunk_size = SessionOptions{}.chunk_size) {
+  SessionOptions o;
+  o.model_path = fixture.model_path;
+  o.data_spec = "features:" + fixture.features_path;
+  o.cache_path = dir.file("cache.sqlite");
+  o.chunk_size = chunk_size;
+  auto session = AnalysisSession::open(o);
+  session->extract();
+  return session;
+}
+
 TEST(TensorRecords, SparseRowsRoundTripThroughDenseRows) {
   auto a = torch::tensor({{0.0, 0.5, 0.5, 0.0}, {0.0, 0.0, 0.0, 0.0}, {1.0, 0.0, 0.0, 0.0}}, torch::kFloat64);
   const auto rows = to_sparse_rows(a);
@@ -48,13 +61,7 @@ TEST_P(SparseEqualsNaive, PredictionForPrediction) {
   config.gate_activation = c.activation;
   config.input_layer_norm = c.input_layer_norm;
   const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, c.samples, 3);
-  SessionOptions o;
-  o.model_path = fixture.model_path;
-  o.data_spec = "features:" + fixture.features_path;
-  o.cache_path = dir.file("cache.sqlite");
-  o.chunk_size = 64;  // several chunks, a short last one
-  auto session = AnalysisSession::open(o);
-  session->extract();
+  auto session = extracted_session(dir, fixture, 64);  // several chunks, a short last one
   const auto& run = session->run();
 
   const auto file = model::ModelFile::load(fixture.model_path);
@@ -136,12 +143,7 @@ TEST(SparseAblation, ExactlyTiedClassScoresGiveTheOraclesPredictions) {
     out[1].copy_(out[0]);
     model.save(fixture.model_path, {{"created_by", "tie test"}});
   }
-  SessionOptions o;
-  o.model_path = fixture.model_path;
-  o.data_spec = "features:" + fixture.features_path;
-  o.cache_path = dir.file("cache.sqlite");
-  auto session = AnalysisSession::open(o);
-  session->extract();
+  auto session = extracted_session(dir, fixture);
   const auto& run = session->run();
   int64_t tied = 0;
   for (int64_t s = 0; s < run.samples(); ++s) tied += run.scores[s * 4] == run.scores[s * 4 + 1];
@@ -164,12 +166,7 @@ TEST(SparseAblation, TouchesOnlySamplesThatUseTheExpert) {
   testkit::TempDir dir;
   const auto fixture =
       testkit::write_analysis_fixture(dir.path().string(), testkit::head_config(nn::Factorization::CP, {32}, 5), 300, 9);
-  SessionOptions o;
-  o.model_path = fixture.model_path;
-  o.data_spec = "features:" + fixture.features_path;
-  o.cache_path = dir.file("cache.sqlite");
-  auto session = AnalysisSession::open(o);
-  session->extract();
+  auto session = extracted_session(dir, fixture);
   const auto& run = session->run();
   // entmax is sparse here, so most samples cannot be affected by any single expert.
   int64_t support_total = 0;
@@ -186,12 +183,7 @@ TEST(SparseAblation, AnExpertListedTwiceIsRefusedAndChangesNothing) {
   testkit::TempDir dir;
   const auto fixture =
       testkit::write_analysis_fixture(dir.path().string(), testkit::head_config(nn::Factorization::CP, {12}, 5), 200, 4);
-  SessionOptions o;
-  o.model_path = fixture.model_path;
-  o.data_spec = "features:" + fixture.features_path;
-  o.cache_path = dir.file("cache.sqlite");
-  auto session = AnalysisSession::open(o);
-  session->extract();
+  auto session = extracted_session(dir, fixture);
   const auto& run = session->run();
   const auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
   CounterfactualAblation engine(model.layer(), run, 5);
