@@ -41,6 +41,7 @@
 #include "experts_page.h"
 #include "gallery_model.h"
 #include "gallery_view.h"
+#include "io/allocator_tuning.h"
 #include "main_window.h"
 #include "session_controller.h"
 #include "thumbnail_store.h"
@@ -144,6 +145,7 @@ QJsonObject benchBias(const QString& model, const QString& cachePath, int moves)
 }  // namespace
 
 int main(int argc, char** argv) {
+  mumoe::io::tune_allocator_for_tensors();  // as the GUI does (app/gui/main.cpp)
   QApplication app(argc, argv);
   QCoreApplication::setOrganizationName(QStringLiteral("mumoe-bench"));  // keeps the user's settings out
   QCoreApplication::setApplicationName(QStringLiteral("mumoe-bench-gui"));

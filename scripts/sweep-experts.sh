@@ -3,7 +3,7 @@
 # control) trained on the demo CNN's frozen features, then a full counterfactual ablation sweep
 # of each on the Fashion-MNIST test split (mean polysemanticity, paper Fig. 3).
 #
-#   scripts/sweep-experts.sh [OUT]      (default OUT = build/sweep; about 35 min on 2 cores, 28 of them the softmax N = 1024 sweep)
+#   scripts/sweep-experts.sh [OUT]      (default OUT = build/sweep; about 2 min on 2 cores, most of it training)
 #
 # Writes OUT/head-ACT-N.safetensors (each records its training time in its manifest),
 # OUT/ablate-ACT-N.json and OUT/stats-ACT-N.json (`mumoe ablate --all` / `mumoe stats`), OUT/results.json and

@@ -1,5 +1,9 @@
 #include "io/allocator_tuning.h"
 
+// <cstdlib> includes <features.h>, which defines __GLIBC__: without a header before the test
+// below, the test was always false and this function did nothing (until 2026-11-25).
+#include <cstdlib>
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -10,7 +14,7 @@ void tune_allocator_for_tensors() {
 #if defined(__GLIBC__)
   // Setting M_MMAP_THRESHOLD also stops glibc's dynamic adjustment of it, which is what we want:
   // the same sizes are served the same way for the whole run.
-  mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
+  mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024);
   mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
   mallopt(M_TOP_PAD, 64 * 1024 * 1024);
 #endif

@@ -1,16 +1,22 @@
 // Process-wide tuning of glibc's allocator for tensor code, called first thing by the programs
 // (CLI, GUI, benchmarks). By default glibc serves every block over 128 KB with a fresh mmap and
-// returns it to the kernel on free, so tensor code that allocates a few MB per operation pays a
-// page fault and a page clear for every 4 KB it touches, every time: measured on a 1024-expert
-// ablation sweep (2 cores, 2026-11-24), gathering 4,000 × 64 doubles took 0.8–1.2 ms where the
-// copy itself needs ~0.1. Keeping blocks up to 32 MB (glibc's maximum) in the heap and trimming
-// it only above 512 MB free makes such blocks reusable; the price is that resident memory stays
-// near its peak instead of shrinking after each operation.
+// returns it to the kernel on free (as it adapts, it keeps blocks up to 32 MB at most), so tensor
+// code that allocates a few MB per operation pays a page fault and a page clear for every 4 KB it
+// touches, every time — ~13 µs a page on this project's VMs. Measured (2 cores): gathering
+// 4,000 × 64 doubles in a 1024-expert sweep took 0.8–1.2 ms where the copy needs ~0.1
+// (2026-11-24); the demo's cold open (10,000 images through the CNN, whose first layers make
+// 50 MB activations per 500-image chunk) took 9.7–10.1 s from the CLI and 9.8–11.3 s in the
+// desktop app with blocks up to 32 MB kept, 3.6–3.8 s and 2.9–4.0 s with blocks up to 64 MB
+// (2026-11-25; docs/BENCHMARKS.md). So blocks up to 64 MB stay in the heap (mallopt accepts more
+// than the 32 MB glibc adapts to by itself; 64 MB is also the most a worker thread's arena holds in
+// one heap) and the heap is trimmed only above 512 MB free. The price: resident memory stays
+// near its peak instead of shrinking after each operation (the demo's cold open from the CLI:
+// 435 MB peak instead of 330 MB).
 #pragma once
 
 namespace mumoe::io {
 
-/// mallopt M_MMAP_THRESHOLD = 32 MB, M_TRIM_THRESHOLD = 512 MB, M_TOP_PAD = 64 MB. A no-op
+/// mallopt M_MMAP_THRESHOLD = 64 MB, M_TRIM_THRESHOLD = 512 MB, M_TOP_PAD = 64 MB. A no-op
 /// outside glibc. Call before any thread starts.
 void tune_allocator_for_tensors();
 
