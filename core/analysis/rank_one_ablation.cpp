@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 
 #include "io/errors.h"
@@ -89,10 +90,10 @@ void cp_pair_kernel(const CpPairFactors& f, int64_t begin, int64_t end, const in
   }
 }
 
-// ‖v‖₂ and ‖v‖∞ of each row of v [B, R] as [B, 2] (CPU float64; NaN in a row gives NaN, as
-// torch's norm and max do). A plain pass over a CPU tensor: torch's norm, abs and max over
-// 1,024 × 64 contexts took 0.33 ms a block — a seventh of a softmax N = 128 sweep (2 cores,
-// 2026-11-25).
+// ‖v‖₂ and ‖v‖∞ of each row of v [B, R] (float64, contiguous) as [B, 2] on the CPU; a row
+// holding NaN gives NaN for both, as torch's norm and max do. A plain pass on the CPU: torch's
+// norm, abs and max over 1,024 × 64 contexts took 0.33 ms a block — a seventh of a softmax
+// N = 128 sweep (2 cores, 2026-11-25).
 torch::Tensor row_norms(const torch::Tensor& v) {
   if (!v.is_cpu()) return torch::stack({v.norm(2, 1), std::get<0>(v.abs().max(1))}, 1).cpu().contiguous();
   const int64_t rows = v.size(0), rank = v.size(1);
@@ -101,13 +102,15 @@ torch::Tensor row_norms(const torch::Tensor& v) {
   double* norm = out.data_ptr<double>();
   for (int64_t b = 0; b < rows; ++b, x += rank) {
     double squares = 0, largest = 0;
+    bool nan = false;
     for (int64_t r = 0; r < rank; ++r) {
       const double a = std::fabs(x[r]);
       squares += a * a;
-      if (!(a <= largest)) largest = a;  // NaN sticks
+      nan = nan || std::isnan(a);
+      largest = std::max(largest, a);
     }
-    norm[2 * b] = std::sqrt(squares);
-    norm[2 * b + 1] = largest;
+    norm[2 * b] = std::sqrt(squares);  // NaN already when any term is
+    norm[2 * b + 1] = nan ? std::numeric_limits<double>::quiet_NaN() : largest;
   }
   return out;
 }
