@@ -125,13 +125,12 @@ CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const
   CoefficientBlobs out;
   // Float32 values when every value survives a round trip through float (the range check
   // first: converting a double beyond float's range is undefined).
-  bool floats = true;
-  for (const SparseRows& rows : modes)
-    for (const double v : rows.values)
-      if (!(v <= std::numeric_limits<float>::max()) || static_cast<double>(static_cast<float>(v)) != v) {
-        floats = false;
-        break;
-      }
+  const auto is_float = [](double v) {
+    return std::fabs(v) <= std::numeric_limits<float>::max() && static_cast<double>(static_cast<float>(v)) == v;
+  };
+  const bool floats = std::all_of(modes.begin(), modes.end(), [&](const SparseRows& rows) {
+    return std::all_of(rows.values.begin(), rows.values.end(), is_float);
+  });
   for (std::size_t m = 0; m < modes.size(); ++m) {
     const SparseRows& rows = modes[m];
     out.offsets.insert(out.offsets.end(), rows.offsets.begin(), rows.offsets.end());

@@ -19,8 +19,8 @@
 // either 8 or 4 bytes per entry. Schema-2 chunks are the first forms throughout and read as
 // they always did. (So a blob cut to exactly the other form's size is read in that form; the
 // row checks that follow — a_n > 0 and finite, indices increasing within [0, N_e) — catch most
-// such damage, not all of it. A damaged chunk is only ever a cache miss: cache_repair.h.) The compact forms halve what a softmax head's extraction writes (most of its
-// time, 2026-11-25).
+// such damage, not all of it. A damaged chunk is only ever a cache miss: cache_repair.h.) The
+// compact forms halve what a softmax head's extraction writes (most of its time, 2026-11-25).
 #pragma once
 
 #include <cstdint>
