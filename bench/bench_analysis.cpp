@@ -25,6 +25,7 @@
 
 #include "analysis/analysis_session.h"
 #include "io/allocator_tuning.h"
+#include "io/blas_kernels.h"
 #include "data/dataset.h"
 #include "model/classifier_model.h"
 
@@ -72,7 +73,7 @@ int main(int argc, char** argv) {
   }
   const auto dir = std::filesystem::temp_directory_path() / ("mumoe-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  nlohmann::json out = {{"model", o.model_path}, {"data", o.data_spec}};
+  nlohmann::json out = {{"model", o.model_path}, {"data", o.data_spec}, {"blas", io::blas_kernels_description()}};
   try {
     // 1. Extraction vs the bare forward pass (each repeated; a fresh cache every time).
     // Closing the session is timed too: SQLite copies the write-ahead log into the file when

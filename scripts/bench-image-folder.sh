@@ -18,6 +18,7 @@ WORK=build/bench/folder
 cmake --build build --target mumoe-bench-folder >/dev/null  # not in the default build
 MODEL=$WORK/vit_s32_mumoe.pth
 mkdir -p "$WORK"
+. scripts/peer-blas-kernels.sh
 [ -f "$MODEL" ] || /usr/bin/python3 bench/bench_image_folder.py --write "$MODEL"
 folder() {  # the folder of $1 images, written on first use
   local dir=$WORK/val-$1

@@ -11,6 +11,7 @@ THREADS="${1:-2}"; BATCH="${2:-32}"; ROUNDS="${3:-3}"
 MODEL=build/bench/vit_b32_clip_mumoe.pth
 cmake --build build --target mumoe-bench-backbone >/dev/null  # not in the default build
 [ -f "$MODEL" ] || /usr/bin/python3 bench/bench_backbone.py "$MODEL" --write
+. scripts/peer-blas-kernels.sh
 ratios=()
 for round in $(seq "$ROUNDS"); do
   # The Python model is the QuickGELU flavour (reference_models.ViT(clip=True)).

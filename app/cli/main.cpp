@@ -11,6 +11,7 @@
 
 #include "cli_support.h"
 #include "io/allocator_tuning.h"
+#include "io/blas_kernels.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
 
@@ -23,7 +24,10 @@ int main(int argc, char** argv) {
   mumoe::io::tune_allocator_for_tensors();
   CLI::App app{"mumoe — inspect, run and edit Multilinear Mixture-of-Experts models"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", std::string(MUMOE_VERSION));
+  // The version, then the BLAS kernels in use (io/blas_kernels.h): what a speed report needs.
+  app.set_version_flag("--version", [] {
+    return std::string(MUMOE_VERSION) + "\n" + mumoe::io::blas_kernels_description();
+  });
   std::vector<Command> commands = {add_info_command(app), add_forward_command(app),
                                    add_init_command(app), add_train_command(app),
                                    add_evaluate_command(app), add_features_command(app),

@@ -41,6 +41,17 @@ class Cli : public ::testing::Test {
   std::string model_;
 };
 
+// --version names the BLAS kernels (io/blas_kernels.h), and a kernel the user set is the one run.
+TEST(CliVersion, NamesTheBlasKernelsAndKeepsTheUsersChoice) {
+  const auto plain = testkit::run_cli("--version");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  EXPECT_EQ(plain.out.rfind(MUMOE_VERSION_TEXT "\n", 0), 0u) << plain.out;  // scripts read the first line
+  const auto chosen = testkit::run_shell("OPENBLAS_CORETYPE=Haswell " + std::string(MUMOE_CLI_PATH) + " --version");
+  ASSERT_EQ(chosen.code, 0) << chosen.out;
+  if (plain.out.find("OpenBLAS kernels: ") == std::string::npos) GTEST_SKIP() << "not OpenBLAS: " << plain.out;
+  EXPECT_NE(chosen.out.find("OpenBLAS kernels: Haswell (OPENBLAS_CORETYPE=Haswell)"), std::string::npos) << chosen.out;
+}
+
 TEST_F(Cli, InfoJsonDescribesTheModel) {
   auto r = mumoe_cli("info " + model_ + " --json");
   ASSERT_EQ(r.code, 0) << r.out;

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Sourced by the benchmarks that time a PyTorch peer beside mumoe: the peer runs the OpenBLAS
+# kernels mumoe runs. mumoe chooses them itself where OPENBLAS_CORETYPE is unset
+# (core/io/blas_kernels.h); Python would otherwise keep OpenBLAS's own choice, on CPUs that Debian's
+# OpenBLAS does not know its slowest kernels, and the ratio would flatter mumoe.
+#   . scripts/peer-blas-kernels.sh [MUMOE=build/app/cli/mumoe]
+if [ -z "${OPENBLAS_CORETYPE+set}" ]; then
+  _kernels=$("${1:-build/app/cli/mumoe}" --version | sed -n 's/^OpenBLAS kernels: \([A-Za-z0-9]*\).*/\1/p')
+  if [ -n "$_kernels" ]; then export OPENBLAS_CORETYPE="$_kernels"; fi
+  unset _kernels
+fi
+echo "BLAS for both sides: OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset, OpenBLAS chooses}" >&2
