@@ -142,7 +142,7 @@ ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
 
 const RunData& AnalysisSession::run() {
   if (!impl_->run) {
-    auto data = load_run_data(*impl_->cache, impl_->complete_run_id());
+    auto data = load_extracted_run(*impl_->cache, impl_->complete_run_id(), *impl_->model, impl_->data);
     const auto classes = static_cast<int64_t>(impl_->class_names.size());
     if (auto problem = class_index_problem(data.labels, data.predictions, classes); !problem.empty())
       throw FileError(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem + "; " +

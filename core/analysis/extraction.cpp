@@ -61,6 +61,18 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
   return info;
 }
 
+torch::Tensor inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data) {
+  if (model.has_backbone() || !data.features.defined()) return {};
+  return data.features.to(torch::kFloat32).contiguous();  // what layer_inputs returns, all rows
+}
+
+RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
+                           const data::Dataset& data) {
+  const auto inputs = inputs_left_to_data(model, data);
+  if (!inputs.defined()) return load_run_data(cache, run_id);
+  return load_run_data(cache, run_id, inputs.data_ptr<float>(), inputs.numel());
+}
+
 ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,
                               const data::Dataset& data, const ExtractionOptions& options,
                               const ExtractionCallback& progress) {
@@ -81,6 +93,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     return router.is_empty() ? layer->forward(rows) : router->forward_block(rows.to(torch::kFloat64));
   };
   torch::NoGradGuard no_grad;
+  const bool store_inputs = !inputs_left_to_data(model, data).defined();
   // A head on stored features computes little per chunk beside what the writer thread stores
   // (chunked_run.h). On two cores its computation keeps one (this thread's OpenMP team and
   // OpenBLAS's pool, which is process-wide) and the writer the other: OpenBLAS's two threads
@@ -108,7 +121,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         std::vector<torch::Tensor> coefficients;
         for (const auto& a : out.coefficients) coefficients.push_back(a.cpu());
         const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
-        return make_chunk_record(c, begin, inputs, data.labels.slice(0, begin, end), scores, coefficients, attributes);
+        return make_chunk_record(c, begin, store_inputs ? inputs : torch::Tensor(), data.labels.slice(0, begin, end),
+                                 scores, coefficients, attributes);
       },
       progress);
 }

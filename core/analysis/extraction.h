@@ -1,7 +1,8 @@
 // Extraction: stream a data set through a classifier in chunks and store, for its μMoE layer,
 // each sample's non-zero coefficients (every expert mode), prediction, output scores, label,
 // attributes and the layer's inputs — everything later views need, so they never touch the
-// backbone again.
+// backbone again. A layer without backbone reads the data's features as they are: those inputs
+// are not stored but read from the data set when the run is loaded (inputs_left_to_data).
 //
 // The μMoE layer is evaluated on copies as exact_layer.h says: its gates in the model's dtype (the
 // stored coefficients are the model's own, bit for bit), the expert arithmetic in float64 (the
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "analysis/progress.h"
+#include "analysis/run_data.h"
 #include "cache/analysis_cache.h"
 #include "data/dataset.h"
 #include "model/classifier_model.h"
@@ -41,6 +43,18 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
 /// The shapes a run of `model` on `data` stores.
 cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Dataset& data,
                              const ExtractionOptions& options);
+
+/// The layer's inputs where extraction leaves them to the data set rather than storing them: a
+/// layer without backbone reads the data's features as they are (ClassifierModel::layer_inputs),
+/// which the run key already pins by their hash — a copy in the cache was half of what a bare
+/// head's extraction wrote (5 MB per 10,000 rows of 128 features). Float32 [S, I], contiguous;
+/// undefined where the model has a backbone (its layer's inputs are stored).
+torch::Tensor inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
+
+/// load_run_data (run_data.h) with inputs_left_to_data for the chunks that do not store them: how
+/// every session loads an image classifier's run.
+RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
+                           const data::Dataset& data);
 
 /// Computes every chunk of the run that the cache lacks and marks the run complete.
 ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,

@@ -59,14 +59,30 @@ void RunData::finish() {
   for (size_t e = 0; e < coefficients.size(); ++e) columns.push_back(to_columns(coefficients[e], info.expert_dims[e]));
 }
 
-RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id) {
+RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const float* data_inputs,
+                      int64_t data_input_count) {
   if (!cache.run_complete(run_id))
     throw UsageError("analysis run " + std::to_string(run_id) + " in " + cache.path() +
                      " is not complete: run `mumoe analyze` first");
   RunData data;
   try {
     data.info = cache.run_info(run_id);
-    for (int64_t c = 0; c < data.info.chunk_count(); ++c) data.append(cache.get_chunk(run_id, c));
+    if (data_inputs && data_input_count != data.info.sample_count * data.info.input_dim)
+      throw UsageError("the data's inputs hold " + std::to_string(data_input_count) + " values, but run " +
+                       std::to_string(run_id) + " needs " + std::to_string(data.info.sample_count) + " × " +
+                       std::to_string(data.info.input_dim));
+    data.inputs.reserve(static_cast<size_t>(data.info.sample_count * data.info.input_dim));
+    for (int64_t c = 0; c < data.info.chunk_count(); ++c) {
+      auto chunk = cache.get_chunk(run_id, c);
+      if (chunk.inputs.empty()) {  // the data set's own features (ChunkRecord::inputs)
+        if (!data_inputs)
+          throw FileError(cache.path(), "run " + std::to_string(run_id) + ", chunk " + std::to_string(c) +
+                                            " stores no layer inputs, and its layer does not read the data's features");
+        const float* from = data_inputs + chunk.first_sample * data.info.input_dim;
+        chunk.inputs.assign(from, from + chunk.count * data.info.input_dim);
+      }
+      data.append(chunk);
+    }
   } catch (const FileError& e) {
     throw FileError(cache.path(), e.problem() + "; " + cache::damaged_cache_remedy(cache.path()));
   }

@@ -39,8 +39,12 @@ struct RunData {
 
 /// Every chunk of a complete run, in order. Throws UsageError if the run is not complete and
 /// FileError naming the cache, the damaged chunk and the remedy (cache_repair.h) if a chunk is
-/// unreadable or missing.
-RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id);
+/// unreadable or missing. `data_inputs` [S × input_dim] (`data_input_count` floats) supplies the
+/// inputs of chunks that do not store them (ChunkRecord::inputs): the data set's features, for a
+/// run whose layer reads them directly — analysis/extraction.h's load_extracted_run passes them
+/// where that holds. Without it such a chunk is a FileError (a damaged chunk).
+RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const float* data_inputs = nullptr,
+                      int64_t data_input_count = 0);
 
 /// "" when every label and prediction is a class index in [0, class_count), else the first
 /// offender ("sample 1234: label 7 outside the model's 4 classes"; samples numbered from

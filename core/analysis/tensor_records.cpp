@@ -85,7 +85,7 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.labels = to_vector<int64_t>(labels.to(torch::kLong));
   r.predictions = to_vector<int64_t>(scores.argmax(1));
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
-  r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
+  if (inputs.defined()) r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
   for (const auto& a : coefficients) r.coefficients.push_back(to_sparse_rows(a));
   return r;

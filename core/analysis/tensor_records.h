@@ -16,8 +16,9 @@ cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients);
 /// Dense float64 [rows.size(), experts] of the CSR rows listed in `samples` (indices into rows).
 torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts);
 
-/// A chunk from tensors: inputs float [n, I], labels [n], scores [n, C] (predictions are their
-/// argmax), coefficients per mode [n, N_e], attributes [n, K] or undefined.
+/// A chunk from tensors: inputs float [n, I] or undefined (not stored: the data's own features,
+/// ChunkRecord::inputs), labels [n], scores [n, C] (predictions are their argmax), coefficients
+/// per mode [n, N_e], attributes [n, K] or undefined.
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
                                      const torch::Tensor& labels, const torch::Tensor& scores,
                                      const std::vector<torch::Tensor>& coefficients,

@@ -9,7 +9,8 @@
 //   runs     one row per (model content hash, data identity + content hash, layer, parameters):
 //            the RunKey, the RunInfo shapes, status partial|complete
 //   chunks   one row per extracted chunk of a run: CSR coefficients per expert mode, labels,
-//            predictions, output scores, the layer's inputs, attributes (as little-endian blobs;
+//            predictions, output scores, the layer's inputs (unless they are the data's own),
+//            attributes (as little-endian blobs;
 //            chunk_codec.h has the layout, schema 3 its compact coefficient forms)
 //   results  derived answers of a run (statistics, galleries, ablations) as JSON text, keyed by
 //            (kind, key)
@@ -80,7 +81,10 @@ struct ChunkRecord {
   std::vector<int64_t> labels;        ///< [count]
   std::vector<int64_t> predictions;   ///< [count]
   std::vector<double> scores;         ///< [count × output_dim] the model's outputs (logits)
-  std::vector<float> inputs;          ///< [count × input_dim] the μMoE layer's inputs
+  /// [count × input_dim] the μMoE layer's inputs — or empty: not stored, because they are the
+  /// run's data set's own features (a head without backbone; the run key hashes the data), which
+  /// the loader copies in (analysis/extraction.h, load_extracted_run).
+  std::vector<float> inputs;
   std::vector<uint8_t> attributes;    ///< [count × attribute_count] 0/1
   std::vector<SparseRows> coefficients;  ///< one per expert mode
 };

@@ -105,7 +105,9 @@ std::string chunk_problem(const RunInfo& info, const ChunkRecord& c) {
   if (auto p = size_problem("labels", c.labels.size(), n, "count"); !p.empty()) return p;
   if (auto p = size_problem("predictions", c.predictions.size(), n, "count"); !p.empty()) return p;
   if (auto p = size_problem("scores", c.scores.size(), n * info.output_dim, "count × output_dim"); !p.empty()) return p;
-  if (auto p = size_problem("inputs", c.inputs.size(), n * info.input_dim, "count × input_dim"); !p.empty()) return p;
+  // No inputs at all is a chunk whose inputs are its data set's features (ChunkRecord::inputs).
+  if (!c.inputs.empty())
+    if (auto p = size_problem("inputs", c.inputs.size(), n * info.input_dim, "count × input_dim"); !p.empty()) return p;
   if (auto p = size_problem("attributes", c.attributes.size(), n * info.attribute_count, "count × attribute_count");
       !p.empty())
     return p;
@@ -160,7 +162,7 @@ ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredC
   c.labels = decode_array<int64_t>(s.labels, n, "labels");
   c.predictions = decode_array<int64_t>(s.predictions, n, "predictions");
   c.scores = decode_array<double>(s.scores, n * info.output_dim, "scores");
-  c.inputs = decode_array<float>(s.inputs, n * info.input_dim, "inputs");
+  if (s.inputs.size > 0) c.inputs = decode_array<float>(s.inputs, n * info.input_dim, "inputs");  // else the data's
   c.attributes = decode_array<uint8_t>(s.attributes, n * info.attribute_count, "attributes");
 
   // The offsets first: they say how many entries each mode has, and so which form the indices

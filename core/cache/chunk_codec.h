@@ -4,7 +4,8 @@
 // Blob layout of a chunk (every array raw little-endian, as in memory on the machines we run on):
 //   labels, predictions  int64[count]
 //   scores               float64[count × output_dim]
-//   inputs               float32[count × input_dim]
+//   inputs               float32[count × input_dim], or nothing: the layer's inputs are the data
+//                        set's own features, which the loader supplies (a head without backbone)
 //   attributes           uint8[count × attribute_count]
 //   coef_offsets         int64[modes × (count + 1)]: each mode's CSR offsets, mode after mode
 //   coef_indices         int32[Σ nnz]: each mode's indices, mode after mode — except (schema 3)

@@ -21,7 +21,7 @@ SplitArrays cached_split(cache::AnalysisCache& cache, const std::string& model_p
   analysis::extract_run(cache, key, model, data, options, [&](const analysis::ExtractionProgress& p) {
     return !progress || progress(done_before + p.samples_done, total);
   });
-  const auto run = analysis::load_run_data(cache, *cache.find_run(key));
+  const auto run = analysis::load_extracted_run(cache, *cache.find_run(key), model, data);
   const int64_t n = run.samples();
   if (n != data.size()) throw Error("the cached run of " + data.identity + " has " + std::to_string(n) + " samples");
   const int64_t experts = run.info.expert_dims.at(0);

@@ -279,6 +279,26 @@ TEST(AnalysisCache, RoundTripsOneModeWithoutInputsOrAttributes) {
   expect_same(cache->get_chunk(run, 0), chunk);
 }
 
+// A chunk whose layer inputs are its data's features stores none (ChunkRecord::inputs): an
+// empty blob, read back as no inputs; inputs of any other size are still refused.
+TEST(AnalysisCache, AChunkWithoutInputsStoresAnEmptyBlob) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();
+  ASSERT_GT(info.input_dim, 0);
+  auto cache = AnalysisCache::open(path);
+  const int64_t run = cache->begin_run(make_key(), info);
+  ChunkRecord chunk = make_chunk(info, 0);
+  chunk.inputs.clear();
+  cache->put_chunk(run, chunk);
+  expect_same(cache->get_chunk(run, 0), chunk);
+  cache.reset();
+  EXPECT_EQ(RawDb(path).integer("SELECT length(inputs) FROM chunks WHERE chunk_index = 0"), 0);
+  cache = AnalysisCache::open(path);
+  chunk.inputs = {1.f, 2.f};  // neither none nor count × input_dim
+  EXPECT_THROW(cache->put_chunk(run, chunk), UsageError);
+}
+
 TEST(AnalysisCache, BeginRunReusesTheRunOfTheSameKey) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");

@@ -10,6 +10,7 @@
 #include "analysis/tensor_records.h"
 #include "analysis_fixture.h"
 #include "io/errors.h"
+#include "io/safetensors.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -53,6 +54,28 @@ TEST_F(Session, SecondRunComputesNothing) {
   EXPECT_EQ(run2.coefficients[0].values, run1.coefficients[0].values);
   EXPECT_EQ(run2.inputs, run1.inputs);
   EXPECT_EQ(run2.attributes.size(), 250u * 2);
+}
+
+// A head without backbone reads the data's features as they are: the cache stores none of them
+// (they were half of what such a run wrote), and the run reads them from the data set.
+TEST_F(Session, ABareHeadsInputsComeFromItsDataNotTheCache) {
+  auto s = AnalysisSession::open(options_);
+  const auto id = s->extract().run_id;
+  const auto& run = s->run();
+  const auto features = io::SafetensorsFile::open(fixture_.features_path).read("features").to(torch::kFloat32);
+  ASSERT_EQ(run.inputs.size(), static_cast<size_t>(features.numel()));
+  EXPECT_TRUE(torch::equal(torch::from_blob(const_cast<float*>(run.inputs.data()), features.sizes(), torch::kFloat32),
+                           features));
+  s.reset();
+  const auto cache = cache::AnalysisCache::open(options_.cache_path);
+  for (int64_t c = 0; c < 7; ++c) EXPECT_TRUE(cache->get_chunk(id, c).inputs.empty()) << "chunk " << c;
+  // Without the data a loader cannot make up the inputs: a clear error, not a run without them.
+  try {
+    load_run_data(*cache, id);
+    ADD_FAILURE() << "expected a FileError";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("chunk 0 stores no layer inputs"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
