@@ -26,15 +26,18 @@ double class_spread(const torch::Tensor& by_class) {
   return torch::cdist(by_class.unsqueeze(0), by_class.unsqueeze(0)).max().item<double>();
 }
 
-// Two float64 lanes (one SSE2 register; GCC and Clang vector extensions, so no intrinsics).
-typedef double Lanes2 __attribute__((vector_size(16)));
+// Four float64 lanes (one AVX2 register, two SSE2 ones; GCC and Clang vector extensions, so no
+// intrinsics).
+typedef double Lanes4 __attribute__((vector_size(32)));
+constexpr int64_t kLanes = 4;
 
-// Classes per block of the CP pair kernel: four two-lane accumulators (spelled out in the
-// kernel); the classes left over go two at a time, so U_Oᵀ is padded to an even count only.
-constexpr int64_t kClassBlock = 8;
+// Classes per block of the CP pair kernel: three four-lane accumulators (spelled out in the
+// kernel), so that ten classes take one pass over the rank; the classes left over go four at a
+// time, so U_Oᵀ is padded to a multiple of four.
+constexpr int64_t kClassBlock = 3 * kLanes;
 
 // The CP factors the pair kernel reads, row-major float64: contexts v [B, R], U_m [N, R], and
-// U_Oᵀ [R, padded], its columns zero-padded to an even count.
+// U_Oᵀ [R, padded], its columns zero-padded to a multiple of kLanes.
 struct CpPairFactors {
   const double* v;
   const double* mode_factor;
@@ -44,50 +47,96 @@ struct CpPairFactors {
 
 // out[p, c] = scale[p] Σ_r v[row[p], r] U_m[expert[p], r] U_O[c, r] for pairs [begin, end).
 // Each class has its own accumulator lane (no sum is reassociated); written with explicit
-// two-lane vectors because GCC's -O2 leaves the plain loop scalar (19 ms → 8 ms for 46,200
-// pairs, R = 64, O = 10, one core of this machine, 2026-11-24). Accumulators are named
-// variables, not an array: GCC keeps an array of vectors on the stack and the loop then waits on
-// its own stores (3.5× slower, measured).
-void cp_pair_kernel(const CpPairFactors& f, int64_t begin, int64_t end, const int64_t* row, const int64_t* expert,
-                    const double* scale, double* out) {
-  auto load = [](const double* from) {
-    Lanes2 w;
-    std::memcpy(&w, from, sizeof w);  // unaligned load
-    return w;
-  };
+// vectors because GCC's -O2 leaves the plain loop scalar (19 ms → 8 ms for 46,200 pairs, R = 64,
+// O = 10, one core, two-lane vectors, 2026-11-24). Four lanes, in an AVX2 clone chosen at load
+// time: ten classes are three vector products per rank instead of five two-lane ones and a
+// second pass for the last two (9.4–12.3 ms → see docs/BENCHMARKS.md, 2026-11-26). The same
+// bits in every clone: one product and one sum per lane and rank, in rank order, and no FMA
+// (the avx2 target does not enable it). Accumulators are named variables, not an array: GCC
+// keeps an array of vectors on the stack and the loop then waits on its own stores (3.5×
+// slower, measured).
+__attribute__((target_clones("avx2", "default"))) void cp_pair_kernel(const CpPairFactors& f, int64_t begin,
+                                                                      int64_t end, const int64_t* row,
+                                                                      const int64_t* expert, const double* scale,
+                                                                      double* out) {
+  // Unaligned loads by memcpy into a named vector (a lambda returning a vector would change the
+  // ABI between the clones: GCC's -Wpsabi).
+  Lanes4 w0, w1, w2;
   for (int64_t p = begin; p < end; ++p) {
     const double* vp = f.v + row[p] * f.rank;
     const double* up = f.mode_factor + expert[p] * f.rank;
     double* op = out + p * f.classes;
-    auto store = [&](int64_t c, const Lanes2& sum) {
-      for (int64_t j = 0; j < 2 && c + j < f.classes; ++j) op[c + j] = sum[j] * scale[p];
+    auto store = [&](int64_t c, const Lanes4& sum) {
+      for (int64_t j = 0; j < kLanes && c + j < f.classes; ++j) op[c + j] = sum[j] * scale[p];
     };
     int64_t c = 0;
     for (; c + kClassBlock <= f.padded; c += kClassBlock) {
-      Lanes2 s0 = {}, s1 = {}, s2 = {}, s3 = {};
+      Lanes4 s0 = {}, s1 = {}, s2 = {};
       for (int64_t r = 0; r < f.rank; ++r) {
         const double x = vp[r] * up[r];
-        const Lanes2 xx = {x, x};
+        const Lanes4 xx = {x, x, x, x};
         const double* wr = f.out_by_rank + r * f.padded + c;
-        s0 += xx * load(wr);
-        s1 += xx * load(wr + 2);
-        s2 += xx * load(wr + 4);
-        s3 += xx * load(wr + 6);
+        std::memcpy(&w0, wr, sizeof w0);
+        std::memcpy(&w1, wr + kLanes, sizeof w1);
+        std::memcpy(&w2, wr + 2 * kLanes, sizeof w2);
+        s0 += xx * w0;
+        s1 += xx * w1;
+        s2 += xx * w2;
       }
       store(c, s0);
-      store(c + 2, s1);
-      store(c + 4, s2);
-      store(c + 6, s3);
+      store(c + kLanes, s1);
+      store(c + 2 * kLanes, s2);
     }
-    for (; c < f.padded; c += 2) {
-      Lanes2 s0 = {};
+    for (; c < f.padded; c += kLanes) {
+      Lanes4 s0 = {};
       for (int64_t r = 0; r < f.rank; ++r) {
         const double x = vp[r] * up[r];
-        s0 += Lanes2{x, x} * load(f.out_by_rank + r * f.padded + c);
+        std::memcpy(&w0, f.out_by_rank + r * f.padded + c, sizeof w0);
+        s0 += Lanes4{x, x, x, x} * w0;
       }
       store(c, s0);
     }
   }
+}
+
+// One context row b of a CP bound scan over every expert n = 0 … N − 1 (a dense gate's row).
+struct CpBoundRow {
+  const double* a;         ///< a_n [N]
+  const double* inf_norm;  ///< ‖U_m[n]‖∞ [N]
+  const double* two_norm;  ///< ‖U_m[n]‖₂ [N]
+  int64_t experts;
+  double context_two, context_inf;  ///< ‖v_b‖₂, ‖v_b‖∞
+  double spread, limit;
+};
+
+// Appends to `hits` each n with a_n · min(‖v‖₂‖U_m[n]‖∞, ‖v‖∞‖U_m[n]‖₂) · spread ≥ limit, in
+// order: pairs_that_may_change's test, four experts at a time in an AVX2 clone chosen at load time
+// (the same products in the same order, so the same pairs; NaN fails the test either way). A
+// dense gate's scan was most of a softmax N = 1,024 sweep (26 of 49 ms, 2026-11-26): every
+// coefficient is a pair to bound, and almost none passes.
+__attribute__((target_clones("avx2", "default"))) void scan_full_cp_row(const CpBoundRow& row,
+                                                                        std::vector<int64_t>* hits) {
+  const Lanes4 two = {row.context_two, row.context_two, row.context_two, row.context_two};
+  const Lanes4 inf = {row.context_inf, row.context_inf, row.context_inf, row.context_inf};
+  const Lanes4 spread = {row.spread, row.spread, row.spread, row.spread};
+  const Lanes4 limit = {row.limit, row.limit, row.limit, row.limit};
+  int64_t n = 0;
+  for (; n + kLanes <= row.experts; n += kLanes) {
+    Lanes4 a, inf_norm, two_norm;  // unaligned loads
+    std::memcpy(&a, row.a + n, sizeof a);
+    std::memcpy(&inf_norm, row.inf_norm + n, sizeof inf_norm);
+    std::memcpy(&two_norm, row.two_norm + n, sizeof two_norm);
+    const Lanes4 first = two * inf_norm, second = inf * two_norm;
+    const Lanes4 norm = second < first ? second : first;  // std::min(first, second), lane by lane
+    const auto reaches = a * norm * spread >= limit;
+    if (!(reaches[0] | reaches[1] | reaches[2] | reaches[3])) continue;
+    for (int64_t j = 0; j < kLanes; ++j)
+      if (reaches[j]) hits->push_back(n + j);
+  }
+  for (; n < row.experts; ++n)
+    if (row.a[n] * std::min(row.context_two * row.inf_norm[n], row.context_inf * row.two_norm[n]) * row.spread >=
+        row.limit)
+      hits->push_back(n);
 }
 
 // ‖v‖₂ and ‖v‖∞ of each row of v [B, R] (float64, contiguous) as [B, 2] on the CPU; a row
@@ -145,8 +194,8 @@ RankOneAblation::RankOneAblation(const nn::MuMoEBlock& layer, int64_t mode)
   const auto& out = factors_[modes + 1];
   if (cp_) {
     out_flat_ = out;  // [O, R]
-    const int64_t padded = (out.size(0) + 1) / 2 * 2;
-    out_by_rank_ = torch::zeros({out.size(1), padded}, torch::kFloat64);  // [R, O padded to even]
+    const int64_t padded = (out.size(0) + kLanes - 1) / kLanes * kLanes;
+    out_by_rank_ = torch::zeros({out.size(1), padded}, torch::kFloat64);  // [R, O padded to kLanes]
     out_by_rank_.narrow(1, 0, out.size(0)).copy_(out.t());
     class_spread_ = class_spread(out);
   } else {
@@ -241,13 +290,29 @@ RankOneAblation::Pairs RankOneAblation::pairs_that_may_change(const cache::Spars
   Pairs out;
   const auto* context = context_norm_.data_ptr<double>();
   const auto* slice = slice_norm_.data_ptr<double>();
+  const int64_t experts = slice_norm_.size(-1);
+  std::vector<int64_t> hits;  // of one dense row
   for (int64_t b = 0; b < count_; ++b) {
     const int64_t s = first + b;
     const double limit = limits[b];
-    for (int64_t k = coefficients.offsets[s]; k < coefficients.offsets[s + 1]; ++k) {
+    const int64_t begin = coefficients.offsets[s], end = coefficients.offsets[s + 1];
+    if (cp_ && end - begin == experts) {
+      // Every expert, in order (a dense gate: softmax): the norms are read in order too.
+      const CpBoundRow row{coefficients.values.data() + begin, slice, slice + experts, experts,
+                           context[2 * b], context[2 * b + 1], class_spread_, limit};
+      hits.clear();
+      scan_full_cp_row(row, &hits);
+      for (const int64_t n : hits) {
+        out.rows.push_back(b);
+        out.experts.push_back(n);
+        out.a.push_back(row.a[n]);
+      }
+      continue;
+    }
+    for (int64_t k = begin; k < end; ++k) {
       const int64_t n = coefficients.indices[k];
       const double a = coefficients.values[k];
-      const double norm = cp_ ? std::min(context[2 * b] * slice[2 * n], context[2 * b + 1] * slice[2 * n + 1])
+      const double norm = cp_ ? std::min(context[2 * b] * slice[n], context[2 * b + 1] * slice[experts + n])
                               : context[b] * slice[n];
       if (a * norm * class_spread_ >= limit) {
         out.rows.push_back(b);
@@ -267,7 +332,7 @@ void RankOneAblation::widen_mode_factor() const {
   if (mode_factor_.defined()) return;
   torch::NoGradGuard no_grad;
   const auto u = mode_source_.to(torch::kCPU, torch::kFloat64).contiguous();  // [N, R]
-  slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 1).contiguous();  // [N, 2]
+  slice_norm_ = torch::stack({std::get<0>(u.abs().max(1)), u.norm(2, 1)}, 0).contiguous();  // [2, N]
   mode_factor_ = u;
 }
 

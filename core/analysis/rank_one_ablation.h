@@ -89,11 +89,11 @@ class RankOneAblation {
   double input_ln_eps_ = 0;
   bool input_ln_ = false;
   torch::Tensor out_flat_;              ///< CP: U_O [O, R]; TR: Out as [R1·R_last, O]
-  torch::Tensor out_by_rank_;  ///< CP, CPU: U_Oᵀ [R, O'], zero-padded to an even class count
+  torch::Tensor out_by_rank_;  ///< CP, CPU: U_Oᵀ [R, O'], zero-padded to a multiple of four classes
   mutable torch::Tensor mode_factor_;  ///< CP, CPU: U_m [N, R] float64, contiguous (widen_mode_factor)
   double class_spread_ = 0;             ///< max over classes c, p of ‖Out_c − Out_p‖₂
-  /// Per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ [N, 2] (widen_mode_factor); TR
-  /// ‖F_m[:, n, :]‖_F [N].
+  /// Per expert (CPU float64): CP ‖U_m[n]‖∞ and ‖U_m[n]‖₂ as rows of [2, N] (widen_mode_factor;
+  /// each kind contiguous, so a dense gate's bound scan reads them in order); TR ‖F_m[:, n, :]‖_F [N].
   mutable torch::Tensor slice_norm_;
   // Contexts. CP: v [B, R] and its norms; TR: L [B, R1, Ra], R [B, Rb, R_last] and their norms.
   torch::Tensor v_, left_, right_;
