@@ -61,15 +61,14 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
   return info;
 }
 
-torch::Tensor inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data) {
-  if (model.has_backbone() || !data.features.defined()) return {};
-  return data.features.to(torch::kFloat32).contiguous();  // what layer_inputs returns, all rows
+bool inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data) {
+  return !model.has_backbone() && data.features.defined();
 }
 
 RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
                            const data::Dataset& data) {
-  const auto inputs = inputs_left_to_data(model, data);
-  if (!inputs.defined()) return load_run_data(cache, run_id);
+  if (!inputs_left_to_data(model, data)) return load_run_data(cache, run_id);
+  const auto inputs = data.features.to(torch::kFloat32).contiguous();  // what layer_inputs returns, all rows
   return load_run_data(cache, run_id, inputs.data_ptr<float>(), inputs.numel());
 }
 
@@ -93,7 +92,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     return router.is_empty() ? layer->forward(rows) : router->forward_block(rows.to(torch::kFloat64));
   };
   torch::NoGradGuard no_grad;
-  const bool store_inputs = !inputs_left_to_data(model, data).defined();
+  const bool store_inputs = !inputs_left_to_data(model, data);
   // A head on stored features computes little per chunk beside what the writer thread stores
   // (chunked_run.h). On two cores its computation keeps one (this thread's OpenMP team and
   // OpenBLAS's pool, which is process-wide) and the writer the other: OpenBLAS's two threads

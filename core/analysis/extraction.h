@@ -44,15 +44,15 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
 cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Dataset& data,
                              const ExtractionOptions& options);
 
-/// The layer's inputs where extraction leaves them to the data set rather than storing them: a
+/// Whether extraction leaves the layer's inputs to the data set rather than storing them: a
 /// layer without backbone reads the data's features as they are (ClassifierModel::layer_inputs),
 /// which the run key already pins by their hash — a copy in the cache was half of what a bare
-/// head's extraction wrote (5 MB per 10,000 rows of 128 features). Float32 [S, I], contiguous;
-/// undefined where the model has a backbone (its layer's inputs are stored).
-torch::Tensor inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
+/// head's extraction wrote (5 MB per 10,000 rows of 128 features). False where the model has a
+/// backbone (its layer's inputs are stored).
+bool inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
 
-/// load_run_data (run_data.h) with inputs_left_to_data for the chunks that do not store them: how
-/// every session loads an image classifier's run.
+/// load_run_data (run_data.h) with the data's features for the chunks that do not store their
+/// inputs (inputs_left_to_data): how every session loads an image classifier's run.
 RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
                            const data::Dataset& data);
 

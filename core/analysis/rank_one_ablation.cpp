@@ -50,11 +50,11 @@ struct CpPairFactors {
 // vectors because GCC's -O2 leaves the plain loop scalar (19 ms → 8 ms for 46,200 pairs, R = 64,
 // O = 10, one core, two-lane vectors, 2026-11-24). Four lanes, in an AVX2 clone chosen at load
 // time: ten classes are three vector products per rank instead of five two-lane ones and a
-// second pass for the last two (9.4–12.3 ms → see docs/BENCHMARKS.md, 2026-11-26). The same
-// bits in every clone: one product and one sum per lane and rank, in rank order, and no FMA
-// (the avx2 target does not enable it). Accumulators are named variables, not an array: GCC
-// keeps an array of vectors on the stack and the loop then waits on its own stores (3.5×
-// slower, measured).
+// second pass for the last two (a softmax N = 128 sweep 25–29 → 17–22 ms, docs/BENCHMARKS.md,
+// 2026-11-26). The same bits in every clone: one product and one sum per lane and rank, in rank
+// order, and no FMA (the avx2 target does not enable it). Accumulators are named variables, not
+// an array: GCC keeps an array of vectors on the stack and the loop then waits on its own stores
+// (3.5× slower, measured).
 __attribute__((target_clones("avx2", "default"))) void cp_pair_kernel(const CpPairFactors& f, int64_t begin,
                                                                       int64_t end, const int64_t* row,
                                                                       const int64_t* expert, const double* scale,

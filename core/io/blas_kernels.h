@@ -11,7 +11,8 @@
 // choose_blas_kernels() from its .preinit_array, which the dynamic loader runs before any shared
 // library's constructor (core/CMakeLists.txt makes the linker keep it). libc's own environment is
 // not set up yet at that point, so the variable cannot simply be set: where it is to be added, the
-// program is started again at once with it (the .cpp says why that is cheap and safe).
+// program is started again at once with it (the .cpp says what that costs). Setting
+// OPENBLAS_CORETYPE yourself avoids the restart (under a debugger, say).
 //
 // The choice, only when OPENBLAS_CORETYPE is unset (a value already set — by the user, or by a
 // machine where a kernel is known to misbehave — is always left as it is), and only on Intel
