@@ -167,6 +167,26 @@ TEST_F(HostileInput, DamagedCacheRowsAreRepairedWithoutDiscardingTheRest) {
   EXPECT_FALSE(fs::exists(dir_.file("typo.sqlite")));
 }
 
+// A chunk may leave its layer inputs to the data only when they are the data's features (a head
+// on features:FILE, extraction.h). A backbone model's chunk that lost them is damage: named with
+// the remedy, and --recompute recomputes just that chunk.
+TEST_F(HostileInput, ABackboneRunsChunkWithoutInputsIsNamedAndRecomputed) {
+  const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  const auto args = demo + " --data fashion-mnist:test --cache " + cache() + " --quiet ";
+  run_json("analyze " + args + "--json");
+  const auto clean = run_json("ablate " + args + "--experts 3 --json");
+  sql(cache(), "DELETE FROM results; UPDATE chunks SET inputs = x'' WHERE chunk_index = 3");
+  const auto damaged = testkit::run_cli("ablate " + args + "--experts 3");
+  expect_exit(damaged, 2, "chunk 3 stores no layer inputs");
+  EXPECT_TRUE(contains(damaged.out, "--recompute")) << damaged.out;
+  const auto mended = run_json("ablate " + args + "--experts 3 --recompute --json");
+  ASSERT_EQ(mended["experts"].size(), 1u);
+  ASSERT_EQ(clean["experts"].size(), 1u);
+  for (const char* field : {"accuracy_after", "accuracy_drop", "changed_predictions", "affected_samples"})
+    EXPECT_EQ(mended["experts"][0][field], clean["experts"][0][field]) << field;
+  EXPECT_GT(clean["experts"][0]["affected_samples"].get<int64_t>(), 0);
+}
+
 // Probe 4: an output path that is one of the command's inputs (also through a link) is refused
 // and the input keeps its bytes.
 TEST_F(HostileInput, NoOutputOverwritesAnInputOfTheSameCommand) {
