@@ -7,7 +7,8 @@
 
 namespace mumoe::nn {
 
-/// "cpu", "cuda" or "cuda:N". Throws UsageError for anything else or when CUDA is unavailable.
+/// "cpu", "cuda" or "cuda:N". Throws UsageError for anything else, when CUDA is unavailable, or
+/// when N is not one of the machine's GPUs.
 torch::Device parse_device(const std::string& name);
 
 }  // namespace mumoe::nn

