@@ -95,10 +95,9 @@ TEST_F(CliCuda, ForwardAndEvaluateOnTheGpuAgreeWithTheCpu) {
   io::write_safetensors(input, {{"input", io::SafetensorsFile::open(fixture_.features_path).read("features")}});
   const auto cpu_out = dir_.file("cpu.safetensors"), gpu_out = dir_.file("gpu.safetensors");
   for (const auto& [device, output] : {std::pair{std::string("cpu"), cpu_out}, std::pair{gpu(), gpu_out}})
-    ASSERT_EQ(testkit::run_cli("forward " + fixture_.model_path + " --input " + input + " --ablate 3 --output " + output +
-                               " --device " + device)
-                  .code,
-              0);
+    EXPECT_EQ(cuda_json("forward " + fixture_.model_path + " --input " + input + " --ablate 3 --output " + output +
+                        " --device " + device + " --json")["device"],
+              device);  // the command says where it ran
   const auto on_cpu = io::SafetensorsFile::open(cpu_out).read("output");
   const auto on_gpu = io::SafetensorsFile::open(gpu_out).read("output");
   EXPECT_TRUE(torch::allclose(on_gpu, on_cpu, 1e-4, 1e-5)) << (on_gpu - on_cpu).abs().max();
@@ -141,11 +140,11 @@ TEST_F(CliCuda, TrainingOnTheGpuGivesTheCpusModel) {
   auto gpu_parameters = gpu_layer->named_parameters();
   for (const auto& p : cpu_layer->named_parameters()) {
     SCOPED_TRACE(p.key());
-    ASSERT_FALSE(gpu_parameters[p.key()].is_cuda());
     EXPECT_TRUE(torch::allclose(gpu_parameters[p.key()], p.value(), 1e-3, 1e-4))
         << (gpu_parameters[p.key()] - p.value()).abs().max();
   }
   const auto again = cuda_json("evaluate " + dir_.file("gpu.safetensors") + " --data " + features + " --json");
+  EXPECT_EQ(on_gpu.manifest().provenance["device"], gpu());  // the file records where it was trained
   const auto recorded = on_gpu.manifest().provenance["test_metrics"]["accuracy"].get<double>();
   EXPECT_NEAR(again["accuracy"].get<double>(), recorded, 1.0 / 400 + 1e-12);  // a float32 tie at most
 }

@@ -1,5 +1,6 @@
 // PyTorch checkpoints (.pth/.pt written by torch.save) against the real writer: each test has
-// Debian's python3-torch (run as /usr/bin/python3) write the file at test time, and compares what
+// Debian's python3-torch (run as /usr/bin/python3, or $MUMOE_TEST_PYTHON) write the file at test
+// time, and compares what
 // the reader returns with what Python put in — bit for bit — and a μMoE head loaded from a .pth
 // with the same head loaded from safetensors. Refusals: classes other than tensors and
 // containers, TorchScript archives, the legacy format, truncated files, ambiguous state dicts.

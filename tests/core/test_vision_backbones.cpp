@@ -1,5 +1,5 @@
-// Users' vision models against real PyTorch: each test has /usr/bin/python3 build a model in the
-// layout researchers save — a timm-layout ViT (written here in a few lines of Python, CLIP and
+// Users' vision models against real PyTorch: each test has /usr/bin/python3 (or
+// $MUMOE_TEST_PYTHON) build a model in the layout researchers save — a timm-layout ViT (written here in a few lines of Python, CLIP and
 // plain flavours) or torchvision's own resnet18, with a μMoE head from the spec's layout —
 // randomise it, save its state dict with torch.save, write PNG images, and run the model on those
 // images through PIL and torchvision's eval transforms. The app then opens the .pth with nothing

@@ -13,7 +13,8 @@
 
 namespace mumoe::testkit {
 
-/// The interpreter that writes fixtures: $MUMOE_TEST_PYTHON where set, else /usr/bin/python3.
+/// The interpreter that writes fixtures: $MUMOE_TEST_PYTHON where set, else /usr/bin/python3
+/// (quoted in the command lines: no single quote in its path).
 inline std::string python_interpreter() {
   const char* chosen = std::getenv("MUMOE_TEST_PYTHON");
   return chosen && *chosen ? chosen : "/usr/bin/python3";
@@ -28,7 +29,7 @@ inline bool python_has(const std::string& modules) {
     if (end > start) imports += "import " + modules.substr(start, end - start) + "; ";
     start = end + 1;
   }
-  return std::system((python_interpreter() + " -c '" + imports + "' >/dev/null 2>&1").c_str()) == 0;
+  return std::system(("'" + python_interpreter() + "' -c '" + imports + "' >/dev/null 2>&1").c_str()) == 0;
 }
 
 /// Runs `script` with the interpreter in `dir` (argv[1] = dir, torch imported, seed 0); fails the
@@ -36,7 +37,7 @@ inline bool python_has(const std::string& modules) {
 inline void run_python(const TempDir& dir, const std::string& script) {
   const auto path = dir.file("fixture.py");
   write_bytes(path, "import sys, os, collections, torch\nos.chdir(sys.argv[1])\ntorch.manual_seed(0)\n" + script);
-  const auto command = python_interpreter() + " " + path + " " + dir.path().string() + " 2>&1";
+  const auto command = "'" + python_interpreter() + "' " + path + " " + dir.path().string() + " 2>&1";
   ASSERT_EQ(std::system(command.c_str()), 0) << "python fixture failed: " << command;
 }
 
