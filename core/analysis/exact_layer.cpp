@@ -11,21 +11,22 @@
 namespace mumoe::analysis {
 namespace {
 
-// Four float64 lanes (GCC and Clang vector extensions, so no intrinsics).
-typedef double Lanes4 __attribute__((vector_size(32)));
+// Eight float64 lanes (GCC and Clang vector extensions, so no intrinsics): one AVX-512
+// instruction, two AVX2 ones or four SSE2 ones, by the clone chosen at load time.
+typedef double Lanes8 __attribute__((vector_size(64)));
 
-// out[0, r) += v · row[0, r). GCC's -O2 leaves the plain loop scalar; four lanes at a time it is
-// one AVX2 instruction each (two SSE2 ones in the baseline clone), chosen at load time. Each
-// out[j] is still one product and one sum, rounded as in the scalar loop and in the same order
-// over the coefficients, so the results are the same bits: no FMA (the avx2 target does not
-// enable it, so nothing is contracted). A rank-512 head's extraction spent 18 % of its time in
-// the scalar loop (2026-11-26).
-__attribute__((target_clones("avx2", "default"))) void add_scaled_row(double* out, const double* row, double v,
-                                                                      int64_t r) {
-  const Lanes4 scale = {v, v, v, v};
+// out[0, r) += v · row[0, r). GCC's -O2 leaves the plain loop scalar. Each out[j] is still one
+// product and one sum, rounded as in the scalar loop and in the same order over the coefficients,
+// so every clone gives the same bits: no FMA — the avx512f target enables FMA, and GCC would
+// contract the product and the sum into one (seen in the object code), hence fp-contract=off. A
+// rank-512 head's extraction spent 18 % of its time in the scalar loop; eight lanes took 16 %
+// fewer profile samples than four on an AVX-512 VM (docs/BENCHMARKS.md, 2026-11-26).
+__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off"))) void add_scaled_row(
+    double* out, const double* row, double v, int64_t r) {
+  const Lanes8 scale = {v, v, v, v, v, v, v, v};
   int64_t j = 0;
-  for (; j + 4 <= r; j += 4) {
-    Lanes4 sum, w;
+  for (; j + 8 <= r; j += 8) {
+    Lanes8 sum, w;
     std::memcpy(&sum, out + j, sizeof sum);  // unaligned loads and store
     std::memcpy(&w, row + j, sizeof w);
     sum += scale * w;
