@@ -39,21 +39,8 @@ class CliAnalysis : public ::testing::Test {
     return nlohmann::json::parse(run.out.substr(run.out.find('{')));
   }
 
-  // Per-class accuracy of the layer with expert rows `experts` of factors.0 zeroed (W_n := 0).
   std::vector<double> independent_accuracy(const std::vector<int64_t>& experts) {
-    const auto file = model::ModelFile::load(fixture_.model_path);
-    auto block = file.build_layer("head", torch::kFloat64);
-    torch::NoGradGuard no_grad;
-    for (auto n : experts) block->first_layer()->factors()[0][n].zero_();
-    const auto data = io::SafetensorsFile::open(fixture_.features_path);
-    const auto labels = data.read("labels");
-    const auto predictions = block->forward(data.read("features").to(torch::kFloat64)).output.argmax(1);
-    std::vector<double> accuracy;
-    for (int64_t c = 0; c < 4; ++c) {
-      const auto in_class = labels == c;
-      accuracy.push_back((predictions.masked_select(in_class) == c).to(torch::kDouble).mean().item<double>());
-    }
-    return accuracy;
+    return testkit::zeroed_rows_accuracy(fixture_, experts);
   }
 
   testkit::TempDir dir_;

@@ -62,16 +62,7 @@ class CliCuda : public ::testing::Test {
 
   // Per-class accuracy of the head with expert rows `experts` of factors.0 zeroed, on the CPU.
   std::vector<double> zeroed_rows_accuracy(const std::vector<int64_t>& experts) const {
-    auto block = model::ModelFile::load(fixture_.model_path).build_layer("head", torch::kFloat64);
-    torch::NoGradGuard no_grad;
-    for (auto n : experts) block->first_layer()->factors()[0][n].zero_();
-    const auto data = io::SafetensorsFile::open(fixture_.features_path);
-    const auto labels = data.read("labels");
-    const auto predictions = block->forward(data.read("features").to(torch::kFloat64)).output.argmax(1);
-    std::vector<double> accuracy;
-    for (int64_t c = 0; c < 4; ++c)
-      accuracy.push_back((predictions.masked_select(labels == c) == c).to(torch::kDouble).mean().item<double>());
-    return accuracy;
+    return testkit::zeroed_rows_accuracy(fixture_, experts);
   }
 
   testkit::TempDir dir_;

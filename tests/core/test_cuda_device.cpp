@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <utility>
 
 #include "io/errors.h"
 #include "nn/device.h"
@@ -39,9 +40,12 @@ torch::Device gpu_device() {
   return cpu_stands_in_for_cuda() ? torch::Device(torch::kCPU) : torch::Device(torch::kCUDA, 0);
 }
 
-// A module's float64 copy on the GPU: parameters and buffers, the same values.
-template <typename Holder>
-Holder on_gpu_like(const Holder& cpu_module, Holder gpu_module) {
+// The float64 module `cpu_module` on the GPU: a new Holder(args...) given its parameters and
+// buffers by name, moved to the GPU, in eval mode.
+template <typename Holder, typename... Args>
+Holder gpu_twin(const Holder& cpu_module, Args&&... args) {
+  Holder gpu_module(std::forward<Args>(args)...);
+  gpu_module->to(torch::kFloat64);
   torch::NoGradGuard no_grad;
   auto source = cpu_module->named_parameters(true);
   for (auto& p : gpu_module->named_parameters(true)) p.value().copy_(source[p.key()]);
@@ -119,9 +123,7 @@ TEST(CudaDevice, EveryLayerKindGivesTheCpusOutputAndCoefficients) {
     cpu->to(torch::kFloat64);
     testkit::randomize(cpu, 11);
     cpu->eval();
-    nn::MuMoEBlock gpu_fresh(config);
-    gpu_fresh->to(torch::kFloat64);
-    auto gpu = on_gpu_like(cpu, gpu_fresh);
+    auto gpu = gpu_twin(cpu, config);
     torch::NoGradGuard no_grad;
     const auto x = torch::randn({33, config.input_dim}, torch::kFloat64);
     const auto want = cpu->forward(x);
@@ -152,9 +154,7 @@ TEST(CudaDevice, RouterLayersRouteAndComputeAsOnTheCpu) {
     nn::MoELayer cpu(c);
     cpu->to(torch::kFloat64);
     cpu->eval();
-    nn::MoELayer gpu_fresh(c);
-    gpu_fresh->to(torch::kFloat64);
-    auto gpu = on_gpu_like(cpu, gpu_fresh);
+    auto gpu = gpu_twin(cpu, c);
     torch::NoGradGuard no_grad;
     const auto x = torch::randn({2, 10, 6}, torch::kFloat64);
     const auto want = cpu->forward(x);
@@ -209,9 +209,7 @@ TEST(CudaDevice, ImageClassifiersGiveTheCpusLogits) {
         else if (b.key().find("running_mean") != std::string::npos) b.value().normal_(0.0, 0.3);
     }
     cpu->eval();
-    nn::ImageClassifier gpu_fresh(backbone, layer);
-    gpu_fresh->to(torch::kFloat64);
-    auto gpu = on_gpu_like(cpu, gpu_fresh);
+    auto gpu = gpu_twin(cpu, backbone, layer);
     torch::NoGradGuard no_grad;
     const auto images =
         torch::rand({5, backbone.in_channels, backbone.image_size, backbone.image_size}, torch::kFloat64);
@@ -240,9 +238,7 @@ TEST(CudaDevice, GptGivesTheCpusLogitsAndCoefficients) {
   }
   cpu->to(torch::kFloat64);
   cpu->eval();
-  nn::MuMoEGpt gpu_fresh(c);
-  gpu_fresh->to(torch::kFloat64);
-  auto gpu = on_gpu_like(cpu, gpu_fresh);
+  auto gpu = gpu_twin(cpu, c);
   torch::NoGradGuard no_grad;
   const auto tokens = torch::randint(0, c.vocab_size, {3, 8}, torch::kLong);
   const std::vector<nn::ExpertAblation> ablation = {{}, nn::ExpertAblation::first_mode({0, 3})};
@@ -262,9 +258,7 @@ TEST(CudaDevice, ATrainingStepUpdatesTheParametersAsOnTheCpu) {
   cpu->to(torch::kFloat64);
   testkit::randomize(cpu, 5);
   cpu->train();
-  nn::MuMoEBlock gpu_fresh(config);
-  gpu_fresh->to(torch::kFloat64);
-  auto gpu = on_gpu_like(cpu, gpu_fresh);
+  auto gpu = gpu_twin(cpu, config);
   gpu->train();
   const auto x = torch::randn({16, config.input_dim}, torch::kFloat64);
   const auto labels = torch::randint(0, config.output_dim, {16}, torch::kLong);

@@ -80,4 +80,20 @@ inline AnalysisFixture write_analysis_fixture(const std::string& dir, const nn::
   return f;
 }
 
+/// Per-class accuracy of the fixture's layer with rows `experts` of factors.0 zeroed (W_n := 0),
+/// run in float64 on the CPU from the model file: an ablation computed without the analysis
+/// library, to hold its answers against.
+inline std::vector<double> zeroed_rows_accuracy(const AnalysisFixture& fixture, const std::vector<int64_t>& experts) {
+  auto block = model::ModelFile::load(fixture.model_path).build_layer("head", torch::kFloat64);
+  torch::NoGradGuard no_grad;
+  for (auto n : experts) block->first_layer()->factors()[0][n].zero_();
+  const auto data = io::SafetensorsFile::open(fixture.features_path);
+  const auto labels = data.read("labels");
+  const auto predictions = block->forward(data.read("features").to(torch::kFloat64)).output.argmax(1);
+  std::vector<double> accuracy;
+  for (int64_t c = 0; c < fixture.config.final_output_dim(); ++c)
+    accuracy.push_back((predictions.masked_select(labels == c) == c).to(torch::kDouble).mean().item<double>());
+  return accuracy;
+}
+
 }  // namespace mumoe::testkit
