@@ -34,6 +34,7 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
 
   const auto present = cache.chunk_indices(run_id);
   std::vector<bool> have(static_cast<size_t>(info.chunk_count()), false);
+  std::vector<int64_t> with_inputs, without_inputs;  // among the sound chunks
   for (const auto index : present) {
     ++report.chunks;
     if (index >= 0 && index < info.chunk_count()) have[static_cast<size_t>(index)] = true;
@@ -41,6 +42,7 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
     try {
       const auto chunk = cache.get_chunk(run_id, index);
       if (validate) problem = validate(chunk);
+      if (problem.empty()) (chunk.inputs.empty() ? without_inputs : with_inputs).push_back(index);
     } catch (const FileError& e) {
       problem = e.problem();
     }
@@ -49,6 +51,18 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
          "chunk deleted; the next extraction recomputes it");
     if (repair) cache.delete_chunk(run_id, index);
   }
+  // A run stores the layer's inputs in every chunk (a backbone's) or in none (a head reading its
+  // data's features; ChunkRecord::inputs). Without the model the cache cannot tell which, but a
+  // mix can only be damage, and the chunks that lost theirs are the damaged ones (nothing writes
+  // inputs into a chunk of a run that leaves them to the data).
+  if (!with_inputs.empty())
+    for (const auto index : without_inputs) {
+      note(report, run_id, "chunk " + std::to_string(index),
+           "stores no layer inputs while " + std::to_string(with_inputs.size()) + " other chunk" +
+               (with_inputs.size() == 1 ? "" : "s") + " of its run do",
+           repair, "chunk deleted; the next extraction recomputes it");
+      if (repair) cache.delete_chunk(run_id, index);
+    }
   if (cache.run_complete(run_id)) {
     int64_t missing = 0;
     for (const bool h : have) missing += !h;

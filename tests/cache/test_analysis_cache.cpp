@@ -769,6 +769,45 @@ TEST(CacheRepair, FindsAndDropsDamagedRowsOnly) {
   expect_same(cache->get_chunk(damaged, 0), make_chunk(info, 0));
 }
 
+// A run whose chunks store their inputs, bar one with an emptied blob (damage the chunk's own
+// checks accept: no inputs is a valid chunk of a head on features): check names that chunk,
+// repair drops it alone. A run storing no inputs anywhere is sound.
+TEST(CacheRepair, AChunkThatLostTheInputsItsRunStoresIsDamaged) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  auto cache = AnalysisCache::open(path);
+  const RunInfo info = make_info();
+  const int64_t stored = cache->begin_run(make_key(), info);
+  for (int64_t i = 0; i < 3; ++i) cache->put_chunk(stored, make_chunk(info, i));
+  cache->complete_run(stored);
+  auto other_key = make_key();
+  other_key.layer = "another";
+  const int64_t left_to_data = cache->begin_run(other_key, info);
+  for (int64_t i = 0; i < 3; ++i) {
+    auto chunk = make_chunk(info, i);
+    chunk.inputs.clear();
+    cache->put_chunk(left_to_data, chunk);
+  }
+  cache->complete_run(left_to_data);
+  cache.reset();
+  RawDb(path).exec("UPDATE chunks SET inputs = x'' WHERE run_id = " + std::to_string(stored) + " AND chunk_index = 1");
+  cache = AnalysisCache::open(path);
+
+  EXPECT_TRUE(check_run(*cache, left_to_data, /*repair=*/false).sound());
+  const auto checked = check_run(*cache, stored, /*repair=*/false);
+  ASSERT_EQ(checked.problems.size(), 1u);
+  EXPECT_EQ(checked.problems[0].where, "chunk 1");
+  EXPECT_NE(checked.problems[0].problem.find("stores no layer inputs while 2 other chunks"), std::string::npos)
+      << checked.problems[0].problem;
+  EXPECT_EQ(cache->chunk_indices(stored), (std::vector<int64_t>{0, 1, 2}));  // only checked
+
+  const auto repaired = check_run(*cache, stored, /*repair=*/true);
+  ASSERT_EQ(repaired.problems.size(), 1u);
+  EXPECT_EQ(cache->chunk_indices(stored), (std::vector<int64_t>{0, 2}));
+  EXPECT_FALSE(cache->run_complete(stored));
+  EXPECT_TRUE(check_cache(*cache, /*repair=*/false).sound());
+}
+
 TEST(CacheRepair, AValidatorDropsChunksTheCallerRefuses) {
   TempDir dir;
   auto cache = AnalysisCache::open(dir.file("c.sqlite"));
