@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -70,20 +71,23 @@ RowTops top_of_rows(const torch::Tensor& scores, const Tolerance& tolerance) {
   return out;
 }
 
-// The coefficients of the removed `experts` (ascending) in the CSR rows of `samples`: [B, K]
-// float64, 0 where a sample does not use an expert. Built from the sparse rows directly: a dense
-// [B, N] row block would cost N/K times the memory for a single-expert click.
-torch::Tensor removed_coefficients(const cache::SparseRows& rows, const torch::Tensor& samples,
-                                   const std::vector<int64_t>& experts, int64_t expert_count) {
-  std::vector<int64_t> column(static_cast<size_t>(expert_count), -1);
-  for (size_t k = 0; k < experts.size(); ++k) column[experts[k]] = static_cast<int64_t>(k);
-  const int64_t count = samples.size(0), removed = static_cast<int64_t>(experts.size());
+// The coefficients of the removed `experts` at `samples` (ascending, each using at least one of
+// them: affected_samples): [B, K] float64, 0 where a sample does not use an expert. Read from the
+// experts' own columns (CSC), one pass over each column beside the samples: the sample rows
+// (CSR) hold every expert of a dense gate, and scanning 10,000 rows of 1,024 softmax
+// coefficients for one column was most of a click on such a head (2026-11-26).
+torch::Tensor removed_coefficients(const ExpertColumns& columns, const std::vector<int64_t>& samples,
+                                   const std::vector<int64_t>& experts) {
+  const int64_t count = static_cast<int64_t>(samples.size()), removed = static_cast<int64_t>(experts.size());
   auto out = torch::zeros({count, removed}, torch::kFloat64);
   auto* w = out.data_ptr<double>();
-  const auto* sample = samples.data_ptr<int64_t>();
-  for (int64_t b = 0; b < count; ++b)
-    for (int64_t k = rows.offsets[sample[b]]; k < rows.offsets[sample[b] + 1]; ++k)
-      if (const auto c = column[rows.indices[k]]; c >= 0) w[b * removed + c] = rows.values[k];
+  for (int64_t k = 0; k < removed; ++k) {
+    int64_t b = 0;  // both the column's samples and `samples` ascend
+    for (int64_t e = columns.offsets[experts[k]]; e < columns.offsets[experts[k] + 1]; ++e) {
+      while (b < count && samples[b] < columns.samples[e]) ++b;
+      if (b < count && samples[b] == columns.samples[e]) w[b * removed + k] = columns.values[e];
+    }
+  }
   return out;
 }
 
@@ -128,11 +132,17 @@ void CounterfactualAblation::check_mode(int64_t mode) const {
 }
 
 std::vector<int64_t> CounterfactualAblation::affected_samples(int64_t mode, const std::vector<int64_t>& experts) const {
-  std::set<int64_t> affected;
+  // The union of the experts' columns, ascending (a column's samples ascend): a sorted vector, not
+  // a std::set, which cost a millisecond per 10,000 samples of a dense gate's click.
   const auto& cols = run_.columns[mode];
-  for (auto n : experts)
-    for (int64_t k = cols.offsets[n]; k < cols.offsets[n + 1]; ++k) affected.insert(cols.samples[k]);
-  return {affected.begin(), affected.end()};
+  std::vector<int64_t> affected;
+  for (auto n : experts) {
+    const auto middle = static_cast<std::ptrdiff_t>(affected.size());
+    affected.insert(affected.end(), cols.samples.begin() + cols.offsets[n], cols.samples.begin() + cols.offsets[n + 1]);
+    std::inplace_merge(affected.begin(), affected.begin() + middle, affected.end());
+  }
+  affected.erase(std::unique(affected.begin(), affected.end()), affected.end());
+  return affected;
 }
 
 void CounterfactualAblation::check(int64_t mode, const std::vector<int64_t>& experts) const {
@@ -198,13 +208,14 @@ std::vector<int64_t> CounterfactualAblation::predictions_rank_one(int64_t mode, 
   const auto removed = to_tensor(experts).to(device_);
   std::vector<int64_t> out;
   out.reserve(samples.size());
+  const auto all_weights = removed_coefficients(run_.columns[mode], samples, experts);
   const auto block = static_cast<size_t>(kSamplesPerClickContext);
   for (size_t begin = 0; begin < samples.size(); begin += block) {
     const auto part = to_tensor(std::vector<int64_t>(samples.begin() + begin,
                                                      samples.begin() + std::min(samples.size(), begin + block)));
     engine->set_contexts(inputs_.index_select(0, part).to(device_, torch::kFloat64), dense_coefficients(part, mode),
                          /*bounds=*/false);
-    const auto weights = removed_coefficients(run_.coefficients[mode], part, experts, run_.info.expert_dims[mode]);
+    const auto weights = all_weights.slice(0, static_cast<int64_t>(begin), static_cast<int64_t>(begin) + part.size(0));
     const auto after =
         (scores.index_select(0, part).to(device_) - engine->set_deltas(removed, weights.to(device_))).cpu().contiguous();
     const auto* tolerance = tie_tolerance_.data_ptr<double>();

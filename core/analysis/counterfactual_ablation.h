@@ -66,8 +66,8 @@ class CounterfactualAblation {
   RankOneAblation* rank_one(int64_t mode);
   /// Dense float64 coefficients of `samples` for every mode (undefined for `skip_mode`).
   std::vector<torch::Tensor> dense_coefficients(const torch::Tensor& samples, int64_t skip_mode = -1) const;
-  /// Predictions of `samples` after removing `experts` (ascending) of `mode` (rank-one path;
-  /// near-ties re-evaluated with the experts zeroed).
+  /// Predictions of `samples` (ascending: affected_samples) after removing `experts` (ascending)
+  /// of `mode` (rank-one path; near-ties re-evaluated with the experts zeroed).
   std::vector<int64_t> predictions_rank_one(int64_t mode, const std::vector<int64_t>& samples,
                                             const std::vector<int64_t>& experts);
   /// Per-expert class-wise changes of correct predictions and changed counts (rank-one path).
