@@ -182,20 +182,28 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
                      std::to_string(static_cast<int64_t>(kMaxStreamBytes / 1e9)) + " GB; analyse at most " +
                      std::to_string(fitting) + " images");
   }
-  std::vector<torch::Tensor> attended, coefficients, logits;
+  // Each batch is written into its rows of the whole-run tensors, allocated at the first batch:
+  // collecting the batches and joining them (torch::cat) held the streams and the [S, T, N]
+  // float64 coefficients twice at the end.
+  std::vector<torch::Tensor> logits;
   torch::NoGradGuard no_grad;
   for (int64_t begin = 0; begin < total; begin += d.batch) {
-    const auto indices = torch::arange(begin, std::min(total, begin + d.batch), torch::kLong);
+    const int64_t end = std::min(total, begin + d.batch);
+    const auto indices = torch::arange(begin, end, torch::kLong);
     auto x = tokens->embed(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
     for (int64_t i = 0; i < block; ++i) x = tokens->run_block(x, i);
     x = tokens->attention_residual(x, block);
-    attended.push_back(keep_class_tokens ? x.slice(1, 0, 1).clone() : x);
-    coefficients.push_back(tokens->mlp_coefficients(x, block).front().cpu());
+    const auto kept = keep_class_tokens ? x.slice(1, 0, 1) : x;
+    const auto coefficients = tokens->mlp_coefficients(x, block).front().cpu();
+    if (begin == 0) {
+      d.attended = torch::empty({total, kept.size(1), kept.size(2)}, kept.options());
+      d.coefficients = torch::empty({total, coefficients.size(1), coefficients.size(2)}, coefficients.options());
+    }
+    d.attended.slice(0, begin, end).copy_(kept);
+    d.coefficients.slice(0, begin, end).copy_(coefficients);
     logits.push_back(d.logits_from_attended(x, {}));
-    if (progress && !progress(begin + indices.size(0), total)) throw Cancelled();
+    if (progress && !progress(end, total)) throw Cancelled();
   }
-  d.attended = torch::cat(attended);
-  d.coefficients = torch::cat(coefficients).contiguous();
   const auto label_tensor = d.data.labels.slice(0, 0, total).contiguous();
   d.labels.assign(label_tensor.data_ptr<int64_t>(), label_tensor.data_ptr<int64_t>() + total);
   d.predictions = d.predict(torch::cat(logits));
