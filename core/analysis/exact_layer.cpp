@@ -21,8 +21,16 @@ typedef double Lanes8 __attribute__((vector_size(64)));
 // contract the product and the sum into one (seen in the object code), hence fp-contract=off. A
 // rank-512 head's extraction spent 18 % of its time in the scalar loop; eight lanes took 16 %
 // fewer profile samples than four on an AVX-512 VM (docs/BENCHMARKS.md, 2026-11-26).
-__attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off"))) void add_scaled_row(
-    double* out, const double* row, double v, int64_t r) {
+// GCC takes fp-contract as a function attribute; clang (the fuzzing build) as a pragma in the body.
+#ifdef __clang__
+#define MUMOE_CLONES_WITHOUT_FMA __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define MUMOE_CLONES_WITHOUT_FMA __attribute__((target_clones("avx512f", "avx2", "default"), optimize("fp-contract=off")))
+#endif
+MUMOE_CLONES_WITHOUT_FMA void add_scaled_row(double* out, const double* row, double v, int64_t r) {
+#ifdef __clang__
+#pragma clang fp contract(off)
+#endif
   const Lanes8 scale = {v, v, v, v, v, v, v, v};
   int64_t j = 0;
   for (; j + 8 <= r; j += 8) {

@@ -41,6 +41,8 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   // The same bytes open differently under other choices (a backbone preset, a plain state dict's
   // gate activation, remembered options): the configuration they resolve to is part of the key.
   parameters["layer_config"] = model.layer_config_json();
+  // Also how `mumoe cache check` knows that the run's chunks must store their inputs
+  // (cache/cache_repair.cpp, run_has_backbone).
   if (model.has_backbone()) parameters["backbone"] = nn::to_json(model.image_classifier()->backbone_config());
   key.parameters = parameters.dump();
   return key;

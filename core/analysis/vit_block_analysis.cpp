@@ -162,7 +162,7 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
 
   int64_t total = limit > 0 ? std::min(limit, d.data.size()) : d.data.size();
   if (total == 0) throw UsageError("the data has no samples");
-  // The kept streams are the memory this analysis needs (twice, while the batches are joined):
+  // The kept streams are the memory this analysis needs:
   // refuse what cannot fit, or (fit_in_memory) take the first images that do.
   d.class_token_only = block == tokens->depth() - 1 && tokens->pools_class_token();
   // A router MLP mixes an image's tokens (Soft MoE's slots, a group's buffer allocation), so the

@@ -14,6 +14,16 @@ void note(CacheCheckReport& report, int64_t run_id, std::string where, std::stri
   report.problems.push_back({run_id, std::move(where), std::move(problem), repair ? action : ""});
 }
 
+// Whether the run analyses a model with a backbone: its key's parameters carry the backbone's
+// configuration then (analysis/extraction.cpp, make_run_key). Such a run stores its layer's inputs
+// in every chunk; a head on features stores none (they are the data's, ChunkRecord::inputs) —
+// and a head's run begun before that change holds both kinds, which is sound. Unreadable
+// parameters: no judgement (other checks name them).
+bool run_has_backbone(const RunKey& key) {
+  const auto parameters = nlohmann::json::parse(key.parameters, nullptr, /*allow_exceptions=*/false);
+  return parameters.is_object() && parameters.contains("backbone");
+}
+
 }  // namespace
 
 CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, const ChunkValidator& validate) {
@@ -34,7 +44,8 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
 
   const auto present = cache.chunk_indices(run_id);
   std::vector<bool> have(static_cast<size_t>(info.chunk_count()), false);
-  std::vector<int64_t> with_inputs, without_inputs;  // among the sound chunks
+  const bool must_store_inputs = run_has_backbone(cache.run_key(run_id));
+  std::vector<int64_t> without_inputs;  // sound chunks of a backbone's run that store no inputs
   for (const auto index : present) {
     ++report.chunks;
     if (index >= 0 && index < info.chunk_count()) have[static_cast<size_t>(index)] = true;
@@ -42,7 +53,7 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
     try {
       const auto chunk = cache.get_chunk(run_id, index);
       if (validate) problem = validate(chunk);
-      if (problem.empty()) (chunk.inputs.empty() ? without_inputs : with_inputs).push_back(index);
+      if (problem.empty() && must_store_inputs && chunk.inputs.empty()) without_inputs.push_back(index);
     } catch (const FileError& e) {
       problem = e.problem();
     }
@@ -51,18 +62,13 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
          "chunk deleted; the next extraction recomputes it");
     if (repair) cache.delete_chunk(run_id, index);
   }
-  // A run stores the layer's inputs in every chunk (a backbone's) or in none (a head reading its
-  // data's features; ChunkRecord::inputs). Without the model the cache cannot tell which, but a
-  // mix can only be damage, and the chunks that lost theirs are the damaged ones (nothing writes
-  // inputs into a chunk of a run that leaves them to the data).
-  if (!with_inputs.empty())
-    for (const auto index : without_inputs) {
-      note(report, run_id, "chunk " + std::to_string(index),
-           "stores no layer inputs while " + std::to_string(with_inputs.size()) + " other chunk" +
-               (with_inputs.size() == 1 ? "" : "s") + " of its run do",
-           repair, "chunk deleted; the next extraction recomputes it");
-      if (repair) cache.delete_chunk(run_id, index);
-    }
+  for (const auto index : without_inputs) {
+    note(report, run_id, "chunk " + std::to_string(index),
+         "stores no layer inputs, which a model with a backbone must store (its layer does not read the data's "
+         "features)",
+         repair, "chunk deleted; the next extraction recomputes it");
+    if (repair) cache.delete_chunk(run_id, index);
+  }
   if (cache.run_complete(run_id)) {
     int64_t missing = 0;
     for (const bool h : have) missing += !h;

@@ -5,7 +5,7 @@
 // What it cannot see are damaged rows inside a sound file: a chunk whose blobs do not match its
 // run, a run marked complete with a chunk missing, a run row whose shapes are unreadable, a
 // result that is not JSON. Each of those would fail every later command that reads it. The check
-// reads every row (and notices a chunk that lost the layer inputs its run's other chunks store);
+// reads every row (and notices a chunk of a backbone model's run that stores no layer inputs);
 // the repair drops exactly the broken ones — a chunk (its run becomes partial,
 // so the next extraction recomputes that chunk alone), a result (recomputed when next asked), a
 // run whose own row is unreadable (re-extracted when next asked) — and keeps everything sound.

@@ -769,42 +769,50 @@ TEST(CacheRepair, FindsAndDropsDamagedRowsOnly) {
   expect_same(cache->get_chunk(damaged, 0), make_chunk(info, 0));
 }
 
-// A run whose chunks store their inputs, bar one with an emptied blob (damage the chunk's own
-// checks accept: no inputs is a valid chunk of a head on features): check names that chunk,
-// repair drops it alone. A run storing no inputs anywhere is sound.
-TEST(CacheRepair, AChunkThatLostTheInputsItsRunStoresIsDamaged) {
+// A backbone model's run (its key's parameters carry the backbone, as extraction writes them)
+// must store its layer's inputs: a chunk whose inputs blob was emptied — damage the chunk's own
+// checks accept, since no inputs is a valid chunk of a head on features — is named and dropped
+// alone, and so is every chunk when all lost them. A head's run is sound with none, and with a mix
+// (a run begun before heads stopped storing them, completed after).
+TEST(CacheRepair, ABackboneRunsChunkWithoutInputsIsDamaged) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");
   auto cache = AnalysisCache::open(path);
   const RunInfo info = make_info();
-  const int64_t stored = cache->begin_run(make_key(), info);
-  for (int64_t i = 0; i < 3; ++i) cache->put_chunk(stored, make_chunk(info, i));
-  cache->complete_run(stored);
-  auto other_key = make_key();
-  other_key.layer = "another";
-  const int64_t left_to_data = cache->begin_run(other_key, info);
-  for (int64_t i = 0; i < 3; ++i) {
-    auto chunk = make_chunk(info, i);
-    chunk.inputs.clear();
-    cache->put_chunk(left_to_data, chunk);
-  }
-  cache->complete_run(left_to_data);
-  cache.reset();
-  RawDb(path).exec("UPDATE chunks SET inputs = x'' WHERE run_id = " + std::to_string(stored) + " AND chunk_index = 1");
-  cache = AnalysisCache::open(path);
+  const auto backbone_key = [](const std::string& layer) {
+    return make_key("m1", "/models/a.safetensors", "fashion-mnist:test", "d1", layer,
+                    R"({"backbone":{"kind":"small_cnn"},"chunk_size":4})");
+  };
+  const auto add_run = [&](const RunKey& key, const std::vector<bool>& with_inputs) {
+    const int64_t run = cache->begin_run(key, info);
+    for (int64_t i = 0; i < 3; ++i) {
+      auto chunk = make_chunk(info, i);
+      if (!with_inputs[static_cast<size_t>(i)]) chunk.inputs.clear();
+      cache->put_chunk(run, chunk);
+    }
+    cache->complete_run(run);
+    return run;
+  };
+  const int64_t one_lost = add_run(backbone_key("one"), {true, false, true});
+  const int64_t all_lost = add_run(backbone_key("all"), {false, false, false});
+  const int64_t head_mixed = add_run(make_key("m1", "/models/a.safetensors", "fashion-mnist:test", "d1", "head",
+                                              R"({"chunk_size":4})"),
+                                     {true, false, false});
 
-  EXPECT_TRUE(check_run(*cache, left_to_data, /*repair=*/false).sound());
-  const auto checked = check_run(*cache, stored, /*repair=*/false);
+  EXPECT_TRUE(check_run(*cache, head_mixed, /*repair=*/false).sound());
+  const auto checked = check_run(*cache, one_lost, /*repair=*/false);
   ASSERT_EQ(checked.problems.size(), 1u);
   EXPECT_EQ(checked.problems[0].where, "chunk 1");
-  EXPECT_NE(checked.problems[0].problem.find("stores no layer inputs while 2 other chunks"), std::string::npos)
-      << checked.problems[0].problem;
-  EXPECT_EQ(cache->chunk_indices(stored), (std::vector<int64_t>{0, 1, 2}));  // only checked
+  EXPECT_NE(checked.problems[0].problem.find("stores no layer inputs"), std::string::npos) << checked.problems[0].problem;
+  EXPECT_EQ(cache->chunk_indices(one_lost), (std::vector<int64_t>{0, 1, 2}));  // only checked
+  EXPECT_EQ(check_run(*cache, all_lost, /*repair=*/false).problems.size(), 3u);
 
-  const auto repaired = check_run(*cache, stored, /*repair=*/true);
-  ASSERT_EQ(repaired.problems.size(), 1u);
-  EXPECT_EQ(cache->chunk_indices(stored), (std::vector<int64_t>{0, 2}));
-  EXPECT_FALSE(cache->run_complete(stored));
+  const auto repaired = check_cache(*cache, /*repair=*/true);
+  EXPECT_EQ(repaired.problems.size(), 4u);
+  EXPECT_EQ(cache->chunk_indices(one_lost), (std::vector<int64_t>{0, 2}));
+  EXPECT_FALSE(cache->run_complete(one_lost));
+  EXPECT_TRUE(cache->chunk_indices(all_lost).empty());
+  EXPECT_EQ(cache->chunk_indices(head_mixed), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_TRUE(check_cache(*cache, /*repair=*/false).sound());
 }
 
