@@ -86,8 +86,9 @@ TEST_P(SparseEqualsNaive, PredictionForPrediction) {
       EXPECT_EQ(sweep_sparse.experts[n].drop, sweep_naive.experts[n].drop);
     }
     EXPECT_EQ(sweep_sparse.experts_with_effect, sweep_naive.experts_with_effect);
-    // A set of experts removed together.
-    const std::vector<int64_t> set = {0, c.experts[mode] - 1};
+    // A set of experts removed together (three, so that samples using one, two or all three of
+    // them meet: the affected samples are their union).
+    const std::vector<int64_t> set = {0, c.experts[mode] / 2, c.experts[mode] - 1};
     EXPECT_EQ(engine.predictions_after(mode, set, AblationMethod::Sparse),
               engine.predictions_after(mode, set, AblationMethod::Naive));
   }
