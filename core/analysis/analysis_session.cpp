@@ -158,10 +158,8 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   const auto id = impl_->run_id();
   if (!id) return {};
   const auto classes = static_cast<int64_t>(impl_->class_names.size());
-  // A chunk without inputs is sound only where they are the data's features (extraction.h).
-  const bool inputs_in_data = inputs_left_to_data(*impl_->model, impl_->data);
-  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes, inputs_in_data](const cache::ChunkRecord& c) {
-    if (c.inputs.empty() && !inputs_in_data) return std::string("inputs: none stored, but the layer has a backbone");
+  // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key.)
+  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes](const cache::ChunkRecord& c) {
     return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
   });
 }
