@@ -9,7 +9,8 @@
 //   3. answers from the cache: median latency of a stored single-expert ablation and a stored
 //      gallery, each from a freshly opened session (what a reopened GUI or CLI does).
 //
-// Usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive]
+// Usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive] [--extraction-only]
+// (--extraction-only stops after 1: for profiling the extraction, e.g. under perf)
 // Prints one JSON object. Uses a temporary cache file, removed at the end.
 #include <torch/torch.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/analysis_session.h"
@@ -59,17 +61,18 @@ double bare_forward_seconds(const std::string& model_path, const std::string& sp
 int main(int argc, char** argv) {
   mumoe::io::tune_allocator_for_tensors();  // as the programs do
   if (argc < 2) {
-    std::cerr << "usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive]\n";
+    std::cerr << "usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive] [--extraction-only]\n";
     return 1;
   }
   analysis::SessionOptions o;
   o.model_path = argv[1];
   int repeats = 3;
-  bool naive = true;
+  bool naive = true, extraction_only = false;
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--data") && i + 1 < argc) o.data_spec = argv[++i];
     else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = std::stoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-naive")) naive = false;
+    else if (!std::strcmp(argv[i], "--extraction-only")) extraction_only = true;
   }
   const auto dir = std::filesystem::temp_directory_path() / ("mumoe-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -80,7 +83,14 @@ int main(int argc, char** argv) {
     // the last connection closes (a checkpoint), work the extraction's writes left behind.
     std::vector<double> bare, extract, extract_and_close;
     for (int r = 0; r < repeats; ++r) {
+      // Each timed phase starts in a quiet process: after a product on two threads, OpenBLAS's
+      // worker spins (sched_yield) for about 0.1 s, and on two cores it took a core from the
+      // extraction that followed (its writer thread waited 15–17 ms of a 47 ms extraction;
+      // 2026-11-26). A pause of 0.2 s lets it sleep, as it has before any real extraction.
+      const auto quiet = [] { std::this_thread::sleep_for(std::chrono::milliseconds(200)); };
+      quiet();
       bare.push_back(bare_forward_seconds(o.model_path, o.data_spec, o.chunk_size));
+      quiet();
       o.cache_path = (dir / ("extract-" + std::to_string(r) + ".sqlite")).string();
       auto session = analysis::AnalysisSession::open(o);
       const auto start = Clock::now();
@@ -95,6 +105,11 @@ int main(int argc, char** argv) {
     out["extraction_overhead"] = median(extract) / median(bare) - 1;
     out["extraction_and_close_seconds_median"] = median(extract_and_close);
     out["extraction_and_close_overhead"] = median(extract_and_close) / median(bare) - 1;
+    if (extraction_only) {
+      std::filesystem::remove_all(dir);
+      std::cout << out.dump(2) << "\n";
+      return 0;
+    }
 
     // 2. Sweeps.
     auto session = analysis::AnalysisSession::open(o);

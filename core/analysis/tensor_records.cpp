@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "cache/sparse_rows.h"
+
 namespace mumoe::analysis {
 namespace {
 
@@ -11,27 +13,6 @@ std::vector<T> to_vector(const torch::Tensor& t) {
   return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
 }
 
-// One pass over the dense rows in row-major order, plain C++: the tensor version (compare,
-// nonzero, bincount, gather) cost 2.5 times as much (26 ms against 10 ms for 10,000 × 1,024
-// coefficients, 2026-11-25).
-template <typename T>
-void append_positive_entries(const T* a, int64_t n, int64_t experts, cache::SparseRows* out) {
-  // Counted first, so the vectors grow once: a softmax gate's rows are full, and growing by
-  // doubling copied and first-touched several times what they end up holding.
-  int64_t positive = 0;
-  for (int64_t k = 0; k < n * experts; ++k) positive += a[k] > 0;
-  out->indices.reserve(out->indices.size() + static_cast<size_t>(positive));
-  out->values.reserve(out->values.size() + static_cast<size_t>(positive));
-  for (int64_t r = 0; r < n; ++r, a += experts) {
-    for (int64_t c = 0; c < experts; ++c)
-      if (a[c] > 0) {  // NaN is not > 0, like the tensor comparison
-        out->indices.push_back(static_cast<int32_t>(c));
-        out->values.push_back(static_cast<double>(a[c]));  // float → double is exact
-      }
-    out->offsets.push_back(static_cast<int64_t>(out->values.size()));
-  }
-}
-
 }  // namespace
 
 cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
@@ -39,14 +20,8 @@ cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
   const bool is_double = coefficients.scalar_type() == torch::kFloat64;
   const auto a = coefficients.to(torch::kCPU, is_double ? torch::kFloat64 : torch::kFloat32).contiguous();
   const int64_t n = a.size(0), experts = a.size(1);
-  cache::SparseRows out;
-  out.offsets.reserve(static_cast<size_t>(n) + 1);
-  out.offsets.push_back(0);
-  if (is_double)
-    append_positive_entries(a.data_ptr<double>(), n, experts, &out);
-  else
-    append_positive_entries(a.data_ptr<float>(), n, experts, &out);
-  return out;
+  return is_double ? cache::sparse_rows_from_dense(a.data_ptr<double>(), n, experts)
+                   : cache::sparse_rows_from_dense(a.data_ptr<float>(), n, experts);
 }
 
 torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& samples, int64_t experts) {

@@ -167,6 +167,11 @@ std::unique_ptr<AnalysisCache> AnalysisCache::open(const std::string& path, Cach
     r.set_aside_path = set_aside(path, *reason);
     db = connect(path);
   }
+  // 16 KiB pages for a new file (an existing one keeps its own; SQLite ignores this then). A
+  // chunk's blobs span hundreds of pages, and a WAL commit writes each page as a frame of its
+  // own: with SQLite's default 4 KiB a softmax N = 128 head's chunk (330 KB) took 0.85 ms to
+  // commit, with 16 KiB 0.24 ms, and its extraction 36 → 20 ms (64 KiB: no better; 2026-11-26).
+  db->exec("PRAGMA page_size = " + std::to_string(kPageSize));
   // WAL: readers never block the writer, and a killed writer leaves only uncommitted frames,
   // which the next open ignores. NORMAL is crash-safe in WAL mode (a power loss may lose the last
   // chunks, never consistency). A file system without shared memory keeps the rollback journal,

@@ -41,6 +41,8 @@
 namespace mumoe::cache {
 
 inline constexpr int kSchemaVersion = 3;
+/// SQLite page size of the cache files this version creates (older files keep theirs).
+inline constexpr int kPageSize = 16384;
 /// PRAGMA application_id of every mumoe cache file ("MuMo" in ASCII).
 inline constexpr int32_t kApplicationId = 0x4D754D6F;
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
 #include <thread>
@@ -210,6 +211,7 @@ TEST(AnalysisCache, CreatesAFreshCacheInMissingDirectories) {
   EXPECT_EQ(raw.integer("PRAGMA application_id"), kApplicationId);
   EXPECT_EQ(raw.integer("PRAGMA user_version"), kSchemaVersion);
   EXPECT_EQ(raw.text("PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(raw.integer("PRAGMA page_size"), kPageSize);
   EXPECT_EQ(raw.integer("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
                         "('meta', 'runs', 'chunks', 'results')"),
             4);
@@ -520,6 +522,10 @@ TEST(AnalysisCache, PutChunkRejectsBadRecordsAndLeavesTheCacheUnchanged) {
        }},
       {"coefficients[1].values: entry 0", [](ChunkRecord& c) { c.coefficients[1].values[0] = 0.0; }},
       {"coefficients[1].values: entry 1", [](ChunkRecord& c) { c.coefficients[1].values[1] = std::nan(""); }},
+      {"coefficients[1].values: entry 1 (row 2) is inf",
+       [](ChunkRecord& c) { c.coefficients[1].values[1] = std::numeric_limits<double>::infinity(); }},
+      {"coefficients[0].values: entry 1 (row 0) is -",
+       [](ChunkRecord& c) { c.coefficients[0].values[1] = -0.25; }},
   };
   for (const Case& test : cases) {
     ChunkRecord chunk = make_chunk(info, 0, 1);
@@ -676,6 +682,34 @@ TEST(AnalysisCache, StoresFullModesAndFloatValuesCompactly) {
       ADD_FAILURE() << "no error for chunk " << chunk;
     } catch (const FileError& e) {
       EXPECT_TRUE(contains(e.what(), phrase)) << e.what();
+    }
+  }
+}
+
+// Which values are stored as 4 bytes: exactly those that are floats. A value beyond float's range,
+// one that float would flush to 0 and one between two floats keep 8 bytes; float's smallest
+// subnormal and largest finite value are floats. Each reads back equal.
+TEST(AnalysisCache, StoresFourByteValuesExactlyWhenEveryValueIsAFloat) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  RunInfo info = make_info();  // three chunks
+  const double not_floats[] = {1e300, 1e-50, 1.0 + 1e-12};
+  const double floats[] = {static_cast<double>(std::numeric_limits<float>::denorm_min()),
+                           static_cast<double>(std::numeric_limits<float>::max()), 0.5};
+  auto cache = AnalysisCache::open(path);
+  const int64_t run = cache->begin_run(make_key(), info);
+  RawDb raw(path);
+  for (int i = 0; i < 3; ++i) {
+    for (const double extra : {not_floats[i], floats[i]}) {
+      ChunkRecord c = make_chunk(info, i);
+      for (auto& mode : c.coefficients)
+        for (auto& v : mode.values) v = static_cast<double>(static_cast<float>(v));
+      c.coefficients[0].values.front() = extra;
+      cache->put_chunk(run, c);
+      const int64_t entries = static_cast<int64_t>(c.coefficients[0].values.size() + c.coefficients[1].values.size());
+      const int64_t bytes = raw.integer("SELECT length(coef_values) FROM chunks WHERE chunk_index = " + std::to_string(i));
+      EXPECT_EQ(bytes, (extra == floats[i] ? 4 : 8) * entries) << "value " << extra;
+      expect_same(cache->get_chunk(run, i), c);
     }
   }
 }
@@ -1002,6 +1036,7 @@ COMMIT;
 
   RawDb raw(path);
   EXPECT_EQ(raw.integer("PRAGMA user_version"), kSchemaVersion);
+  EXPECT_EQ(raw.integer("PRAGMA page_size"), 4096);  // an existing file keeps its pages (kPageSize: new files)
   EXPECT_EQ(raw.text("SELECT value FROM meta WHERE key = 'created'"), "2024-01-01T00:00:00Z");
   EXPECT_FALSE(raw.text("SELECT value FROM meta WHERE key = 'migrated_from_1'").empty());
   CacheOpenReport again;
