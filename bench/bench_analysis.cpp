@@ -136,7 +136,9 @@ int main(int argc, char** argv) {
     // after opening): the first click builds the engine; later ones reuse it.
     {
       auto fresh = analysis::AnalysisSession::open(o);
+      const auto load_start = Clock::now();
       fresh->run();
+      out["run_load_seconds"] = seconds_since(load_start);  // what a reopened GUI pays before its first click
       std::vector<double> click_s;
       std::vector<int64_t> click_samples;  // a click's cost grows with the samples that use the expert
       for (int64_t n = 0; n < std::min<int64_t>(experts, 21); ++n) {

@@ -1,4 +1,4 @@
-// The cache's chunk decoder: a run shape from the first bytes, the eight blobs from the rest.
+// The cache's chunk decoder: a run shape from the first bytes, the nine blobs from the rest.
 // decode_chunk must return a chunk that passes chunk_problem, or throw ChunkFormatError; a chunk
 // it returns must survive encode_coefficients and decoding again unchanged.
 #include <cstdlib>
@@ -49,6 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.coef_offsets = r.blob();
   s.coef_indices = r.blob();
   s.coef_values = r.blob();
+  s.coef_left_to_model = r.blob();
   if (!run_info_problem(info).empty()) return 0;
   ChunkRecord chunk;
   try {
@@ -59,17 +60,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!chunk_problem(info, chunk).empty()) std::abort();  // decoded but invalid: a bug
   // A valid chunk, encoded as put_chunk encodes it (compact forms where they apply), must decode
   // to the same coefficients.
-  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims);
+  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims, chunk.left_to_model);
   StoredChunk again = s;
   again.coef_offsets = raw_bytes(coef.offsets);
   again.coef_indices = raw_bytes(coef.indices);
   again.coef_values = coef.values_blob();
+  again.coef_left_to_model = raw_bytes(coef.left_to_model);
   ChunkRecord back;
   try {
     back = decode_chunk(info, index, again);
   } catch (const ChunkFormatError&) {
     std::abort();  // the encoder wrote something its decoder refuses
   }
+  if (chunk.left_to_model != back.left_to_model) std::abort();
   for (size_t m = 0; m < chunk.coefficients.size(); ++m) {
     const auto &a = chunk.coefficients[m], &b = back.coefficients[m];
     if (a.offsets != b.offsets || a.indices != b.indices || a.values != b.values) std::abort();

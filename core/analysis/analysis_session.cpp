@@ -159,8 +159,20 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   if (!id) return {};
   const auto classes = static_cast<int64_t>(impl_->class_names.size());
   // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key.)
-  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes](const cache::ChunkRecord& c) {
-    return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
+  // Coefficients left to the model are recomputed and checked here too: a mismatch is nothing
+  // `cache check` could see without the model.
+  const auto complete = extracted_chunk_completion(*impl_->cache, *id, *impl_->model, impl_->data);
+  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes, &complete](const cache::ChunkRecord& c) {
+    if (auto problem = class_index_problem(c.labels, c.predictions, classes, c.first_sample); !problem.empty())
+      return problem;
+    if (!c.leaves_modes_to_model()) return std::string();
+    auto filled = c;
+    try {
+      complete(filled);
+    } catch (const FileError& e) {
+      return e.problem();
+    }
+    return std::string();
   });
 }
 

@@ -62,4 +62,12 @@ std::string hash_tensors(const std::vector<torch::Tensor>& tensors) {
   return hex(state.get());
 }
 
+uint64_t values_checksum(const torch::Tensor& values) {
+  const auto c = values.contiguous().cpu();
+  // The dtype counts: the same bytes as float32 and as something else are other values.
+  const auto dtype = static_cast<uint64_t>(c.scalar_type());
+  const uint64_t h = XXH3_64bits_withSeed(c.data_ptr(), c.numel() * c.element_size(), dtype);
+  return h ? h : 1;  // 0 means "stored" in cache::ChunkRecord::left_to_model
+}
+
 }  // namespace mumoe::analysis

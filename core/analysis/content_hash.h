@@ -6,6 +6,7 @@
 
 #include <torch/types.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,5 +17,10 @@ std::string hash_file(const std::string& path);
 
 /// 32 hex digits over the tensors' dtypes, shapes and bytes (undefined tensors count as empty).
 std::string hash_tensors(const std::vector<torch::Tensor>& tensors);
+
+/// A non-zero 64-bit XXH3 checksum of a tensor's dtype and bytes: how a chunk that leaves a mode's
+/// coefficients to the model (cache::ChunkRecord::left_to_model) knows the values it was
+/// extracted with. Detects changed bits (another machine's arithmetic), not tampering.
+uint64_t values_checksum(const torch::Tensor& values);
 
 }  // namespace mumoe::analysis

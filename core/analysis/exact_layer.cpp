@@ -121,18 +121,21 @@ nn::MuMoEBlock ExactLayer::float64_layer() {
   return arithmetic_;
 }
 
+std::vector<torch::Tensor> ExactLayer::coefficients(const torch::Tensor& rows) {
+  // The same bits for every caller (the naive oracle and the loader of a run that left a dense
+  // gate's coefficients to the model recompute what extraction computed): the gate's ops are
+  // elementwise or order-free (max, top-k, a row's cumsum) except the product, and OpenBLAS
+  // splits a product's rows and columns among its threads, never the sum; one OpenMP thread here
+  // rules out ATen splitting anything by the caller's team size.
+  at::get_num_threads();  // ATen's per-thread initialisation first (io/blas_threads.h)
+  const io::SingleThreadedOpenMp one_team;
+  // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
+  return gates_->coefficients(rows.to(device_).to(gate_dtype_));
+}
+
 nn::BlockOutput ExactLayer::forward(const torch::Tensor& rows) {
   nn::BlockOutput out;
-  {
-    // The same bits for every caller (the naive oracle recomputes what extraction stored): the
-    // gate's ops are elementwise or order-free (max, top-k, a row's cumsum) except the product,
-    // and OpenBLAS splits a product's rows and columns among its threads, never the sum; one
-    // OpenMP thread here rules out ATen splitting anything by the caller's team size.
-    at::get_num_threads();  // ATen's per-thread initialisation first (io/blas_threads.h)
-    const io::SingleThreadedOpenMp one_team;
-    // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
-    out.coefficients = gates_->coefficients(rows.to(gate_dtype_));
-  }
+  out.coefficients = coefficients(rows);
   out.output = output_from_coefficients(rows, out.coefficients);
   return out;
 }

@@ -35,6 +35,9 @@ class ExactLayer {
   /// whatever its team size (the naive oracle recomputes what extraction stored).
   nn::BlockOutput forward(const torch::Tensor& rows);
 
+  /// forward()'s coefficients alone (the gates, without the expert arithmetic): the same bits.
+  std::vector<torch::Tensor> coefficients(const torch::Tensor& rows);
+
   /// The float64 output from given coefficients (per mode [M, N_e], any floating dtype, exactly
   /// widened): the arithmetic forward() uses, for re-evaluating rows with some coefficients at 0.
   /// A single CP layer with entmax gates and finite factors sums its mode products over the non-zero

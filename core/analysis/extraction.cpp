@@ -67,11 +67,52 @@ bool inputs_left_to_data(const model::ClassifierModel& model, const data::Datase
   return !model.has_backbone() && data.features.defined();
 }
 
+ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, int64_t run_id,
+                                           const model::ClassifierModel& model, const data::Dataset& data) {
+  struct State {
+    torch::Tensor features;            // [S, I] float32, what layer_inputs returns, when the layer reads them
+    std::optional<ExactLayer> layer;   // made for the first chunk that leaves modes to the model
+  };
+  auto state = std::make_shared<State>();
+  if (inputs_left_to_data(model, data)) state->features = data.features.to(torch::kFloat32).contiguous();
+  const std::string cache_path = cache.path();
+  return [state, &model, cache_path, run_id](cache::ChunkRecord& chunk) {
+    const auto where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index);
+    if (chunk.inputs.empty() && state->features.defined()) {
+      if (chunk.first_sample + chunk.count > state->features.size(0))
+        throw FileError(cache_path, where + ": samples " + std::to_string(chunk.first_sample) + "+" +
+                                        std::to_string(chunk.count) + " lie beyond the data's " +
+                                        std::to_string(state->features.size(0)));
+      const float* from = state->features.data_ptr<float>() + chunk.first_sample * state->features.size(1);
+      chunk.inputs.assign(from, from + chunk.count * state->features.size(1));
+    }
+    if (!chunk.leaves_modes_to_model() || chunk.inputs.empty() || model.is_router()) return;
+    const int64_t input_dim = model.layer_input_dim();
+    if (static_cast<int64_t>(chunk.inputs.size()) != chunk.count * input_dim)
+      throw FileError(cache_path, where + ": holds " + std::to_string(chunk.inputs.size()) + " input values, not " +
+                                      std::to_string(chunk.count) + " × " + std::to_string(input_dim));
+    torch::NoGradGuard no_grad;
+    if (!state->layer) state->layer.emplace(model.layer(), torch::kCPU);
+    const auto rows = torch::from_blob(chunk.inputs.data(), {chunk.count, input_dim}, torch::kFloat32);
+    const auto coefficients = state->layer->coefficients(rows);
+    for (size_t m = 0; m < chunk.left_to_model.size(); ++m) {
+      if (!chunk.left_to_model[m]) continue;
+      const auto values = coefficients.at(m).contiguous();
+      if (values_checksum(values) != chunk.left_to_model[m])
+        throw FileError(cache_path, where + ": the model's gates give other coefficients of expert mode " +
+                                        std::to_string(m) +
+                                        " than those the run was extracted with (the cache leaves them to the "
+                                        "model; was it made on another machine?); --recompute on this command "
+                                        "extracts the run again");
+      chunk.coefficients[m] = to_sparse_rows(values);  // every entry > 0: full rows, as extraction saw them
+    }
+    chunk.left_to_model.clear();
+  };
+}
+
 RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
                            const data::Dataset& data) {
-  if (!inputs_left_to_data(model, data)) return load_run_data(cache, run_id);
-  const auto inputs = data.features.to(torch::kFloat32).contiguous();  // what layer_inputs returns, all rows
-  return load_run_data(cache, run_id, inputs.data_ptr<float>(), inputs.numel());
+  return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
 }
 
 ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,
@@ -95,6 +136,11 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   };
   torch::NoGradGuard no_grad;
   const bool store_inputs = !inputs_left_to_data(model, data);
+  // A dense gate's coefficients (softmax: every entry > 0) are left to the model: the gates give
+  // the same bits again from the inputs (exact_layer.h) on this machine's CPU, in a fraction of
+  // the time that writing and reading them took (they were most of a softmax head's extraction:
+  // 41 MB for 10,000 rows of 1,024 experts). Not from a GPU, whose bits the CPU would not match.
+  const bool leave_dense_modes = layer.has_value() && device.is_cpu();
   // A head on stored features computes little per chunk beside what the writer thread stores
   // (chunked_run.h). On two cores its computation keeps one (this thread's OpenMP team and
   // OpenBLAS's pool, which is process-wide) and the writer the other: OpenBLAS's two threads
@@ -123,7 +169,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         for (const auto& a : out.coefficients) coefficients.push_back(a.cpu());
         const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
         return make_chunk_record(c, begin, store_inputs ? inputs : torch::Tensor(), data.labels.slice(0, begin, end),
-                                 scores, coefficients, attributes);
+                                 scores, coefficients, attributes, leave_dense_modes);
       },
       progress);
 }

@@ -51,12 +51,24 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
 /// backbone (its layer's inputs are stored).
 bool inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
 
-/// load_run_data (run_data.h) with the data's features for the chunks that do not store their
-/// inputs (inputs_left_to_data): how every session loads an image classifier's run.
+/// What a chunk of `model`'s run on `data` leaves out, filled in (run_data.h's ChunkCompletion):
+/// the data's features for a chunk that stores no inputs (inputs_left_to_data), and the
+/// coefficients of the expert modes it leaves to the model (a dense gate's, extract_run below),
+/// recomputed by the model's gates on the CPU and compared with the checksum the extraction
+/// stored. A mismatch (a cache made on another machine) is a FileError naming the chunk and
+/// --recompute, which extracts the run again. `cache` names the errors' file.
+ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, int64_t run_id,
+                                           const model::ClassifierModel& model, const data::Dataset& data);
+
+/// load_run_data (run_data.h) with extracted_chunk_completion: how every session loads an image
+/// classifier's run.
 RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
                            const data::Dataset& data);
 
-/// Computes every chunk of the run that the cache lacks and marks the run complete.
+/// Computes every chunk of the run that the cache lacks and marks the run complete. On the CPU, a
+/// μMoE mode whose coefficients are all > 0 (a softmax gate) is left to the model
+/// (cache::ChunkRecord::left_to_model): only its checksum is stored, and the loader recomputes
+/// it (extracted_chunk_completion).
 ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,
                               const data::Dataset& data, const ExtractionOptions& options,
                               const ExtractionCallback& progress = {});

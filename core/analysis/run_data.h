@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "cache/analysis_cache.h"
@@ -31,20 +33,28 @@ struct RunData {
 
   int64_t samples() const { return static_cast<int64_t>(labels.size()); }
   int64_t modes() const { return static_cast<int64_t>(info.expert_dims.size()); }
+  /// Reserves room for `chunks` chunks like `first` (chunks of a run hold about as many
+  /// coefficients each): the vectors of a dense gate's run grow to 10⁷ entries, and growing them
+  /// by doubling copied and first-touched each several times (2026-11-26).
+  void reserve_like(const cache::ChunkRecord& first, int64_t chunks);
   /// Appends one chunk (chunks must come in sample order).
   void append(const cache::ChunkRecord& chunk);
   /// Builds `columns` once every chunk is appended.
   void finish();
 };
 
+/// Fills in, in place, what a chunk leaves to its data set and model: the inputs of a chunk that
+/// stores none (ChunkRecord::inputs) and the coefficients of the modes it leaves to the model
+/// (ChunkRecord::left_to_model, cleared once they are filled in). Throws FileError when it cannot
+/// (the message names the chunk). analysis/extraction.h's load_extracted_run passes one for an
+/// image classifier's run.
+using ChunkCompletion = std::function<void(cache::ChunkRecord& chunk)>;
+
 /// Every chunk of a complete run, in order. Throws UsageError if the run is not complete and
 /// FileError naming the cache, the damaged chunk and the remedy (cache_repair.h) if a chunk is
-/// unreadable or missing. `data_inputs` [S × input_dim] (`data_input_count` floats) supplies the
-/// inputs of chunks that do not store them (ChunkRecord::inputs): the data set's features, for a
-/// run whose layer reads them directly — analysis/extraction.h's load_extracted_run passes them
-/// where that holds. Without it such a chunk is a FileError (a damaged chunk).
-RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const float* data_inputs = nullptr,
-                      int64_t data_input_count = 0);
+/// unreadable or missing. `complete` is called on every chunk that stores no inputs or leaves
+/// modes to the model; without it (or if it leaves them so) such a chunk is a FileError.
+RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const ChunkCompletion& complete = {});
 
 /// "" when every label and prediction is a class index in [0, class_count), else the first
 /// offender ("sample 1234: label 7 outside the model's 4 classes"; samples numbered from

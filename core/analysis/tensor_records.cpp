@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include "analysis/content_hash.h"
 #include "cache/sparse_rows.h"
 
 namespace mumoe::analysis {
@@ -52,7 +53,7 @@ torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& sam
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
                                      const torch::Tensor& labels, const torch::Tensor& scores,
                                      const std::vector<torch::Tensor>& coefficients,
-                                     const torch::Tensor& attributes) {
+                                     const torch::Tensor& attributes, bool leave_dense_modes_to_model) {
   cache::ChunkRecord r;
   r.chunk_index = chunk_index;
   r.first_sample = first_sample;
@@ -62,8 +63,24 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
   if (inputs.defined()) r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
-  for (const auto& a : coefficients) r.coefficients.push_back(to_sparse_rows(a));
+  for (const auto& a : coefficients) {
+    const auto values = a.cpu().contiguous();
+    if (leave_dense_modes_to_model && values.numel() > 0 && (values > 0).all().item<bool>()) {
+      r.left_to_model.resize(coefficients.size(), 0);
+      r.left_to_model[r.coefficients.size()] = values_checksum(values);
+      r.coefficients.push_back(full_rows_offsets_only(values.size(0), values.size(1)));
+    } else {
+      r.coefficients.push_back(to_sparse_rows(values));
+    }
+  }
   return r;
+}
+
+cache::SparseRows full_rows_offsets_only(int64_t rows, int64_t experts) {
+  cache::SparseRows out;
+  out.offsets.resize(static_cast<size_t>(rows) + 1);
+  for (int64_t i = 0; i <= rows; ++i) out.offsets[static_cast<size_t>(i)] = i * experts;
+  return out;
 }
 
 torch::Tensor to_tensor(const std::vector<float>& v, std::vector<int64_t> shape) {

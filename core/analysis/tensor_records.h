@@ -18,11 +18,18 @@ torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& sam
 
 /// A chunk from tensors: inputs float [n, I] or undefined (not stored: the data's own features,
 /// ChunkRecord::inputs), labels [n], scores [n, C] (predictions are their argmax), coefficients
-/// per mode [n, N_e], attributes [n, K] or undefined.
+/// per mode [n, N_e], attributes [n, K] or undefined. With `leave_dense_modes_to_model`, a mode
+/// whose every coefficient is > 0 (a softmax gate) is left to the model: only its offsets and
+/// the values_checksum (content_hash.h) of its tensor as given are kept
+/// (ChunkRecord::left_to_model); the caller must be able to compute the same bits again.
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
                                      const torch::Tensor& labels, const torch::Tensor& scores,
                                      const std::vector<torch::Tensor>& coefficients,
-                                     const torch::Tensor& attributes);
+                                     const torch::Tensor& attributes, bool leave_dense_modes_to_model = false);
+
+/// Mode m's rows when every row holds all `experts` experts: offsets 0, N_e, 2 N_e, … and
+/// nothing else (what a ChunkRecord holds for a mode left to the model).
+cache::SparseRows full_rows_offsets_only(int64_t rows, int64_t experts);
 
 /// Tensor views copied from plain vectors.
 torch::Tensor to_tensor(const std::vector<float>& values, std::vector<int64_t> shape);

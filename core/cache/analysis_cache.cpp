@@ -304,18 +304,18 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   if (auto problem = chunk_problem(info, chunk); !problem.empty())
     throw UsageError("analysis cache " + impl_->path + ": run " + std::to_string(run_id) + ", chunk " +
                      std::to_string(chunk.chunk_index) + ": " + problem);
-  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims);
+  const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims, chunk.left_to_model);
   // One chunk, one transaction: a job killed at any point leaves whole chunks only.
   Transaction tx(db);
   Statement s = db.prepare(
       "INSERT OR REPLACE INTO chunks (run_id, chunk_index, first_sample, count, labels, predictions, scores, "
-      "inputs, attributes, coef_offsets, coef_indices, coef_values) "
-      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)");
+      "inputs, attributes, coef_offsets, coef_indices, coef_values, coef_left_to_model) "
+      "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
   s.bind_int64(1, run_id).bind_int64(2, chunk.chunk_index).bind_int64(3, chunk.first_sample);
   s.bind_int64(4, chunk.count);
   const BlobView blobs[] = {raw_bytes(chunk.labels), raw_bytes(chunk.predictions), raw_bytes(chunk.scores),
                             raw_bytes(chunk.inputs), raw_bytes(chunk.attributes),  raw_bytes(coef.offsets),
-                            raw_bytes(coef.indices), coef.values_blob()};
+                            raw_bytes(coef.indices), coef.values_blob(),   raw_bytes(coef.left_to_model)};
   int index = 5;
   for (const BlobView& b : blobs) s.bind_blob(index++, b.data, b.size);
   s.run();
@@ -328,7 +328,7 @@ ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const 
   const RunInfo info = impl_->load_info(run_id);
   Statement s = impl_->db->prepare(
       "SELECT first_sample, count, labels, predictions, scores, inputs, attributes, coef_offsets, coef_indices, "
-      "coef_values FROM chunks WHERE run_id = ?1 AND chunk_index = ?2");
+      "coef_values, coef_left_to_model FROM chunks WHERE run_id = ?1 AND chunk_index = ?2");
   s.bind_int64(1, run_id).bind_int64(2, chunk_index);
   const std::string where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk_index);
   if (!s.step()) throw FileError(impl_->path, where + ": not in the cache");
@@ -343,6 +343,7 @@ ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const 
   stored.coef_offsets = s.column_blob(7);
   stored.coef_indices = s.column_blob(8);
   stored.coef_values = s.column_blob(9);
+  stored.coef_left_to_model = s.column_blob(10);
   try {
     return decode_chunk(info, chunk_index, stored);
   } catch (const ChunkFormatError& e) {

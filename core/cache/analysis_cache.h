@@ -11,7 +11,8 @@
 //   chunks   one row per extracted chunk of a run: CSR coefficients per expert mode, labels,
 //            predictions, output scores, the layer's inputs (unless they are the data's own),
 //            attributes (as little-endian blobs;
-//            chunk_codec.h has the layout, schema 3 its compact coefficient forms)
+//            chunk_codec.h has the layout, schema 3 its compact coefficient forms, schema 4
+//            the modes left to the model)
 //   results  derived answers of a run (statistics, galleries, ablations) as JSON text, keyed by
 //            (kind, key)
 //
@@ -40,7 +41,7 @@
 
 namespace mumoe::cache {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 /// SQLite page size of the cache files this version creates (older files keep theirs).
 inline constexpr int kPageSize = 16384;
 /// PRAGMA application_id of every mumoe cache file ("MuMo" in ASCII).
@@ -89,6 +90,19 @@ struct ChunkRecord {
   std::vector<float> inputs;
   std::vector<uint8_t> attributes;    ///< [count × attribute_count] 0/1
   std::vector<SparseRows> coefficients;  ///< one per expert mode
+  /// Empty when every mode's coefficients are stored; else one entry per mode: 0 where they are,
+  /// and otherwise the mode is left to the model — a dense gate (softmax: every row holds all
+  /// N_e experts), whose coefficients the model's gates give again from the layer's inputs, so
+  /// that extraction need not write them (the most of what a softmax head's extraction wrote;
+  /// analysis/extraction.h recomputes them when it loads the run). Such a mode's SparseRows hold
+  /// only its offsets (N_e per row), and the entry is the checksum of the values the extraction
+  /// computed, which the loader compares with what it recomputes. Non-zero; opaque to the cache.
+  std::vector<uint64_t> left_to_model;
+  bool leaves_modes_to_model() const {
+    for (auto checksum : left_to_model)
+      if (checksum) return true;
+    return false;
+  }
 };
 
 struct CacheOpenReport {
@@ -138,7 +152,8 @@ class AnalysisCache {
   /// Writes one chunk in its own transaction (replacing an existing chunk of that index).
   /// Validates the record against the run's RunInfo first (sizes, CSR offsets, index ranges)
   /// and throws UsageError naming the field. Also checked: first_sample and count match
-  /// chunk_index, expert indices increase within a row, a_n is finite and > 0, attributes are 0/1.
+  /// chunk_index, expert indices increase within a row, a_n is finite and > 0, attributes are 0/1,
+  /// and a mode left to the model holds full offsets and nothing else.
   void put_chunk(int64_t run_id, const ChunkRecord& chunk);
   /// Reads one chunk; throws FileError if it is missing or its blobs have the wrong sizes.
   ChunkRecord get_chunk(int64_t run_id, int64_t chunk_index) const;

@@ -82,6 +82,9 @@ CREATE TABLE results (
     // chunk_codec.h (float32 values, no indices for full modes), which a schema-2 program would
     // take for damaged rows; the version keeps such programs from reading them.
     {"SELECT 1;", {}},
+    // 4: each chunk may leave expert modes to the model (ChunkRecord::left_to_model): their
+    // checksums, one little-endian uint64 per mode, or nothing (every mode stored, as before).
+    {"ALTER TABLE chunks ADD COLUMN coef_left_to_model BLOB NOT NULL DEFAULT x'';", {}},
 }};
 
 std::string hex32(int64_t v) {

@@ -77,6 +77,20 @@ std::string rows_problem(const SparseRows& rows, int64_t count, int64_t experts)
   return "";
 }
 
+// A mode left to the model (ChunkRecord::left_to_model): every row full, nothing else held.
+std::string left_mode_problem(const SparseRows& rows, int64_t count, int64_t experts) {
+  if (static_cast<int64_t>(rows.offsets.size()) != count + 1)
+    return size_problem("offsets", rows.offsets.size(), count + 1, "count + 1");
+  for (int64_t row = 0; row <= count; ++row)
+    if (rows.offsets[row] != row * experts)
+      return "offsets: offsets[" + str(row) + "] is " + str(rows.offsets[row]) + ", expected " + str(row * experts) +
+             " (a mode left to the model holds all " + str(experts) + " experts in every row)";
+  if (!rows.indices.empty() || !rows.values.empty())
+    return "values: a mode left to the model stores none, but " + str(static_cast<int64_t>(rows.values.size())) +
+           " values and " + str(static_cast<int64_t>(rows.indices.size())) + " indices are given";
+  return "";
+}
+
 // Whether every value survives a round trip through float. Branch-free, so that it vectorises
 // (clones as above): |v| is clamped to float's range before converting (converting a double
 // beyond it is undefined) and compared with itself, so a value beyond the range fails, as does NaN.
@@ -151,19 +165,29 @@ std::string chunk_problem(const RunInfo& info, const ChunkRecord& c) {
   if (c.coefficients.size() != info.expert_dims.size())
     return size_problem("coefficients", c.coefficients.size(), static_cast<int64_t>(info.expert_dims.size()),
                         "one per expert mode");
-  for (std::size_t m = 0; m < c.coefficients.size(); ++m)
-    if (auto p = rows_problem(c.coefficients[m], n, info.expert_dims[m]); !p.empty())
+  if (!c.left_to_model.empty() && c.left_to_model.size() != info.expert_dims.size())
+    return size_problem("left_to_model", c.left_to_model.size(), static_cast<int64_t>(info.expert_dims.size()),
+                        "none, or one per expert mode");
+  for (std::size_t m = 0; m < c.coefficients.size(); ++m) {
+    const bool left = !c.left_to_model.empty() && c.left_to_model[m] != 0;
+    if (auto p = left ? left_mode_problem(c.coefficients[m], n, info.expert_dims[m])
+                      : rows_problem(c.coefficients[m], n, info.expert_dims[m]);
+        !p.empty())
       return "coefficients[" + str(static_cast<int64_t>(m)) + "]." + p;
+  }
   return "";
 }
 
-CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims) {
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims,
+                                     const std::vector<uint64_t>& left_to_model) {
   CoefficientBlobs out;
+  out.left_to_model = left_to_model;
   const bool floats =
       std::all_of(modes.begin(), modes.end(), [](const SparseRows& rows) { return all_floats(rows.values); });
   for (std::size_t m = 0; m < modes.size(); ++m) {
     const SparseRows& rows = modes[m];
     out.offsets.insert(out.offsets.end(), rows.offsets.begin(), rows.offsets.end());
+    if (!left_to_model.empty() && left_to_model[m] != 0) continue;  // offsets only
     const auto count = static_cast<int64_t>(rows.offsets.size()) - 1;
     // Valid rows (put_chunk checks them first) are increasing and in range, so a mode with
     // count × N_e entries holds 0 … N_e − 1 in every row.
@@ -196,9 +220,12 @@ ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredC
   if (s.inputs.size > 0) c.inputs = decode_array<float>(s.inputs, n * info.input_dim, "inputs");  // else the data's
   c.attributes = decode_array<uint8_t>(s.attributes, n * info.attribute_count, "attributes");
 
-  // The offsets first: they say how many entries each mode has, and so which form the indices
-  // and values blobs are in (chunk_codec.h).
+  // The modes left to the model and the offsets first: they say how many entries each mode
+  // stores, and so which form the indices and values blobs are in (chunk_codec.h).
   const auto modes = static_cast<int64_t>(info.expert_dims.size());
+  if (s.coef_left_to_model.size > 0)
+    c.left_to_model = decode_array<uint64_t>(s.coef_left_to_model, modes, "coef_left_to_model");
+  const auto left = [&](int64_t m) { return !c.left_to_model.empty() && c.left_to_model[m] != 0; };
   const auto offsets = decode_array<int64_t>(s.coef_offsets, modes * (n + 1), "coef_offsets");
   std::vector<int64_t> nnz(static_cast<std::size_t>(modes));
   std::vector<bool> full(static_cast<std::size_t>(modes));
@@ -213,6 +240,7 @@ ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredC
       throw ChunkFormatError("coefficients[" + str(m) + "].offsets: end at " + str(nnz[m]) + ", more than count × " +
                              str(info.expert_dims[m]) + " experts");
     full[m] = nnz[m] == n * info.expert_dims[m];
+    if (left(m)) continue;  // stores no entries (chunk_problem checks its offsets below)
     total += nnz[m];
     if (!full[m]) stored_indices += nnz[m];
   }
@@ -240,6 +268,10 @@ ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredC
   for (int64_t m = 0; m < modes; ++m) {
     SparseRows rows;
     rows.offsets.assign(offsets.begin() + m * (n + 1), offsets.begin() + (m + 1) * (n + 1));
+    if (left(m)) {
+      c.coefficients.push_back(std::move(rows));
+      continue;
+    }
     if (implied && full[m]) {
       const auto experts = static_cast<int32_t>(info.expert_dims[m]);
       rows.indices.resize(static_cast<std::size_t>(nnz[m]));

@@ -13,7 +13,11 @@
 //                        are 0 … N_e − 1 in each row): a softmax gate's coefficients
 //   coef_values          float64[Σ nnz], or (schema 3) float32[Σ nnz] when every value of the
 //                        chunk is a float — the model's float32 gates — widened exactly on reading
-// A mode's nnz is the last of its offsets, so the three coefficient blobs split without any
+//   coef_left_to_model   (schema 4) nothing, or uint64[modes]: ChunkRecord::left_to_model. A mode
+//                        with a non-zero entry has offsets N_e, 2 N_e, … and no indices or values
+//                        in the two blobs above (its entries count in neither Σ below)
+// A mode's nnz is the last of its offsets (Σ nnz: over the modes not left to the model, which
+// the fourth blob, read first, names), so the three coefficient blobs split without any
 // further length fields, and the blobs' sizes say which of the forms above a chunk uses: the
 // indices hold either Σ nnz entries or the entries of the modes that are not full (a full mode
 // has count × N_e ≥ 1 entries, so the two sizes differ whenever a mode is full), the values
@@ -67,16 +71,18 @@ struct CoefficientBlobs {
   std::vector<int32_t> indices;        ///< of the modes that are not full
   std::vector<float> narrow_values;    ///< every value, when each is a float …
   std::vector<double> values;          ///< … else every value as is
+  std::vector<uint64_t> left_to_model; ///< ChunkRecord::left_to_model as is
   BlobView values_blob() const { return narrow_values.empty() ? raw_bytes(values) : raw_bytes(narrow_values); }
 };
-/// `modes` must be valid for `expert_dims` (chunk_problem).
-CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims);
+/// `modes` and `left_to_model` must be valid for `expert_dims` (chunk_problem).
+CoefficientBlobs encode_coefficients(const std::vector<SparseRows>& modes, const std::vector<int64_t>& expert_dims,
+                                     const std::vector<uint64_t>& left_to_model = {});
 
 /// A chunk row as read from the database.
 struct StoredChunk {
   int64_t first_sample = 0;
   int64_t count = 0;
-  BlobView labels, predictions, scores, inputs, attributes, coef_offsets, coef_indices, coef_values;
+  BlobView labels, predictions, scores, inputs, attributes, coef_offsets, coef_indices, coef_values, coef_left_to_model;
 };
 /// Decodes and validates a stored chunk; throws ChunkFormatError naming the field.
 ChunkRecord decode_chunk(const RunInfo& info, int64_t chunk_index, const StoredChunk& stored);

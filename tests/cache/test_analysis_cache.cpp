@@ -122,6 +122,17 @@ ChunkRecord make_chunk(const RunInfo& info, int64_t index, int seed = 0) {
   return c;
 }
 
+// make_chunk with mode 0 left to the model (ChunkRecord::left_to_model): offsets only.
+ChunkRecord chunk_leaving_mode0(const RunInfo& info, int64_t index, uint64_t checksum = 0x1234567890abcdefULL) {
+  ChunkRecord c = make_chunk(info, index);
+  SparseRows& rows = c.coefficients[0];
+  rows.indices.clear();
+  rows.values.clear();
+  for (int64_t i = 0; i <= c.count; ++i) rows.offsets[static_cast<std::size_t>(i)] = i * info.expert_dims[0];
+  c.left_to_model = {checksum, 0};
+  return c;
+}
+
 void expect_same(const ChunkRecord& a, const ChunkRecord& b) {
   EXPECT_EQ(a.chunk_index, b.chunk_index);
   EXPECT_EQ(a.first_sample, b.first_sample);
@@ -131,6 +142,7 @@ void expect_same(const ChunkRecord& a, const ChunkRecord& b) {
   EXPECT_EQ(a.scores, b.scores);
   EXPECT_EQ(a.inputs, b.inputs);
   EXPECT_EQ(a.attributes, b.attributes);
+  EXPECT_EQ(a.left_to_model, b.left_to_model);
   ASSERT_EQ(a.coefficients.size(), b.coefficients.size());
   for (std::size_t m = 0; m < a.coefficients.size(); ++m) {
     EXPECT_EQ(a.coefficients[m].offsets, b.coefficients[m].offsets) << "mode " << m;
@@ -526,6 +538,16 @@ TEST(AnalysisCache, PutChunkRejectsBadRecordsAndLeavesTheCacheUnchanged) {
        [](ChunkRecord& c) { c.coefficients[1].values[1] = std::numeric_limits<double>::infinity(); }},
       {"coefficients[0].values: entry 1 (row 0) is -",
        [](ChunkRecord& c) { c.coefficients[0].values[1] = -0.25; }},
+      {"left_to_model: has 1 entries, expected 2", [](ChunkRecord& c) { c.left_to_model = {7}; }},
+      {"coefficients[0].offsets: offsets[1] is",  // a mode left to the model must be full
+       [](ChunkRecord& c) { c.left_to_model = {7, 0}; }},
+      {"coefficients[1].values: a mode left to the model stores none",
+       [&info](ChunkRecord& c) {
+         for (int64_t i = 0; i <= c.count; ++i) c.coefficients[1].offsets[i] = i * info.expert_dims[1];
+         c.coefficients[1].indices.assign(c.count * 3, 0);
+         c.coefficients[1].values.assign(c.count * 3, 0.5);
+         c.left_to_model = {0, 7};
+       }},
   };
   for (const Case& test : cases) {
     ChunkRecord chunk = make_chunk(info, 0, 1);
@@ -729,6 +751,43 @@ class ScopedCacheEnv {
  private:
   std::optional<std::string> old_;
 };
+
+// A chunk may leave a dense mode to the model (schema 4): it stores the mode's offsets and
+// checksum but none of its indices or values, reads back as it was written, and beside it a
+// stored mode keeps its own compact form. A checksums blob of the wrong size is damage.
+TEST(AnalysisCache, StoresAModeLeftToTheModelAsOffsetsAndChecksumOnly) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  const RunInfo info = make_info();  // modes of 5 and 3 experts
+  const ChunkRecord left = chunk_leaving_mode0(info, 0);
+  const ChunkRecord stored = make_chunk(info, 1);
+  int64_t run = 0;
+  {
+    auto cache = AnalysisCache::open(path);
+    run = cache->begin_run(make_key(), info);
+    cache->put_chunk(run, left);
+    cache->put_chunk(run, stored);
+    expect_same(cache->get_chunk(run, 0), left);
+    expect_same(cache->get_chunk(run, 1), stored);
+  }
+  {
+    RawDb raw(path);
+    const auto mode1 = static_cast<int64_t>(left.coefficients[1].values.size());
+    EXPECT_EQ(raw.integer("SELECT length(coef_values) FROM chunks WHERE chunk_index = 0"), 8 * mode1);
+    EXPECT_EQ(raw.integer("SELECT length(coef_indices) FROM chunks WHERE chunk_index = 0"), 4 * mode1);
+    EXPECT_EQ(raw.integer("SELECT length(coef_left_to_model) FROM chunks WHERE chunk_index = 0"), 16);
+    EXPECT_EQ(raw.integer("SELECT length(coef_left_to_model) FROM chunks WHERE chunk_index = 1"), 0);
+    raw.exec("UPDATE chunks SET coef_left_to_model = x'01020304' WHERE chunk_index = 0");
+  }
+  auto cache = AnalysisCache::open(path);
+  try {
+    cache->get_chunk(run, 0);
+    ADD_FAILURE() << "no error";
+  } catch (const FileError& e) {
+    EXPECT_TRUE(contains(e.what(), "chunk 0: coef_left_to_model: 4 bytes, expected 2 × 8")) << e.what();
+  }
+  expect_same(cache->get_chunk(run, 1), stored);
+}
 
 // A file at a --cache path that is not one of our caches is the user's: refused, not moved.
 void expect_refused_untouched(const std::string& path, const std::string& phrase) {

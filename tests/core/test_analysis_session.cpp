@@ -3,6 +3,7 @@
 // same result as an uninterrupted one, answers come back from the cache, and an unusable cache
 // file is set aside rather than used.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "data/image_data.h"
 #include "io/errors.h"
 #include "io/safetensors.h"
+#include "model/model_file.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -117,6 +119,94 @@ TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
     }
   }
   EXPECT_GT(nonzero, 250);  // the gates are not trivially zero
+}
+
+// A softmax gate's coefficients (every one > 0) are not stored but left to the model: each chunk
+// keeps their checksum only, and loading the run recomputes them — still the model's float32
+// values bit for bit, checked against the layer run here as users run it. A checksum that does
+// not match (a cache from another machine) is an error naming the chunk and --recompute, which
+// drops just that chunk for the next extraction; without the model, a loader cannot make them up.
+TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactly) {
+  testkit::TempDir dir;
+  auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+  config.gate_activation = nn::GateActivationKind::Softmax;
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 9);
+  SessionOptions options;
+  options.model_path = fixture.model_path;
+  options.data_spec = "features:" + fixture.features_path;
+  options.cache_path = dir.file("analysis.sqlite");
+  options.chunk_size = 40;  // 7 chunks
+  int64_t id = 0;
+  {
+    auto s = AnalysisSession::open(options);
+    id = s->extract().run_id;
+  }
+  {
+    const auto cache = cache::AnalysisCache::open(options.cache_path);
+    for (int64_t c = 0; c < 7; ++c) {
+      const auto chunk = cache->get_chunk(id, c);
+      ASSERT_EQ(chunk.left_to_model.size(), 1u) << "chunk " << c;
+      EXPECT_NE(chunk.left_to_model[0], 0u) << "chunk " << c;
+      EXPECT_TRUE(chunk.coefficients[0].values.empty()) << "chunk " << c;
+      EXPECT_EQ(chunk.coefficients[0].offsets.back(), chunk.count * 16) << "chunk " << c;
+    }
+    try {
+      load_run_data(*cache, id);
+      ADD_FAILURE() << "expected a FileError";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find("chunk 0 stores no layer inputs"), std::string::npos) << e.what();
+    }
+  }
+
+  auto session = AnalysisSession::open(options);
+  const auto& run = session->run();
+  auto model_layer = model::ModelFile::load(fixture.model_path).build_layer("head", torch::kFloat32);
+  const auto features = io::SafetensorsFile::open(fixture.features_path).read("features").to(torch::kFloat32);
+  torch::NoGradGuard no_grad;
+  const auto& rows = run.coefficients[0];
+  ASSERT_EQ(rows.values.size(), 250u * 16);
+  for (int64_t begin = 0; begin < 250; begin += 40) {
+    const auto a = model_layer->forward(features.slice(0, begin, std::min<int64_t>(250, begin + 40))).coefficients[0];
+    for (int64_t i = 0; i < a.size(0); ++i)
+      for (int64_t n = 0; n < 16; ++n) {
+        const int64_t k = (begin + i) * 16 + n;
+        ASSERT_EQ(rows.indices[k], n);
+        ASSERT_EQ(rows.values[k], static_cast<double>(a[i][n].item<float>())) << "sample " << begin + i << ", expert " << n;
+      }
+  }
+  // The columns (every sample in every expert's) hold the same values.
+  for (int64_t n = 0; n < 16; n += 5) {
+    ASSERT_EQ(run.columns[0].support(n), 250);
+    for (int64_t s = 0; s < 250; s += 17)
+      EXPECT_EQ(run.columns[0].values[run.columns[0].offsets[n] + s], rows.values[s * 16 + n]);
+  }
+  const auto predictions = run.predictions;
+  session.reset();
+
+  {  // chunk 2's checksum as another machine's arithmetic would leave it
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(options.cache_path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE chunks SET coef_left_to_model = x'0100000000000000' WHERE chunk_index = 2",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  session = AnalysisSession::open(options);
+  try {
+    session->run();
+    ADD_FAILURE() << "expected a FileError";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), options.cache_path);
+    EXPECT_NE(std::string(e.what()).find("chunk 2: the model's gates give other coefficients"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--recompute"), std::string::npos) << e.what();
+  }
+  const auto report = session->recompute();
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].where, "chunk 2");
+  const auto again = session->extract();
+  EXPECT_EQ(again.chunks_computed, 1);
+  EXPECT_EQ(session->run().predictions, predictions);
 }
 
 // A run of `samples` samples in chunks of 10 (3 inputs, 2 scores, 4 experts) for the chunked-run

@@ -6,6 +6,7 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/counterfactual_ablation.h"
+#include "analysis/run_data.h"
 #include "analysis/tensor_records.h"
 #include "io/errors.h"
 #include "analysis_fixture.h"
@@ -39,6 +40,41 @@ TEST(TensorRecords, SparseRowsRoundTripThroughDenseRows) {
   EXPECT_EQ(rows.values, (std::vector<double>{0.5, 0.5, 1.0}));
   const auto picked = dense_rows(rows, torch::tensor({2, 0, 1, 0}, torch::kLong), 4);
   EXPECT_TRUE(torch::equal(picked, torch::stack({a[2], a[0], a[1], a[0]})));
+}
+
+// Columns from rows, against a brute-force loop over (expert, sample): full rows (a softmax
+// gate's, transposed in tiles) and sparse ones (scattered), with sizes that are not multiples of
+// the tile.
+TEST(RunDataColumns, MatchABruteForceLoopForFullAndSparseRows) {
+  for (const bool full : {true, false}) {
+    const int64_t samples = 75, experts = 37;
+    cache::SparseRows rows;
+    rows.offsets.push_back(0);
+    for (int64_t s = 0; s < samples; ++s) {
+      for (int32_t n = 0; n < experts; ++n)
+        if (full || (s * 7 + n * 3) % 5 < 2) {
+          rows.indices.push_back(n);
+          rows.values.push_back(1.0 + s * 0.01 + n);
+        }
+      rows.offsets.push_back(static_cast<int64_t>(rows.indices.size()));
+    }
+    const auto columns = to_columns(rows, experts);
+    ASSERT_EQ(columns.offsets.size(), static_cast<size_t>(experts + 1));
+    std::vector<int64_t> want_samples;
+    std::vector<double> want_values;
+    for (int64_t n = 0; n < experts; ++n) {
+      EXPECT_EQ(columns.offsets[n], static_cast<int64_t>(want_samples.size())) << "expert " << n;
+      for (int64_t s = 0; s < samples; ++s)
+        for (int64_t k = rows.offsets[s]; k < rows.offsets[s + 1]; ++k)
+          if (rows.indices[k] == n) {
+            want_samples.push_back(s);
+            want_values.push_back(rows.values[k]);
+          }
+    }
+    EXPECT_EQ(columns.offsets.back(), static_cast<int64_t>(want_samples.size()));
+    EXPECT_EQ(columns.samples, want_samples) << (full ? "full" : "sparse");
+    EXPECT_EQ(columns.values, want_values) << (full ? "full" : "sparse");
+  }
 }
 
 struct Case {
