@@ -14,6 +14,21 @@ std::vector<T> to_vector(const torch::Tensor& t) {
   return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
 }
 
+// Whether a [n, N] float or double tensor is non-empty with every entry > 0 (a dense gate's). A
+// plain loop that stops at the first entry that is not: a sparse gate's rows start with zeros, so
+// it costs them nothing, where a tensor comparison and reduction cost every chunk a pass.
+bool all_positive(const torch::Tensor& values) {
+  if (values.numel() == 0) return false;
+  const auto check = [&](const auto* v) {
+    for (int64_t i = 0; i < values.numel(); ++i)
+      if (!(v[i] > 0)) return false;  // NaN too
+    return true;
+  };
+  if (values.scalar_type() == torch::kFloat32) return check(values.data_ptr<float>());
+  if (values.scalar_type() == torch::kFloat64) return check(values.data_ptr<double>());
+  return false;  // another dtype: stored as to_sparse_rows converts it
+}
+
 }  // namespace
 
 cache::SparseRows to_sparse_rows(const torch::Tensor& coefficients) {
@@ -65,7 +80,7 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
   for (const auto& a : coefficients) {
     const auto values = a.cpu().contiguous();
-    if (leave_dense_modes_to_model && values.numel() > 0 && (values > 0).all().item<bool>()) {
+    if (leave_dense_modes_to_model && all_positive(values)) {
       r.left_to_model.resize(coefficients.size(), 0);
       r.left_to_model[r.coefficients.size()] = values_checksum(values);
       r.coefficients.push_back(full_rows_offsets_only(values.size(0), values.size(1)));
