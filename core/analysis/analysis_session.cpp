@@ -162,7 +162,8 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   // Coefficients left to the model are recomputed and checked here too: a mismatch is nothing
   // `cache check` could see without the model.
   const auto complete = extracted_chunk_completion(*impl_->cache, *id, *impl_->model, impl_->data);
-  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes, &complete](const cache::ChunkRecord& c) {
+  const auto run_id = *id;
+  return cache::repair_run_for_recompute(*impl_->cache, run_id, [classes, &complete, run_id](const cache::ChunkRecord& c) {
     if (auto problem = class_index_problem(c.labels, c.predictions, classes, c.first_sample); !problem.empty())
       return problem;
     if (!c.leaves_modes_to_model()) return std::string();
@@ -170,7 +171,9 @@ cache::CacheCheckReport AnalysisSession::recompute() {
     try {
       complete(filled);
     } catch (const FileError& e) {
-      return e.problem();
+      // The completion names the chunk, which the report names too.
+      const auto where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(c.chunk_index) + ": ";
+      return e.problem().rfind(where, 0) == 0 ? e.problem().substr(where.size()) : e.problem();
     }
     return std::string();
   });

@@ -103,7 +103,7 @@ ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, in
                                         std::to_string(m) +
                                         " than those the run was extracted with (the cache leaves them to the "
                                         "model; was it made on another machine?); --recompute on this command "
-                                        "extracts the run again");
+                                        "extracts that chunk again");
       chunk.coefficients[m] = to_sparse_rows(values);  // every entry > 0: full rows, as extraction saw them
     }
     chunk.left_to_model.clear();

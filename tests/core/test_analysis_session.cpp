@@ -204,6 +204,8 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
   const auto report = session->recompute();
   ASSERT_EQ(report.problems.size(), 1u);
   EXPECT_EQ(report.problems[0].where, "chunk 2");
+  EXPECT_EQ(report.problems[0].problem.rfind("the model's gates give other coefficients of expert mode 0", 0), 0u)
+      << report.problems[0].problem;
   const auto again = session->extract();
   EXPECT_EQ(again.chunks_computed, 1);
   EXPECT_EQ(session->run().predictions, predictions);
