@@ -158,24 +158,10 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   const auto id = impl_->run_id();
   if (!id) return {};
   const auto classes = static_cast<int64_t>(impl_->class_names.size());
-  // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key.)
-  // Coefficients left to the model are recomputed and checked here too: a mismatch is nothing
-  // `cache check` could see without the model.
-  const auto complete = extracted_chunk_completion(*impl_->cache, *id, *impl_->model, impl_->data);
-  const auto run_id = *id;
-  return cache::repair_run_for_recompute(*impl_->cache, run_id, [classes, &complete, run_id](const cache::ChunkRecord& c) {
-    if (auto problem = class_index_problem(c.labels, c.predictions, classes, c.first_sample); !problem.empty())
-      return problem;
-    if (!c.leaves_modes_to_model()) return std::string();
-    auto filled = c;
-    try {
-      complete(filled);
-    } catch (const FileError& e) {
-      // The completion names the chunk, which the report names too.
-      const auto where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(c.chunk_index) + ": ";
-      return e.problem().rfind(where, 0) == 0 ? e.problem().substr(where.size()) : e.problem();
-    }
-    return std::string();
+  // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key;
+  // coefficients left to the model that come out stale are extracted again by run() itself.)
+  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes](const cache::ChunkRecord& c) {
+    return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
   });
 }
 

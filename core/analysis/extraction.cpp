@@ -11,6 +11,7 @@
 #include "analysis/content_hash.h"
 #include "analysis/exact_layer.h"
 #include "analysis/tensor_records.h"
+#include "cache/cache_repair.h"
 #include "io/blas_threads.h"
 #include "io/errors.h"
 #include "model/manifest.h"
@@ -70,49 +71,84 @@ bool inputs_left_to_data(const model::ClassifierModel& model, const data::Datase
 ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, int64_t run_id,
                                            const model::ClassifierModel& model, const data::Dataset& data) {
   struct State {
+    cache::RunInfo info;
     torch::Tensor features;            // [S, I] float32, what layer_inputs returns, when the layer reads them
     std::optional<ExactLayer> layer;   // made for the first chunk that leaves modes to the model
   };
   auto state = std::make_shared<State>();
+  state->info = cache.run_info(run_id);
   if (inputs_left_to_data(model, data)) state->features = data.features.to(torch::kFloat32).contiguous();
   const std::string cache_path = cache.path();
   return [state, &model, cache_path, run_id](cache::ChunkRecord& chunk) {
+    const auto& info = state->info;
     const auto where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index);
+    const auto damaged = [&](const std::string& problem) {
+      return FileError(cache_path, where + ": " + problem + "; " + cache::damaged_cache_remedy(cache_path));
+    };
     if (chunk.inputs.empty() && state->features.defined()) {
+      // The run's shapes, not the data's, say what the chunk holds (ablation reads inputs by them).
+      if (state->features.size(1) != info.input_dim)
+        throw damaged("its run has " + std::to_string(info.input_dim) + " inputs per sample, the data's features " +
+                      std::to_string(state->features.size(1)));
       if (chunk.first_sample + chunk.count > state->features.size(0))
-        throw FileError(cache_path, where + ": samples " + std::to_string(chunk.first_sample) + "+" +
-                                        std::to_string(chunk.count) + " lie beyond the data's " +
-                                        std::to_string(state->features.size(0)));
-      const float* from = state->features.data_ptr<float>() + chunk.first_sample * state->features.size(1);
-      chunk.inputs.assign(from, from + chunk.count * state->features.size(1));
+        throw damaged("samples " + std::to_string(chunk.first_sample) + "+" + std::to_string(chunk.count) +
+                      " lie beyond the data's " + std::to_string(state->features.size(0)));
+      const float* from = state->features.data_ptr<float>() + chunk.first_sample * info.input_dim;
+      chunk.inputs.assign(from, from + chunk.count * info.input_dim);
     }
-    if (!chunk.leaves_modes_to_model() || chunk.inputs.empty() || model.is_router()) return;
-    const int64_t input_dim = model.layer_input_dim();
-    if (static_cast<int64_t>(chunk.inputs.size()) != chunk.count * input_dim)
-      throw FileError(cache_path, where + ": holds " + std::to_string(chunk.inputs.size()) + " input values, not " +
-                                      std::to_string(chunk.count) + " × " + std::to_string(input_dim));
+    if (!chunk.leaves_modes_to_model() || chunk.inputs.empty()) return;
+    // A run's shapes as the model has them, or a damaged runs row: then the recomputed rows
+    // below could not be the chunk's.
+    if (model.is_router() || model.layer_input_dim() != info.input_dim || model.expert_dims() != info.expert_dims)
+      throw damaged("leaves coefficients to the model, but the model's layer does not have the run's shapes");
+    if (static_cast<int64_t>(chunk.inputs.size()) != chunk.count * info.input_dim)
+      throw damaged("holds " + std::to_string(chunk.inputs.size()) + " input values, not " +
+                    std::to_string(chunk.count) + " × " + std::to_string(info.input_dim));
     torch::NoGradGuard no_grad;
     if (!state->layer) state->layer.emplace(model.layer(), torch::kCPU);
-    const auto rows = torch::from_blob(chunk.inputs.data(), {chunk.count, input_dim}, torch::kFloat32);
+    const auto rows = torch::from_blob(chunk.inputs.data(), {chunk.count, info.input_dim}, torch::kFloat32);
     const auto coefficients = state->layer->coefficients(rows);
     for (size_t m = 0; m < chunk.left_to_model.size(); ++m) {
       if (!chunk.left_to_model[m]) continue;
-      const auto values = coefficients.at(m).contiguous();
+      const auto values = coefficients.at(m).contiguous();  // [count, N_m]: the shapes were checked above
       if (values_checksum(values) != chunk.left_to_model[m])
-        throw FileError(cache_path, where + ": the model's gates give other coefficients of expert mode " +
-                                        std::to_string(m) +
-                                        " than those the run was extracted with (the cache leaves them to the "
-                                        "model; was it made on another machine?); --recompute on this command "
-                                        "extracts that chunk again");
+        throw StaleCoefficients(cache_path, where + ": the model's gates give other coefficients of expert mode " +
+                                                std::to_string(m) + " than those the chunk was extracted with");
       chunk.coefficients[m] = to_sparse_rows(values);  // every entry > 0: full rows, as extraction saw them
     }
     chunk.left_to_model.clear();
   };
 }
 
-RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
+RunData load_extracted_run(cache::AnalysisCache& cache, int64_t run_id, model::ClassifierModel& model,
                            const data::Dataset& data) {
-  return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
+  try {
+    return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
+  } catch (const StaleCoefficients&) {
+    // Made by other arithmetic (another machine's BLAS kernels, another build): a cache miss,
+    // not damage. Each chunk whose recomputation disagrees is dropped and extracted again, on
+    // this CPU as it was (the run's key and shapes are the stored ones), and the run read again;
+    // a second disagreement is reported.
+    const auto complete = extracted_chunk_completion(cache, run_id, model, data);
+    for (const auto c : cache.chunk_indices(run_id)) {
+      cache::ChunkRecord chunk;
+      try {
+        chunk = cache.get_chunk(run_id, c);
+      } catch (const FileError&) {
+        continue;  // damage: the second reading below reports it, with the remedy
+      }
+      if (!chunk.leaves_modes_to_model()) continue;
+      try {
+        complete(chunk);
+      } catch (const StaleCoefficients&) {
+        cache.delete_chunk(run_id, c);
+      }
+    }
+    ExtractionOptions options;
+    options.chunk_size = cache.run_info(run_id).chunk_size;
+    extract_run(cache, cache.run_key(run_id), model, data, options);
+    return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
+  }
 }
 
 ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& key, model::ClassifierModel& model,

@@ -22,6 +22,7 @@
 #include "analysis/run_data.h"
 #include "cache/analysis_cache.h"
 #include "data/dataset.h"
+#include "io/errors.h"
 #include "model/classifier_model.h"
 
 namespace mumoe::analysis {
@@ -51,18 +52,30 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
 /// backbone (its layer's inputs are stored).
 bool inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
 
-/// What a chunk of `model`'s run on `data` leaves out, filled in (run_data.h's ChunkCompletion):
-/// the data's features for a chunk that stores no inputs (inputs_left_to_data), and the
-/// coefficients of the expert modes it leaves to the model (a dense gate's, extract_run below),
-/// recomputed by the model's gates on the CPU and compared with the checksum the extraction
-/// stored. A mismatch (a cache made on another machine) is a FileError naming the chunk and
-/// --recompute, which extracts the run again. `cache` names the errors' file.
+/// A chunk's coefficients left to the model came out other than those it was extracted with
+/// (their checksum differs): the cache was made by other arithmetic — another machine's BLAS
+/// kernels, another build. A cache miss, which load_extracted_run mends.
+class StaleCoefficients : public FileError {
+ public:
+  using FileError::FileError;
+};
+
+/// What a chunk of `model`'s run `run_id` on `data` leaves out, filled in (run_data.h's
+/// ChunkCompletion): the data's features for a chunk that stores no inputs (inputs_left_to_data),
+/// and the coefficients of the expert modes it leaves to the model (a dense gate's, extract_run
+/// below), recomputed by the model's gates on the CPU and compared with the checksum the
+/// extraction stored: StaleCoefficients when they differ; FileError (damage, with the remedy) when
+/// the run's shapes and the data's or the model's disagree. Uses `model` and `data` by reference:
+/// call it while they live.
 ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, int64_t run_id,
                                            const model::ClassifierModel& model, const data::Dataset& data);
 
 /// load_run_data (run_data.h) with extracted_chunk_completion: how every session loads an image
-/// classifier's run.
-RunData load_extracted_run(const cache::AnalysisCache& cache, int64_t run_id, const model::ClassifierModel& model,
+/// classifier's run. Chunks whose recomputed coefficients are stale (StaleCoefficients) are
+/// extracted again on the CPU, without progress (each is one chunk's extraction), and the run is
+/// read again; stale twice is an error. So a cache shared by machines with different kernels
+/// works on each, re-extracting those chunks when it changes hands.
+RunData load_extracted_run(cache::AnalysisCache& cache, int64_t run_id, model::ClassifierModel& model,
                            const data::Dataset& data);
 
 /// Computes every chunk of the run that the cache lacks and marks the run complete. On the CPU, a

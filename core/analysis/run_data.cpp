@@ -8,7 +8,12 @@
 namespace mumoe::analysis {
 
 void RunData::reserve_like(const cache::ChunkRecord& first, int64_t chunks) {
-  const auto times = [&](size_t n) { return n * static_cast<size_t>(chunks); };
+  // An estimate, so bounded: a damaged runs row may claim 2^53 chunks, and a reservation that
+  // large would fail (or take the memory) before the first missing chunk is reported.
+  // Beyond 2^27 entries per vector (1 GB of doubles) the vectors grow as they fill.
+  constexpr size_t kMostEntries = size_t{1} << 27;
+  const auto bounded_chunks = static_cast<size_t>(std::min<int64_t>(chunks, int64_t{1} << 24));
+  const auto times = [&](size_t n) { return std::min(kMostEntries, n * bounded_chunks); };
   labels.reserve(times(first.labels.size()));
   predictions.reserve(times(first.predictions.size()));
   scores.reserve(times(first.scores.size()));
@@ -133,6 +138,11 @@ RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const C
       throw damaged(where + " stores no layer inputs, and its layer does not read the data's features");
     if (chunk.leaves_modes_to_model())
       throw damaged(where + " leaves coefficients to the model, and no model was given to recompute them");
+    // Consumers read the inputs by the run's shapes (decoding checks the stored ones; these may
+    // have come from the completion).
+    if (static_cast<int64_t>(chunk.inputs.size()) != chunk.count * data.info.input_dim)
+      throw damaged(where + " has " + std::to_string(chunk.inputs.size()) + " input values, not " +
+                    std::to_string(chunk.count) + " × " + std::to_string(data.info.input_dim));
     if (c == 0) data.reserve_like(chunk, data.info.chunk_count());
     data.append(chunk);
   }

@@ -17,11 +17,11 @@
 //                        with a non-zero entry has offsets N_e, 2 N_e, … and no indices or values
 //                        in the two blobs above (its entries count in neither Σ below)
 // A mode's nnz is the last of its offsets (Σ nnz: over the modes not left to the model, which
-// the fourth blob, read first, names), so the three coefficient blobs split without any
+// the last blob, read first, names), so the three coefficient blobs split without any
 // further length fields, and the blobs' sizes say which of the forms above a chunk uses: the
-// indices hold either Σ nnz entries or the entries of the modes that are not full (a full mode
-// has count × N_e ≥ 1 entries, so the two sizes differ whenever a mode is full), the values
-// either 8 or 4 bytes per entry. Schema-2 chunks are the first forms throughout and read as
+// indices hold either Σ nnz entries or the entries of the stored modes that are not full (a
+// full mode has count × N_e ≥ 1 entries, so the two sizes differ whenever a stored mode is
+// full), the values either 8 or 4 bytes per entry. Schema-2 chunks are the first forms throughout and read as
 // they always did. (So a blob cut to exactly the other form's size is read in that form; the
 // row checks that follow — a_n > 0 and finite, indices increasing within [0, N_e) — catch most
 // such damage, not all of it. A damaged chunk is only ever a cache miss: cache_repair.h.) The

@@ -754,21 +754,36 @@ class ScopedCacheEnv {
 
 // A chunk may leave a dense mode to the model (schema 4): it stores the mode's offsets and
 // checksum but none of its indices or values, reads back as it was written, and beside it a
-// stored mode keeps its own compact form. A checksums blob of the wrong size is damage.
+// stored mode keeps its own form (sparse float64; full float32 without indices). A checksums
+// blob of the wrong size is damage.
 TEST(AnalysisCache, StoresAModeLeftToTheModelAsOffsetsAndChecksumOnly) {
   TempDir dir;
   const std::string path = dir.file("c.sqlite");
   const RunInfo info = make_info();  // modes of 5 and 3 experts
   const ChunkRecord left = chunk_leaving_mode0(info, 0);
   const ChunkRecord stored = make_chunk(info, 1);
+  // Beside a stored mode that is full and float32 (both compact forms of schema 3 at once).
+  ChunkRecord left_beside_full = chunk_leaving_mode0(info, 2);
+  SparseRows& full = left_beside_full.coefficients[1];
+  full = SparseRows{};
+  full.offsets.push_back(0);
+  for (int64_t i = 0; i < left_beside_full.count; ++i) {
+    for (int32_t e = 0; e < 3; ++e) {
+      full.indices.push_back(e);
+      full.values.push_back(0.25 * (e + 1) + static_cast<double>(i));
+    }
+    full.offsets.push_back(static_cast<int64_t>(full.indices.size()));
+  }
   int64_t run = 0;
   {
     auto cache = AnalysisCache::open(path);
     run = cache->begin_run(make_key(), info);
     cache->put_chunk(run, left);
     cache->put_chunk(run, stored);
+    cache->put_chunk(run, left_beside_full);
     expect_same(cache->get_chunk(run, 0), left);
     expect_same(cache->get_chunk(run, 1), stored);
+    expect_same(cache->get_chunk(run, 2), left_beside_full);
   }
   {
     RawDb raw(path);
@@ -777,6 +792,8 @@ TEST(AnalysisCache, StoresAModeLeftToTheModelAsOffsetsAndChecksumOnly) {
     EXPECT_EQ(raw.integer("SELECT length(coef_indices) FROM chunks WHERE chunk_index = 0"), 4 * mode1);
     EXPECT_EQ(raw.integer("SELECT length(coef_left_to_model) FROM chunks WHERE chunk_index = 0"), 16);
     EXPECT_EQ(raw.integer("SELECT length(coef_left_to_model) FROM chunks WHERE chunk_index = 1"), 0);
+    EXPECT_EQ(raw.integer("SELECT length(coef_indices) FROM chunks WHERE chunk_index = 2"), 0);
+    EXPECT_EQ(raw.integer("SELECT length(coef_values) FROM chunks WHERE chunk_index = 2"), 4 * 2 * 3);
     raw.exec("UPDATE chunks SET coef_left_to_model = x'01020304' WHERE chunk_index = 0");
   }
   auto cache = AnalysisCache::open(path);

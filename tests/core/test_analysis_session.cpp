@@ -124,8 +124,8 @@ TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
 // A softmax gate's coefficients (every one > 0) are not stored but left to the model: each chunk
 // keeps their checksum only, and loading the run recomputes them — still the model's float32
 // values bit for bit, checked against the layer run here as users run it. A checksum that does
-// not match (a cache from another machine) is an error naming the chunk and --recompute, which
-// drops just that chunk for the next extraction; without the model, a loader cannot make them up.
+// not match (a cache from another machine) makes loading extract that chunk again; without the
+// model, a loader cannot make them up; a run's shapes that are not the model's are damage.
 TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactly) {
   testkit::TempDir dir;
   auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
@@ -165,6 +165,7 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
   torch::NoGradGuard no_grad;
   const auto& rows = run.coefficients[0];
   ASSERT_EQ(rows.values.size(), 250u * 16);
+  const auto rows_before = rows.values;
   for (int64_t begin = 0; begin < 250; begin += 40) {
     const auto a = model_layer->forward(features.slice(0, begin, std::min<int64_t>(250, begin + 40))).coefficients[0];
     for (int64_t i = 0; i < a.size(0); ++i)
@@ -183,13 +184,40 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
   const auto predictions = run.predictions;
   session.reset();
 
-  {  // chunk 2's checksum as another machine's arithmetic would leave it
+  const auto sql = [&](const std::string& statement, const void* blob = nullptr, int bytes = 0) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(options.cache_path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "UPDATE chunks SET coef_left_to_model = x'0100000000000000' WHERE chunk_index = 2",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, statement.c_str(), -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+    if (blob) sqlite3_bind_blob(s, 1, blob, bytes, SQLITE_TRANSIENT);
+    EXPECT_EQ(sqlite3_step(s), SQLITE_DONE) << sqlite3_errmsg(db);
+    sqlite3_finalize(s);
     sqlite3_close(db);
+  };
+  const auto checksum_of_chunk = [&](int64_t c) {
+    return cache::AnalysisCache::open(options.cache_path)->get_chunk(id, c).left_to_model.at(0);
+  };
+  // Chunk 2's checksum as other arithmetic (another machine's kernels) would have left it: a
+  // cache miss — loading extracts that chunk again, on this CPU, and reads the same run.
+  const auto original = checksum_of_chunk(2);
+  sql("UPDATE chunks SET coef_left_to_model = x'0100000000000000' WHERE chunk_index = 2");
+  ASSERT_EQ(checksum_of_chunk(2), 1u);
+  session = AnalysisSession::open(options);
+  EXPECT_EQ(session->run().predictions, predictions);
+  EXPECT_EQ(session->run().coefficients[0].values, rows_before);
+  session.reset();
+  EXPECT_EQ(checksum_of_chunk(2), original);
+
+  // A runs row whose shapes are not the model's (its expert count and the left mode's offsets
+  // rewritten to agree with each other): damage, named with the remedy — not coefficients of
+  // another shape handed to the analyses.
+  sql("UPDATE runs SET expert_dims = '[8]'");
+  for (int64_t c = 0; c < 7; ++c) {
+    const int64_t count = c < 6 ? 40 : 10;
+    std::vector<int64_t> offsets;
+    for (int64_t i = 0; i <= count; ++i) offsets.push_back(i * 8);
+    sql("UPDATE chunks SET coef_offsets = ?1 WHERE chunk_index = " + std::to_string(c), offsets.data(),
+        static_cast<int>(offsets.size() * sizeof(int64_t)));
   }
   session = AnalysisSession::open(options);
   try {
@@ -197,18 +225,12 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
     ADD_FAILURE() << "expected a FileError";
   } catch (const FileError& e) {
     EXPECT_EQ(e.path(), options.cache_path);
-    EXPECT_NE(std::string(e.what()).find("chunk 2: the model's gates give other coefficients"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("chunk 0: leaves coefficients to the model, but the model's layer does not "
+                                         "have the run's shapes"),
+              std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("--recompute"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mumoe cache repair"), std::string::npos) << e.what();
   }
-  const auto report = session->recompute();
-  ASSERT_EQ(report.problems.size(), 1u);
-  EXPECT_EQ(report.problems[0].where, "chunk 2");
-  EXPECT_EQ(report.problems[0].problem.rfind("the model's gates give other coefficients of expert mode 0", 0), 0u)
-      << report.problems[0].problem;
-  const auto again = session->extract();
-  EXPECT_EQ(again.chunks_computed, 1);
-  EXPECT_EQ(session->run().predictions, predictions);
 }
 
 // A run of `samples` samples in chunks of 10 (3 inputs, 2 scores, 4 experts) for the chunked-run
