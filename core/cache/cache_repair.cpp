@@ -55,7 +55,9 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
       if (validate) problem = validate(chunk);
       if (problem.empty() && must_store_inputs && chunk.inputs.empty()) without_inputs.push_back(index);
     } catch (const FileError& e) {
-      problem = e.problem();
+      // get_chunk's problem names the chunk ("run R, chunk C: …"), which the report's `where` does.
+      const auto named = "run " + std::to_string(run_id) + ", chunk " + std::to_string(index) + ": ";
+      problem = e.problem().rfind(named, 0) == 0 ? e.problem().substr(named.size()) : e.problem();
     }
     if (problem.empty()) continue;
     note(report, run_id, "chunk " + std::to_string(index), problem, repair,

@@ -856,6 +856,7 @@ TEST(CacheRepair, FindsAndDropsDamagedRowsOnly) {
   EXPECT_EQ(checked.problems[0].run_id, damaged);
   EXPECT_EQ(checked.problems[0].where, "chunk 1");
   EXPECT_TRUE(contains(checked.problems[0].problem, "labels")) << checked.problems[0].problem;
+  EXPECT_FALSE(contains(checked.problems[0].problem, "chunk 1")) << checked.problems[0].problem;  // named once, by where
   EXPECT_EQ(checked.problems[1].where, "result ablation/bad");
   EXPECT_EQ(checked.problems[2].run_id, missing);
   EXPECT_TRUE(contains(checked.problems[2].problem, "1 of 3 chunks are missing")) << checked.problems[2].problem;
