@@ -145,8 +145,7 @@ const RunData& AnalysisSession::run() {
     auto data = load_extracted_run(*impl_->cache, impl_->complete_run_id(), *impl_->model, impl_->data);
     const auto classes = static_cast<int64_t>(impl_->class_names.size());
     if (auto problem = class_index_problem(data.labels, data.predictions, classes); !problem.empty())
-      throw FileError(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem + "; " +
-                                                cache::damaged_cache_remedy(impl_->cache->path()));
+      throw cache::damaged_cache_error(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem);
     impl_->run = std::move(data);
   }
   return *impl_->run;

@@ -83,7 +83,7 @@ ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, in
     const auto& info = state->info;
     const auto where = "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index);
     const auto damaged = [&](const std::string& problem) {
-      return FileError(cache_path, where + ": " + problem + "; " + cache::damaged_cache_remedy(cache_path));
+      return cache::damaged_cache_error(cache_path, where + ": " + problem);
     };
     if (chunk.inputs.empty() && state->features.defined()) {
       // The run's shapes, not the data's, say what the chunk holds (ablation reads inputs by them).

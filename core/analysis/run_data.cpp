@@ -115,9 +115,7 @@ RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const C
     throw UsageError("analysis run " + std::to_string(run_id) + " in " + cache.path() +
                      " is not complete: run `mumoe analyze` first");
   RunData data;
-  const auto damaged = [&](const std::string& problem) {
-    return FileError(cache.path(), problem + "; " + cache::damaged_cache_remedy(cache.path()));
-  };
+  const auto damaged = [&](const std::string& problem) { return cache::damaged_cache_error(cache.path(), problem); };
   try {
     data.info = cache.run_info(run_id);
   } catch (const FileError& e) {
@@ -147,9 +145,8 @@ RunData load_run_data(const cache::AnalysisCache& cache, int64_t run_id, const C
     data.append(chunk);
   }
   if (data.samples() != data.info.sample_count)
-    throw FileError(cache.path(), "run " + std::to_string(run_id) + " holds " + std::to_string(data.samples()) +
-                                      " samples but should hold " + std::to_string(data.info.sample_count) + "; " +
-                                      cache::damaged_cache_remedy(cache.path()));
+    throw damaged("run " + std::to_string(run_id) + " holds " + std::to_string(data.samples()) +
+                  " samples but should hold " + std::to_string(data.info.sample_count));
   data.finish();
   return data;
 }

@@ -128,4 +128,8 @@ std::string damaged_cache_remedy(const std::string& cache_path) {
          "analysis completes";
 }
 
+FileError damaged_cache_error(const std::string& cache_path, const std::string& problem) {
+  return FileError(cache_path, problem + "; " + damaged_cache_remedy(cache_path));
+}
+
 }  // namespace mumoe::cache

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cache/analysis_cache.h"
+#include "io/errors.h"
 
 namespace mumoe::cache {
 
@@ -53,5 +54,9 @@ CacheCheckReport check_cache(AnalysisCache& cache, bool repair,
 
 /// The sentence every "damaged cache" error ends with: what to run to repair it.
 std::string damaged_cache_remedy(const std::string& cache_path);
+
+/// FileError(cache_path, "PROBLEM; " + damaged_cache_remedy(cache_path)): how loaders report
+/// damage they find in a cache.
+FileError damaged_cache_error(const std::string& cache_path, const std::string& problem);
 
 }  // namespace mumoe::cache
