@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <optional>
 #include <set>
 
@@ -13,6 +14,20 @@ namespace mumoe::analysis {
 ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::RunKey& key, const cache::RunInfo& info,
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
                                    const ExtractionCallback& progress) {
+  return fill_chunked_run_in_two_stages(
+      cache, key, info,
+      [&](int64_t c) -> FinishChunk {
+        // std::function needs a copyable callable: the record travels in a shared pointer.
+        auto record = std::make_shared<cache::ChunkRecord>(compute_chunk(c));
+        return [record] { return std::move(*record); };
+      },
+      progress);
+}
+
+ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, const cache::RunKey& key,
+                                                 const cache::RunInfo& info,
+                                                 const std::function<FinishChunk(int64_t chunk)>& start_chunk,
+                                                 const ExtractionCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto seconds_since_start = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -34,8 +49,8 @@ ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::Run
     p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
     if (progress && !progress(p)) throw Cancelled();
   };
-  // A chunk's transaction is written on a second thread while the next chunk computes (the
-  // writes were ~15 % of a bare head's extraction). At most one write is in flight, the cache is
+  // A chunk is finished and its transaction written on a second thread while the next chunk starts
+  // (the writes were ~15 % of a bare head's extraction). At most one write is in flight, the cache is
   // touched by one thread at a time, and a chunk is reported only once it is stored, so cancelling
   // or a failed write loses nothing already reported. A cancel is seen after the chunk in hand is
   // computed, as before (that chunk is then not stored). Leaving by an exception waits for the
@@ -57,10 +72,10 @@ ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::Run
       report(c);
       continue;
     }
-    auto record = compute_chunk(c);
+    auto finish = start_chunk(c);
     finish_write();
-    writing = std::async(std::launch::async, [&cache, id = summary.run_id, r = std::move(record)] {
-      cache.put_chunk(id, r);
+    writing = std::async(std::launch::async, [&cache, id = summary.run_id, finish = std::move(finish)] {
+      cache.put_chunk(id, finish());
     });
     written = c;
   }

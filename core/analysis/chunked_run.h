@@ -21,4 +21,22 @@ ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::Run
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
                                    const ExtractionCallback& progress);
 
+/// The rest of a chunk's work, which makes its record: run on the writer thread, before the
+/// record is stored, while the calling thread starts the next chunk.
+using FinishChunk = std::function<cache::ChunkRecord()>;
+
+/// fill_chunked_run with each chunk's work in two stages on two threads: `start_chunk(c)` runs on
+/// the calling thread and returns what finishes chunk c, which runs on the writer thread, then
+/// stores the record, while `start_chunk(c + 1)` runs. For work whose second half needs nothing
+/// of the first's thread (a head's float64 expert arithmetic after its gates: extraction.cpp).
+/// The same guarantees as fill_chunked_run: one chunk finished and written at a time, reported once
+/// stored; an exception from either stage ends the run (a finishing stage's, e.g. NaN outputs, is
+/// reported after the next chunk's start); a cancel is seen after a chunk's start, and that chunk
+/// is neither finished nor stored. `start_chunk`'s results must not share state with the next
+/// start that the two threads would both write.
+ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, const cache::RunKey& key,
+                                                 const cache::RunInfo& info,
+                                                 const std::function<FinishChunk(int64_t chunk)>& start_chunk,
+                                                 const ExtractionCallback& progress);
+
 }  // namespace mumoe::analysis

@@ -45,6 +45,10 @@ class ExactLayer {
   /// output_from_coefficients. The two differ from each other by rounding only.
   torch::Tensor output_from_coefficients(const torch::Tensor& rows, const std::vector<torch::Tensor>& coefficients);
 
+  /// Threads: coefficients() (on one thread) and output_from_coefficients() (on another) may run at
+  /// once — they read separate copies (extraction's two stages, extraction.cpp) — once
+  /// float64_layer() has been called; neither may run on two threads at once.
+
   /// Whether output_from_coefficients takes the sparse path.
   bool sums_over_nonzero_coefficients() const { return sparse_modes_; }
 

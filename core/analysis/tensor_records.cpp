@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+
 #include "analysis/content_hash.h"
 #include "cache/sparse_rows.h"
 
@@ -14,18 +16,11 @@ std::vector<T> to_vector(const torch::Tensor& t) {
   return std::vector<T>(c.data_ptr<T>(), c.data_ptr<T>() + c.numel());
 }
 
-// Whether a [n, N] float or double tensor is non-empty with every entry > 0 (a dense gate's). A
-// plain loop that stops at the first entry that is not: a sparse gate's rows start with zeros, so
-// it costs them nothing, where a tensor comparison and reduction cost every chunk a pass.
+// Whether a [n, N] float or double tensor is non-empty with every entry > 0 (a dense gate's);
+// a sparse gate's first zero ends the scan (cache/sparse_rows.h).
 bool all_positive(const torch::Tensor& values) {
-  if (values.numel() == 0) return false;
-  const auto check = [&](const auto* v) {
-    for (int64_t i = 0; i < values.numel(); ++i)
-      if (!(v[i] > 0)) return false;  // NaN too
-    return true;
-  };
-  if (values.scalar_type() == torch::kFloat32) return check(values.data_ptr<float>());
-  if (values.scalar_type() == torch::kFloat64) return check(values.data_ptr<double>());
+  if (values.scalar_type() == torch::kFloat32) return cache::all_positive(values.data_ptr<float>(), values.numel());
+  if (values.scalar_type() == torch::kFloat64) return cache::all_positive(values.data_ptr<double>(), values.numel());
   return false;  // another dtype: stored as to_sparse_rows converts it
 }
 
@@ -68,7 +63,9 @@ torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& sam
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
                                      const torch::Tensor& labels, const torch::Tensor& scores,
                                      const std::vector<torch::Tensor>& coefficients,
-                                     const torch::Tensor& attributes, bool leave_dense_modes_to_model) {
+                                     const torch::Tensor& attributes, const std::vector<uint64_t>& left_to_model) {
+  TORCH_CHECK(left_to_model.empty() || left_to_model.size() == coefficients.size(),
+              "make_chunk_record: one checksum per expert mode");
   cache::ChunkRecord r;
   r.chunk_index = chunk_index;
   r.first_sample = first_sample;
@@ -78,17 +75,25 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
   if (inputs.defined()) r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
-  for (const auto& a : coefficients) {
-    const auto values = a.cpu().contiguous();
-    if (leave_dense_modes_to_model && all_positive(values)) {
-      r.left_to_model.resize(coefficients.size(), 0);
-      r.left_to_model[r.coefficients.size()] = values_checksum(values);
-      r.coefficients.push_back(full_rows_offsets_only(values.size(0), values.size(1)));
-    } else {
-      r.coefficients.push_back(to_sparse_rows(values));
-    }
+  const bool leaves_some = std::any_of(left_to_model.begin(), left_to_model.end(), [](uint64_t s) { return s != 0; });
+  if (leaves_some) r.left_to_model = left_to_model;
+  for (size_t m = 0; m < coefficients.size(); ++m) {
+    const auto& a = coefficients[m];
+    if (leaves_some && left_to_model[m])
+      r.coefficients.push_back(full_rows_offsets_only(a.size(0), a.size(1)));
+    else
+      r.coefficients.push_back(to_sparse_rows(a));
   }
   return r;
+}
+
+std::vector<uint64_t> dense_mode_checksums(const std::vector<torch::Tensor>& coefficients) {
+  std::vector<uint64_t> checksums;
+  for (const auto& a : coefficients) {
+    const auto values = a.cpu().contiguous();
+    checksums.push_back(all_positive(values) ? values_checksum(values) : 0);
+  }
+  return checksums;
 }
 
 cache::SparseRows full_rows_offsets_only(int64_t rows, int64_t experts) {

@@ -18,14 +18,20 @@ torch::Tensor dense_rows(const cache::SparseRows& rows, const torch::Tensor& sam
 
 /// A chunk from tensors: inputs float [n, I] or undefined (not stored: the data's own features,
 /// ChunkRecord::inputs), labels [n], scores [n, C] (predictions are their argmax), coefficients
-/// per mode [n, N_e], attributes [n, K] or undefined. With `leave_dense_modes_to_model`, a mode
-/// whose every coefficient is > 0 (a softmax gate) is left to the model: only its offsets and
-/// the values_checksum (content_hash.h) of its tensor as given are kept
-/// (ChunkRecord::left_to_model); the caller must be able to compute the same bits again.
+/// per mode [n, N_e], attributes [n, K] or undefined. A mode with a non-zero entry in
+/// `left_to_model` (from dense_mode_checksums) is left to the model: only its offsets and that
+/// checksum are kept (ChunkRecord::left_to_model); the caller must be able to compute the same
+/// bits again. Every other mode is stored as CSR.
 cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, const torch::Tensor& inputs,
                                      const torch::Tensor& labels, const torch::Tensor& scores,
                                      const std::vector<torch::Tensor>& coefficients,
-                                     const torch::Tensor& attributes, bool leave_dense_modes_to_model = false);
+                                     const torch::Tensor& attributes, const std::vector<uint64_t>& left_to_model = {});
+
+/// Per mode of a chunk's `coefficients` ([n, N_e] each): the values_checksum (content_hash.h) of
+/// the tensor as given where every coefficient is > 0 (a softmax gate's), else 0. A sparse gate's
+/// mode costs a scan of its first values. Apart from make_chunk_record so that extraction can
+/// compute it on the thread with time to spare (extraction.cpp).
+std::vector<uint64_t> dense_mode_checksums(const std::vector<torch::Tensor>& coefficients);
 
 /// Mode m's rows when every row holds all `experts` experts: offsets 0, N_e, 2 N_e, … and
 /// nothing else (what a ChunkRecord holds for a mode left to the model).

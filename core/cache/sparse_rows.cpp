@@ -1,5 +1,7 @@
 #include "cache/sparse_rows.h"
 
+#include <algorithm>
+
 namespace mumoe::cache {
 namespace {
 
@@ -41,7 +43,25 @@ SparseRows from_dense(const T* a, int64_t n, int64_t experts) {
   return out;
 }
 
+// Branch-free counting within blocks of 1,024 values vectorises; a loop that returns at the first
+// value ≤ 0 does not (it was half of a softmax N = 1,024 chunk record's 0.6 ms, 2026-11-26).
+template <typename T>
+bool every_value_positive(const T* a, int64_t count) {
+  if (count <= 0) return false;
+  constexpr int64_t kBlock = 1024;
+  for (int64_t begin = 0; begin < count; begin += kBlock) {
+    const int64_t size = std::min(kBlock, count - begin);
+    int64_t positive = 0;
+    for (int64_t k = 0; k < size; ++k) positive += a[begin + k] > 0;
+    if (positive != size) return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool all_positive(const float* a, int64_t count) { return every_value_positive(a, count); }
+bool all_positive(const double* a, int64_t count) { return every_value_positive(a, count); }
 
 SparseRows sparse_rows_from_dense(const float* a, int64_t rows, int64_t experts) {
   return from_dense(a, rows, experts);

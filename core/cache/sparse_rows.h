@@ -15,4 +15,9 @@ namespace mumoe::cache {
 SparseRows sparse_rows_from_dense(const float* a, int64_t rows, int64_t experts);
 SparseRows sparse_rows_from_dense(const double* a, int64_t rows, int64_t experts);
 
+/// Whether `count` > 0 values are all > 0 (a dense gate's coefficients; NaN is not). Stops after
+/// the first block of values that holds one that is not (a sparse gate's first row does).
+bool all_positive(const float* a, int64_t count);
+bool all_positive(const double* a, int64_t count);
+
 }  // namespace mumoe::cache

@@ -1,6 +1,7 @@
 // cache::sparse_rows_from_dense against a brute-force loop written out here: rows that are full,
 // empty, or mixed (zeros, negatives, NaN, ∞), for float and double input, with row lengths that
-// are and are not multiples of any vector width.
+// are and are not multiples of any vector width; and cache::all_positive against the definition,
+// with one value that is not > 0 at every position around its blocks' edges.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +63,39 @@ TEST(SparseRowsFromDense, MatchesABruteForceLoopForFloats) {
 TEST(SparseRowsFromDense, MatchesABruteForceLoopForDoubles) {
   for (const int64_t experts : {1, 5, 16, 33})
     for (const int64_t rows : {1, 8}) expect_matches_brute_force<double>(rows, experts, 11u * experts + rows);
+}
+
+template <typename T>
+void expect_all_positive_finds_every_non_positive_value() {
+  using mumoe::cache::all_positive;
+  for (const int64_t count : {1, 7, 1023, 1024, 1025, 3000}) {
+    std::vector<T> a(static_cast<size_t>(count));
+    for (int64_t k = 0; k < count; ++k) a[static_cast<size_t>(k)] = static_cast<T>(1e-30 + 0.5 * (k % 3));
+    EXPECT_TRUE(all_positive(a.data(), count)) << count;
+    for (const int64_t at : {int64_t{0}, int64_t{1}, count / 2, int64_t{1023}, int64_t{1024}, count - 1}) {
+      if (at < 0 || at >= count) continue;
+      for (const T bad : {T(0), T(-0.0), T(-1), std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::infinity(),
+                          -std::numeric_limits<T>::denorm_min()}) {
+        const T kept = a[static_cast<size_t>(at)];
+        a[static_cast<size_t>(at)] = bad;
+        EXPECT_FALSE(all_positive(a.data(), count)) << count << " values, " << bad << " at " << at;
+        a[static_cast<size_t>(at)] = kept;
+      }
+    }
+    // +∞ and the smallest subnormal are > 0.
+    a[static_cast<size_t>(count - 1)] = std::numeric_limits<T>::infinity();
+    a[0] = std::numeric_limits<T>::denorm_min();
+    EXPECT_TRUE(all_positive(a.data(), count)) << count;
+  }
+  EXPECT_FALSE(all_positive(static_cast<const T*>(nullptr), 0));  // no values: not a dense gate's
+}
+
+TEST(AllPositive, FindsEveryValueThatIsNotGreaterThanZeroInFloats) {
+  expect_all_positive_finds_every_non_positive_value<float>();
+}
+
+TEST(AllPositive, FindsEveryValueThatIsNotGreaterThanZeroInDoubles) {
+  expect_all_positive_finds_every_non_positive_value<double>();
 }
 
 }  // namespace

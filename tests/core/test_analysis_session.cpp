@@ -6,7 +6,11 @@
 #include <sqlite3.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <filesystem>
+#include <future>
+#include <mutex>
+#include <thread>
 
 #include "analysis/analysis_session.h"
 #include "analysis/chunked_run.h"
@@ -298,6 +302,123 @@ TEST(ChunkedRun, CancellingStoresNothingAfterTheChunkItWasToldAbout) {
   // Chunks 0 and 1 were reported stored; chunk 2 was computed before the cancel was seen and is
   // not stored, nor is anything after it.
   EXPECT_EQ(cache->chunk_indices(*run), (std::vector<int64_t>{0, 1}));
+}
+
+// Two stages (extraction's gates, then its float64 arithmetic and record): chunk c's finishing
+// stage runs on another thread while chunk c + 1 starts; a finishing stage's error ends the run
+// with the chunks before it stored and reported; a cancel leaves the chunk in hand unfinished.
+TEST(ChunkedRun, TwoStagesFinishEachChunkOnTheWriterThreadWhileTheNextStarts) {
+  testkit::TempDir dir;
+  auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
+  torch::manual_seed(2);
+  const int64_t chunks = 5;
+  std::vector<std::promise<void>> started(chunks);
+  std::vector<std::future<void>> started_seen;
+  for (auto& p : started) started_seen.push_back(p.get_future());
+  std::mutex m;
+  std::vector<int64_t> finished;
+  std::vector<bool> beside_next_start(chunks, false);
+  const auto caller = std::this_thread::get_id();
+  const auto start = [&](int64_t c) -> analysis::FinishChunk {
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    started[c].set_value();
+    return [&, c] {
+      EXPECT_NE(std::this_thread::get_id(), caller);
+      // Sequential stages would never see the next start: the wait would time out.
+      if (c + 1 < chunks)
+        beside_next_start[c] = started_seen[c + 1].wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+      const std::lock_guard<std::mutex> lock(m);
+      finished.push_back(c);
+      return small_chunk(c);
+    };
+  };
+  const auto summary = analysis::fill_chunked_run_in_two_stages(*cache, kSmallRunKey, small_run_info(50), start, {});
+  EXPECT_EQ(summary.chunks_computed, chunks);
+  EXPECT_EQ(finished, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_EQ(beside_next_start, (std::vector<bool>{true, true, true, true, false}));
+  EXPECT_TRUE(cache->run_complete(summary.run_id));
+}
+
+TEST(ChunkedRun, AFinishingStagesErrorEndsTheRunWithTheChunksBeforeItStored) {
+  testkit::TempDir dir;
+  auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
+  torch::manual_seed(3);
+  const auto start = [](int64_t c) -> analysis::FinishChunk {
+    return [c]() -> cache::ChunkRecord {
+      if (c == 3) throw FileError("model.safetensors", "NaN outputs on samples 30–39");
+      return small_chunk(c);
+    };
+  };
+  std::vector<int64_t> reported;
+  try {
+    analysis::fill_chunked_run_in_two_stages(*cache, kSmallRunKey, small_run_info(60), start,
+                                             [&](const analysis::ExtractionProgress& p) {
+                                               reported.push_back(p.chunks_done);
+                                               return true;
+                                             });
+    ADD_FAILURE() << "expected a FileError";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("NaN outputs on samples 30–39"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3}));
+  const auto run = cache->find_run(kSmallRunKey);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(cache->chunk_indices(*run), (std::vector<int64_t>{0, 1, 2}));
+  EXPECT_FALSE(cache->run_complete(*run));
+
+  // A cancel seen after chunk 2's start: chunk 2 is neither finished nor stored.
+  testkit::TempDir other;
+  auto second = cache::AnalysisCache::open(other.file("cache.sqlite"));
+  std::vector<int64_t> finished;
+  const auto counting = [&](int64_t c) -> analysis::FinishChunk {
+    return [&, c] {
+      finished.push_back(c);  // one finishing stage at a time
+      return small_chunk(c);
+    };
+  };
+  EXPECT_THROW(analysis::fill_chunked_run_in_two_stages(
+                   *second, kSmallRunKey, small_run_info(50), counting,
+                   [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; }),
+               Cancelled);
+  EXPECT_EQ(finished, (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(second->chunk_indices(*second->find_run(kSmallRunKey)), (std::vector<int64_t>{0, 1}));
+}
+
+// A layer whose outputs are not finite (gates that overflow float32, so softmax gives NaN; the
+// loaders refuse NaN weights and features, so this is how a model gets there) is reported from
+// the finishing stage, naming the model and the samples; nothing of that chunk is stored.
+TEST(SessionSoftmax, NonFiniteOutputsAreReportedWithTheModelAndTheSamples) {
+  testkit::TempDir dir;
+  auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+  config.gate_activation = nn::GateActivationKind::Softmax;
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 4);
+  {
+    const auto file = model::ModelFile::load(fixture.model_path);
+    auto block = file.build_layer("head", torch::kFloat32);
+    torch::NoGradGuard no_grad;
+    for (auto& p : block->named_parameters())
+      if (p.key().rfind("projs.", 0) == 0) p.value().fill_(3e38f);  // x · G overflows for most rows
+    const auto manifest = file.manifest();
+    model::save_model_file(fixture.model_path, manifest, model::layer_tensors(manifest.layers[0], block));
+  }
+  SessionOptions options;
+  options.model_path = fixture.model_path;
+  options.data_spec = "features:" + fixture.features_path;
+  options.cache_path = dir.file("analysis.sqlite");
+  options.chunk_size = 40;
+  auto session = AnalysisSession::open(options);
+  try {
+    session->extract();
+    ADD_FAILURE() << "expected a FileError";
+  } catch (const FileError& e) {
+    EXPECT_EQ(e.path(), fixture.model_path);
+    EXPECT_NE(std::string(e.what()).find("produced NaN or infinite outputs on samples 0–39"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(session->extracted());
+  session.reset();
+  const auto cache = cache::AnalysisCache::open(options.cache_path);
+  for (const auto id : cache->run_ids()) EXPECT_TRUE(cache->chunk_indices(id).empty());
 }
 
 TEST_F(Session, AnswersComeBackFromTheCache) {
