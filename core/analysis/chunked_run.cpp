@@ -2,14 +2,71 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "io/errors.h"
 
 namespace mumoe::analysis {
+namespace {
+
+// The one thread that finishes and writes every chunk of a run, one task at a time. (A thread per
+// chunk paid the per-thread start of LibTorch's and OpenMP's state on every chunk.) Destroying it
+// waits for the task in hand, so leaving fill_chunked_run_in_two_stages by an exception still
+// waits for a write in flight.
+class WriterThread {
+ public:
+  WriterThread() : thread_([this] { run(); }) {}
+  ~WriterThread() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  WriterThread(const WriterThread&) = delete;
+  WriterThread& operator=(const WriterThread&) = delete;
+
+  /// Runs `work` on the thread; the caller waits for the previous task's future before submitting.
+  std::future<void> submit(std::function<void()> work) {
+    std::packaged_task<void()> task(std::move(work));
+    auto done = task.get_future();
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      next_ = std::move(task);
+    }
+    wake_.notify_all();
+    return done;
+  }
+
+ private:
+  void run() {
+    for (;;) {
+      std::packaged_task<void()> task;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return next_.valid() || stopping_; });
+        if (!next_.valid()) return;  // stopping, nothing left to do
+        task = std::move(next_);
+      }
+      task();  // an exception is kept in the task's future
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::packaged_task<void()> next_;  // valid while a task waits to run
+  bool stopping_ = false;
+  std::thread thread_;  // last: started once the members it uses exist
+};
+
+}  // namespace
 
 ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::RunKey& key, const cache::RunInfo& info,
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
@@ -54,10 +111,11 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
   // touched by one thread at a time, and a chunk is reported only once it is stored, so cancelling
   // or a failed write loses nothing already reported. A cancel is seen after the chunk in hand is
   // computed, as before (that chunk is then not stored). Leaving by an exception waits for the
-  // write (the future's destructor); if the computation failed, that error is the one reported and
+  // write (the writer thread's destructor); if the computation failed, that error is the one reported and
   // the write's own, if any, is dropped (its transaction rolled back).
   std::future<void> writing;
   std::optional<int64_t> written;  // the chunk being written
+  WriterThread writer;             // after `writing`: destroyed first, waiting for the task in hand
   const auto finish_write = [&] {
     if (!written) return;
     writing.get();  // rethrows the write's error (a full disk: io/errors.h)
@@ -74,9 +132,7 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
     }
     auto finish = start_chunk(c);
     finish_write();
-    writing = std::async(std::launch::async, [&cache, id = summary.run_id, finish = std::move(finish)] {
-      cache.put_chunk(id, finish());
-    });
+    writing = writer.submit([&cache, id = summary.run_id, finish = std::move(finish)] { cache.put_chunk(id, finish()); });
     written = c;
   }
   finish_write();
