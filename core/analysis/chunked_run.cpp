@@ -8,6 +8,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include "io/errors.h"
@@ -33,12 +34,14 @@ class WriterThread {
   WriterThread(const WriterThread&) = delete;
   WriterThread& operator=(const WriterThread&) = delete;
 
-  /// Runs `work` on the thread; the caller waits for the previous task's future before submitting.
+  /// Runs `work` on the thread. One task at a time: the caller waits for the previous task's
+  /// future before submitting the next.
   std::future<void> submit(std::function<void()> work) {
     std::packaged_task<void()> task(std::move(work));
     auto done = task.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex_);
+      if (next_.valid()) throw std::logic_error("WriterThread::submit: the previous task has not started");
       next_ = std::move(task);
     }
     wake_.notify_all();
@@ -110,12 +113,12 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
   // (the writes were ~15 % of a bare head's extraction). At most one write is in flight, the cache is
   // touched by one thread at a time, and a chunk is reported only once it is stored, so cancelling
   // or a failed write loses nothing already reported. A cancel is seen after the chunk in hand is
-  // computed, as before (that chunk is then not stored). Leaving by an exception waits for the
+  // started (that chunk is then neither finished nor stored). Leaving by an exception waits for the
   // write (the writer thread's destructor); if the computation failed, that error is the one reported and
   // the write's own, if any, is dropped (its transaction rolled back).
   std::future<void> writing;
   std::optional<int64_t> written;  // the chunk being written
-  WriterThread writer;             // after `writing`: destroyed first, waiting for the task in hand
+  WriterThread writer;             // joined before this function returns or unwinds
   const auto finish_write = [&] {
     if (!written) return;
     writing.get();  // rethrows the write's error (a full disk: io/errors.h)

@@ -13,6 +13,10 @@
 // Removing an expert (W_n := 0) leaves the gates untouched (no renormalisation), so every method
 // may reuse stored coefficients; the naive oracle recomputes them here, on the extraction's chunks,
 // which gives the same bits.
+//
+// Threads: once float64_layer() has been called, coefficients() on one thread and
+// output_from_coefficients() on another may run at once — they read separate copies (extraction's
+// two stages, extraction.cpp). No function may run on two threads at once, forward() included.
 #pragma once
 
 #include <torch/types.h>
@@ -44,10 +48,6 @@ class ExactLayer {
   /// coefficients only (sums_over_nonzero_coefficients()); other layers use the float64 copy's
   /// output_from_coefficients. The two differ from each other by rounding only.
   torch::Tensor output_from_coefficients(const torch::Tensor& rows, const std::vector<torch::Tensor>& coefficients);
-
-  /// Threads: coefficients() (on one thread) and output_from_coefficients() (on another) may run at
-  /// once — they read separate copies (extraction's two stages, extraction.cpp) — once
-  /// float64_layer() has been called; neither may run on two threads at once.
 
   /// Whether output_from_coefficients takes the sparse path.
   bool sums_over_nonzero_coefficients() const { return sparse_modes_; }

@@ -191,13 +191,16 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // Where this thread and the writer have a core each, a μMoE layer's chunk is computed in two
   // stages (chunked_run.h): the gates here, then the float64 expert arithmetic and the record on
   // the writer thread, beside the next chunk's gates. For a dense gate the halves cost about the
-  // same (N = 1,024, 512 rows: the gates' float32 products, softmax and the coefficients'
+  // same (N = 1,024, 500 rows: the gates' float32 products, softmax and the coefficients'
   // checksum ~1.9 ms; Σ a_n U1[n,:] and the input side in float64 ~1.9 ms), so extraction takes
-  // about as long as the gates, not their sum (docs/BENCHMARKS.md, 2026-11-26). Elsewhere the
-  // layer is evaluated here, as before: a backbone's forward pass has every core (the writer's
-  // float64 products would contend with its pools), and on more cores OpenBLAS's process-wide
-  // pool would be called from both threads at once (not measured).
-  const bool arithmetic_on_writer = one_thread_each && layer.has_value() && device.is_cpu();
+  // about as long as the gates, not their sum (docs/BENCHMARKS.md, "Extraction in two stages").
+  // Elsewhere the layer is evaluated here, as before: a backbone's forward pass has every core
+  // (the writer's float64 products would contend with its pools), and on more cores OpenBLAS's
+  // process-wide pool would be called from both threads at once (not measured).
+  const bool arithmetic_on_writer =
+      layer.has_value() && device.is_cpu() &&
+      (options.arithmetic == ExtractionArithmetic::Auto ? one_thread_each
+                                                         : options.arithmetic == ExtractionArithmetic::OnWriter);
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
   return fill_chunked_run_in_two_stages(
       cache, key, info,
@@ -206,7 +209,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         const auto inputs = model.layer_inputs(data, begin, end);
         const auto rows = inputs.to(device);
         std::vector<torch::Tensor> coefficients;
-        torch::Tensor output;  // undefined: computed on the writer thread
+        torch::Tensor output;  // undefined: computed on the writer thread from `rows`
         if (router.is_empty()) {
           coefficients = layer->coefficients(rows);
           if (!arithmetic_on_writer) output = layer->output_from_coefficients(rows, coefficients);
@@ -215,13 +218,16 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
           coefficients = std::move(out.coefficients);
           output = std::move(out.output);
         }
-        // Checked and hashed here, where there is time to spare (see above; a sparse gate's
-        // first zero ends the check).
-        const auto left_to_model = leave_dense_modes ? dense_mode_checksums(coefficients) : std::vector<uint64_t>();
-        return [&, c, begin, end, inputs, rows, coefficients, output, left_to_model] {
+        // Dense modes are told and hashed beside the gates in two stages, where this thread has
+        // time to spare (a sparse gate's first zero ends the check); else on the writer thread.
+        std::vector<uint64_t> left_to_model;
+        if (leave_dense_modes && arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
+        return [&, c, begin, end, inputs, rows = output.defined() ? torch::Tensor() : rows, coefficients, output,
+                left_to_model]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
           at::get_num_threads();            // as above, for this thread
           const io::SingleThreadedOpenMp one_team_here;  // beside the other thread's work, always
+          if (leave_dense_modes && !arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
           const auto scores = (output.defined() ? output : layer->output_from_coefficients(rows, coefficients)).cpu();
           if (!torch::isfinite(scores).all().item<bool>())
             throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +

@@ -72,7 +72,8 @@ void expect_all_positive_finds_every_non_positive_value() {
     std::vector<T> a(static_cast<size_t>(count));
     for (int64_t k = 0; k < count; ++k) a[static_cast<size_t>(k)] = static_cast<T>(1e-30 + 0.5 * (k % 3));
     EXPECT_TRUE(all_positive(a.data(), count)) << count;
-    for (const int64_t at : {int64_t{0}, int64_t{1}, count / 2, int64_t{1023}, int64_t{1024}, count - 1}) {
+    for (const int64_t at : {int64_t{0}, int64_t{1}, count / 2, int64_t{1023}, int64_t{1024}, int64_t{2047},
+                             int64_t{2048}, count - 1}) {
       if (at < 0 || at >= count) continue;
       for (const T bad : {T(0), T(-0.0), T(-1), std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::infinity(),
                           -std::numeric_limits<T>::denorm_min()}) {
