@@ -109,13 +109,14 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
     p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
     if (progress && !progress(p)) throw Cancelled();
   };
-  // A chunk is finished and its transaction written on a second thread while the next chunk starts
-  // (the writes were ~15 % of a bare head's extraction). At most one write is in flight, the cache is
-  // touched by one thread at a time, and a chunk is reported only once it is stored, so cancelling
-  // or a failed write loses nothing already reported. A cancel is seen after the chunk in hand is
-  // started (that chunk is then neither finished nor stored). Leaving by an exception waits for the
-  // write (the writer thread's destructor); if the computation failed, that error is the one reported and
-  // the write's own, if any, is dropped (its transaction rolled back).
+  // A chunk is finished and its transaction written on a second thread while the next chunk
+  // starts (the writes were ~15 % of a bare head's extraction). At most one write is in flight,
+  // the cache is touched by one thread at a time, and a chunk is reported only once it is stored,
+  // so cancelling or a failed write loses nothing already reported. A cancel is seen after the
+  // chunk in hand is started (that chunk is then neither finished nor stored). Leaving by an
+  // exception waits for the write (the writer thread's destructor); if the computation failed,
+  // that error is the one reported and the write's own, if any, is dropped (its transaction
+  // rolled back).
   std::future<void> writing;
   std::optional<int64_t> written;  // the chunk being written
   WriterThread writer;             // joined before this function returns or unwinds

@@ -29,8 +29,8 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
 
 /// Per mode of a chunk's `coefficients` ([n, N_e] each): the values_checksum (content_hash.h) of
 /// the tensor as given where every coefficient is > 0 (a softmax gate's), else 0. A sparse gate's
-/// mode costs a scan of its first values. Apart from make_chunk_record so that extraction can
-/// compute it on the thread with time to spare (extraction.cpp).
+/// mode costs a scan of its first values. What make_chunk_record is given to leave modes to the
+/// model (extraction does on the CPU, where the loader can recompute the same bits).
 std::vector<uint64_t> dense_mode_checksums(const std::vector<torch::Tensor>& coefficients);
 
 /// Mode m's rows when every row holds all `experts` experts: offsets 0, N_e, 2 N_e, … and
