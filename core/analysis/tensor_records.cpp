@@ -2,8 +2,6 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
-
 #include "analysis/content_hash.h"
 #include "cache/sparse_rows.h"
 
@@ -75,11 +73,11 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
   if (inputs.defined()) r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
-  const bool leaves_some = std::any_of(left_to_model.begin(), left_to_model.end(), [](uint64_t s) { return s != 0; });
-  if (leaves_some) r.left_to_model = left_to_model;
+  r.left_to_model = left_to_model;
+  if (!r.leaves_modes_to_model()) r.left_to_model.clear();  // every mode stored: no entries, as before
   for (size_t m = 0; m < coefficients.size(); ++m) {
     const auto& a = coefficients[m];
-    if (leaves_some && left_to_model[m])
+    if (!r.left_to_model.empty() && r.left_to_model[m])
       r.coefficients.push_back(full_rows_offsets_only(a.size(0), a.size(1)));
     else
       r.coefficients.push_back(to_sparse_rows(a));
