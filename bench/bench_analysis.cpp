@@ -10,7 +10,10 @@
 //      gallery, each from a freshly opened session (what a reopened GUI or CLI does).
 //
 // Usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive] [--extraction-only]
-// (--extraction-only stops after 1: for profiling the extraction, e.g. under perf)
+//                             [--arithmetic writer|caller]
+// (--extraction-only stops after 1: for profiling the extraction, e.g. under perf; --arithmetic
+// puts a head's float64 expert arithmetic on the writer thread or the calling one, instead of
+// letting extraction choose: the same build compared with itself, ExtractionArithmetic)
 // Prints one JSON object. Uses a temporary cache file, removed at the end.
 #include <torch/torch.h>
 #include <unistd.h>
@@ -61,22 +64,35 @@ double bare_forward_seconds(const std::string& model_path, const std::string& sp
 int main(int argc, char** argv) {
   mumoe::io::tune_allocator_for_tensors();  // as the programs do
   if (argc < 2) {
-    std::cerr << "usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive] [--extraction-only]\n";
+    std::cerr << "usage: mumoe-bench-analysis MODEL [--data SPEC] [--repeats 3] [--no-naive] [--extraction-only] "
+                 "[--arithmetic writer|caller]\n";
     return 1;
   }
   analysis::SessionOptions o;
   o.model_path = argv[1];
   int repeats = 3;
   bool naive = true, extraction_only = false;
+  std::string arithmetic = "auto";
   for (int i = 2; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--data") && i + 1 < argc) o.data_spec = argv[++i];
     else if (!std::strcmp(argv[i], "--repeats") && i + 1 < argc) repeats = std::stoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--no-naive")) naive = false;
     else if (!std::strcmp(argv[i], "--extraction-only")) extraction_only = true;
+    else if (!std::strcmp(argv[i], "--arithmetic") && i + 1 < argc) {
+      const std::string where = argv[++i];
+      if (where != "writer" && where != "caller") {
+        std::cerr << "--arithmetic: writer or caller, not " << where << "\n";
+        return 1;
+      }
+      o.extraction_arithmetic =
+          where == "writer" ? analysis::ExtractionArithmetic::OnWriter : analysis::ExtractionArithmetic::OnCaller;
+      arithmetic = where;
+    }
   }
   const auto dir = std::filesystem::temp_directory_path() / ("mumoe-bench-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  nlohmann::json out = {{"model", o.model_path}, {"data", o.data_spec}, {"blas", io::blas_kernels_description()}};
+  nlohmann::json out = {{"model", o.model_path}, {"data", o.data_spec}, {"blas", io::blas_kernels_description()},
+                         {"arithmetic", arithmetic}};
   try {
     // 1. Extraction vs the bare forward pass (each repeated; a fresh cache every time).
     // Closing the session is timed too: SQLite copies the write-ahead log into the file when

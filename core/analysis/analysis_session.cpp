@@ -86,6 +86,7 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   impl->options = options;
   impl->extraction.chunk_size = options.chunk_size;
   impl->extraction.device = options.device;
+  impl->extraction.arithmetic = options.extraction_arithmetic;
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   impl->model = model::ClassifierModel::load(file, options.layer);
   // Per-class accuracy, ablation and the expert × class table assume one class per sample.

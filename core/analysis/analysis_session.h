@@ -36,6 +36,9 @@ struct SessionOptions {
   std::string cache_path;  ///< "" = cache::default_cache_path()
   std::string device = "cpu";
   int64_t chunk_size = 500;
+  /// Where extraction runs a head's float64 expert arithmetic (progress.h; the same bits either
+  /// way): for benchmarks.
+  ExtractionArithmetic extraction_arithmetic = ExtractionArithmetic::Auto;
   model::LayoutOverrides overrides;  ///< what a plain PyTorch state_dict cannot tell
   /// Images for galleries when data_spec is a feature file made from them (same samples in the
   /// same order, e.g. `mumoe features … --data fashion-mnist:test`); "" = none.

@@ -28,7 +28,7 @@ using FinishChunk = std::function<cache::ChunkRecord()>;
 /// fill_chunked_run with each chunk's work in two stages on two threads: `start_chunk(c)` runs on
 /// the calling thread and returns what finishes chunk c, which runs on the writer thread, then
 /// stores the record, while `start_chunk(c + 1)` runs. For work whose second half needs nothing
-/// of the first's thread (making the record from a chunk's computed tensors: extraction.cpp).
+/// of the first's thread (a head's float64 expert arithmetic after its gates: extraction.cpp).
 /// The same guarantees as fill_chunked_run: one chunk finished and written at a time, reported once
 /// stored; an exception from either stage ends the run (a finishing stage's, e.g. NaN outputs, is
 /// reported after the next chunk's start); a cancel is seen after a chunk's start, and that chunk

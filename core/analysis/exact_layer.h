@@ -13,6 +13,10 @@
 // Removing an expert (W_n := 0) leaves the gates untouched (no renormalisation), so every method
 // may reuse stored coefficients; the naive oracle recomputes them here, on the extraction's chunks,
 // which gives the same bits.
+//
+// Threads: once float64_layer() has been called, coefficients() on one thread and
+// output_from_coefficients() on another may run at once — they read separate copies (extraction's
+// two stages, extraction.cpp). No function may run on two threads at once, forward() included.
 #pragma once
 
 #include <torch/types.h>

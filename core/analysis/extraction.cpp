@@ -167,9 +167,6 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     router = nn::copy_moe_layer(model.router_layer(), torch::kFloat64, device);
   else
     layer.emplace(model.layer(), device);
-  auto evaluate = [&](const torch::Tensor& rows) {
-    return router.is_empty() ? layer->forward(rows) : router->forward_block(rows.to(torch::kFloat64));
-  };
   torch::NoGradGuard no_grad;
   const bool store_inputs = !inputs_left_to_data(model, data);
   // A dense gate's coefficients (softmax: every entry > 0) are left to the model: the gates give
@@ -183,36 +180,65 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // and the writer took turns, and the gates took 10–15 % longer (2026-11-25, 2 cores;
   // ATen ran one OpenMP thread there anyway). Not measured on more cores, where the writer costs
   // a smaller share: there the pools are left alone. Backbones keep every core.
+  const bool one_thread_each = !model.has_backbone() && std::thread::hardware_concurrency() <= 2;
   std::optional<io::SingleThreadedOpenMp> one_team;
   std::optional<io::SingleThreadedBlas> one_blas;
-  if (!model.has_backbone() && std::thread::hardware_concurrency() <= 2) {
+  if (one_thread_each) {
     at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
     one_team.emplace();
     one_blas.emplace();
   }
-  // Each chunk in two stages (chunked_run.h): the layer here; on the writer thread, beside the
-  // next chunk's layer, what makes the record — the output check, a dense gate's checksum (one
-  // pass over 500 × 1,024 coefficients) and the CSR rows of a sparse one. (The float64 expert
-  // arithmetic there too, beside the next chunk's gates, measured no faster on 2 cores:
-  // docs/BENCHMARKS.md, "Chunk records on the writer thread".)
+  // Where this thread and the writer have a core each, a μMoE layer's chunk is computed in two
+  // stages (chunked_run.h): the gates here, then the float64 expert arithmetic and the record on
+  // the writer thread, beside the next chunk's gates. For a dense gate the halves cost about the
+  // same (N = 1,024, 500 rows: the gates' float32 products, softmax and the coefficients'
+  // checksum ~1.9 ms; Σ a_n U1[n,:] and the input side in float64 ~1.9 ms), so extraction can take
+  // about as long as the gates, not their sum. On this project's 2-core VM that depends on the
+  // host: one evening both placements measured the same (its two vCPUs then shared one core's
+  // units), later the same night the writer's took 61–67 ms against 110–130 ms on this thread,
+  // alternating; never slower (docs/BENCHMARKS.md, "The float64 arithmetic back on the writer
+  // thread").
+  // Elsewhere the layer is evaluated here, as before: a backbone's forward pass has every core
+  // (the writer's float64 products would contend with its pools), and on more cores OpenBLAS's
+  // process-wide pool would be called from both threads at once (not measured).
+  const bool arithmetic_on_writer =
+      layer.has_value() && device.is_cpu() &&
+      (options.arithmetic == ExtractionArithmetic::Auto ? one_thread_each
+                                                         : options.arithmetic == ExtractionArithmetic::OnWriter);
+  if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
   return fill_chunked_run_in_two_stages(
       cache, key, info,
       [&](int64_t c) -> FinishChunk {
         const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
         const auto inputs = model.layer_inputs(data, begin, end);
-        auto out = evaluate(inputs.to(device));
-        return [&, c, begin, end, inputs, coefficients = std::move(out.coefficients), output = std::move(out.output)] {
+        const auto rows = inputs.to(device);
+        std::vector<torch::Tensor> coefficients;
+        torch::Tensor output;  // undefined: computed on the writer thread from `rows`
+        if (router.is_empty()) {
+          coefficients = layer->coefficients(rows);
+          if (!arithmetic_on_writer) output = layer->output_from_coefficients(rows, coefficients);
+        } else {
+          auto out = router->forward_block(rows.to(torch::kFloat64));
+          coefficients = std::move(out.coefficients);
+          output = std::move(out.output);
+        }
+        // Dense modes are told and hashed beside the gates in two stages, where this thread has
+        // time to spare (a sparse gate's first zero ends the check); else on the writer thread.
+        std::vector<uint64_t> left_to_model;
+        if (leave_dense_modes && arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
+        return [&, c, begin, end, inputs, rows = output.defined() ? torch::Tensor() : rows, coefficients, output,
+                left_to_model]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
           at::get_num_threads();            // as above, for this thread
-          const io::SingleThreadedOpenMp one_team_here;  // beside the calling thread's work, always
-          const auto scores = output.cpu();
+          const io::SingleThreadedOpenMp one_team_here;  // beside the other thread's work, always
+          if (leave_dense_modes && !arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
+          const auto scores = (output.defined() ? output : layer->output_from_coefficients(rows, coefficients)).cpu();
           if (!torch::isfinite(scores).all().item<bool>())
             throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
                                                 std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +
                                                 data.identity);
           std::vector<torch::Tensor> on_cpu;
           for (const auto& a : coefficients) on_cpu.push_back(a.cpu());
-          const auto left_to_model = leave_dense_modes ? dense_mode_checksums(on_cpu) : std::vector<uint64_t>();
           const auto attributes = data.attributes.defined() ? data.attributes.slice(0, begin, end) : torch::Tensor();
           return make_chunk_record(c, begin, store_inputs ? inputs : torch::Tensor(), data.labels.slice(0, begin, end),
                                    scores, on_cpu, attributes, left_to_model);

@@ -34,6 +34,7 @@ inline constexpr int kExtractionVersion = 2;
 struct ExtractionOptions {
   int64_t chunk_size = 500;  ///< samples per chunk and transaction (~0.2 s of CNN time on 2 cores)
   std::string device = "cpu";
+  ExtractionArithmetic arithmetic = ExtractionArithmetic::Auto;  ///< progress.h
 };
 
 /// The cache key of analysing `model_path`'s layer on `data` (hashes the model file and the

@@ -14,11 +14,14 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/chunked_run.h"
+#include "analysis/extraction.h"
 #include "analysis/tensor_records.h"
 #include "analysis_fixture.h"
+#include "data/dataset.h"
 #include "data/image_data.h"
 #include "io/errors.h"
 #include "io/safetensors.h"
+#include "model/classifier_model.h"
 #include "model/model_file.h"
 #include "temp_dir.h"
 
@@ -304,7 +307,7 @@ TEST(ChunkedRun, CancellingStoresNothingAfterTheChunkItWasToldAbout) {
   EXPECT_EQ(cache->chunk_indices(*run), (std::vector<int64_t>{0, 1}));
 }
 
-// Two stages (extraction's layer, then its chunk record): chunk c's finishing
+// Two stages (extraction's gates, then its float64 arithmetic and record): chunk c's finishing
 // stage runs on another thread while chunk c + 1 starts; a finishing stage's error ends the run
 // with the chunks before it stored and reported; a cancel leaves the chunk in hand unfinished.
 TEST(ChunkedRun, TwoStagesFinishEachChunkOnTheWriterThreadWhileTheNextStarts) {
@@ -382,6 +385,50 @@ TEST(ChunkedRun, AFinishingStagesErrorEndsTheRunWithTheChunksBeforeItStored) {
                Cancelled);
   EXPECT_EQ(finished, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(second->chunk_indices(*second->find_run(kSmallRunKey)), (std::vector<int64_t>{0, 1}));
+}
+
+// The float64 expert arithmetic on the writer thread (two stages) or on the calling thread: the
+// same chunk records, bit for bit — scores, predictions, stored coefficients and the checksums of
+// modes left to the model — for a dense (softmax) and a sparse (entmax) head.
+TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
+  for (const auto gate : {nn::GateActivationKind::Softmax, nn::GateActivationKind::Entmax15}) {
+    testkit::TempDir dir;
+    auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+    config.gate_activation = gate;
+    const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 6);
+    auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
+    const auto data = data::load_dataset("features:" + fixture.features_path);
+    std::vector<std::vector<cache::ChunkRecord>> runs;
+    for (const auto where : {ExtractionArithmetic::OnWriter, ExtractionArithmetic::OnCaller}) {
+      ExtractionOptions options;
+      options.chunk_size = 40;
+      options.arithmetic = where;
+      auto cache = cache::AnalysisCache::open(dir.file(where == ExtractionArithmetic::OnWriter ? "writer.sqlite"
+                                                                                                       : "caller.sqlite"));
+      const auto key = make_run_key(fixture.model_path, model, data, options);
+      const auto id = extract_run(*cache, key, model, data, options).run_id;
+      std::vector<cache::ChunkRecord> chunks;
+      for (int64_t c = 0; c < 7; ++c) chunks.push_back(cache->get_chunk(id, c));
+      runs.push_back(std::move(chunks));
+    }
+    const bool dense = gate == nn::GateActivationKind::Softmax;
+    for (int64_t c = 0; c < 7; ++c) {
+      const auto& a = runs[0][c];
+      const auto& b = runs[1][c];
+      SCOPED_TRACE((dense ? "softmax, chunk " : "entmax, chunk ") + std::to_string(c));
+      EXPECT_EQ(a.scores, b.scores);  // doubles compared exactly
+      EXPECT_EQ(a.predictions, b.predictions);
+      EXPECT_EQ(a.labels, b.labels);
+      EXPECT_EQ(a.left_to_model, b.left_to_model);
+      EXPECT_EQ(a.left_to_model.empty(), !dense);
+      ASSERT_EQ(a.coefficients.size(), 1u);
+      EXPECT_EQ(a.coefficients[0].offsets, b.coefficients[0].offsets);
+      EXPECT_EQ(a.coefficients[0].indices, b.coefficients[0].indices);
+      EXPECT_EQ(a.coefficients[0].values, b.coefficients[0].values);
+      EXPECT_EQ(a.coefficients[0].values.empty(), dense);
+      EXPECT_EQ(a.scores.size(), static_cast<size_t>(a.count * 4));
+    }
+  }
 }
 
 // A layer whose outputs are not finite (gates that overflow float32, so softmax gives NaN; the
