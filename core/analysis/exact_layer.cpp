@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
 
 #include "io/blas_threads.h"
 #include "nn/factorized_forward.h"
@@ -110,6 +111,7 @@ ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
   sparse_modes_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm &&
                   c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu() &&
                   all_finite(layer->first_layer()->factors());  // widening keeps (non-)finiteness
+  splits_input_side_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm && !sparse_modes_;
 }
 
 nn::MuMoEBlock ExactLayer::float64_layer() {
@@ -138,6 +140,24 @@ nn::BlockOutput ExactLayer::forward(const torch::Tensor& rows) {
   out.coefficients = coefficients(rows);
   out.output = output_from_coefficients(rows, out.coefficients);
   return out;
+}
+
+torch::Tensor ExactLayer::input_side(const torch::Tensor& rows) {
+  if (!splits_input_side_) throw std::logic_error("ExactLayer::input_side: this layer's arithmetic does not split");
+  // As MultilinearLayerImpl::forward prepares its input, then the first half of nn::cp_forward.
+  const auto layer = float64_layer()->first_layer();
+  const auto x = rows.to(torch::kFloat64);
+  return nn::cp_input_side(layer->factors(), layer->factors().size() - 2,
+                           layer->use_bias() ? nn::with_bias_column(x) : x);
+}
+
+torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side,
+                                                 const std::vector<torch::Tensor>& coefficients) {
+  if (!splits_input_side_)
+    throw std::logic_error("ExactLayer::output_from_input_side: this layer's arithmetic does not split");
+  std::vector<torch::Tensor> wide;
+  for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
+  return nn::cp_forward_from_input_side(float64_layer()->first_layer()->factors(), wide, input_side);
 }
 
 torch::Tensor ExactLayer::output_from_coefficients(const torch::Tensor& rows,

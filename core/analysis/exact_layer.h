@@ -14,9 +14,10 @@
 // may reuse stored coefficients; the naive oracle recomputes them here, on the extraction's chunks,
 // which gives the same bits.
 //
-// Threads: once float64_layer() has been called, coefficients() on one thread and
-// output_from_coefficients() on another may run at once — they read separate copies (extraction's
-// two stages, extraction.cpp). No function may run on two threads at once, forward() included.
+// Threads: once float64_layer() has been called, coefficients() and input_side() on one thread
+// and output_from_coefficients() or output_from_input_side() on another may run at once — they
+// only read the two copies (extraction's two stages, extraction.cpp). No function may run on two
+// threads at once, forward() included.
 #pragma once
 
 #include <torch/types.h>
@@ -52,6 +53,18 @@ class ExactLayer {
   /// Whether output_from_coefficients takes the sparse path.
   bool sums_over_nonzero_coefficients() const { return sparse_modes_; }
 
+  /// Whether output_from_coefficients splits into input_side() and output_from_input_side(): a
+  /// single CP layer without input LayerNorm, off the sparse path. Then
+  /// output_from_input_side(input_side(rows), c) == output_from_coefficients(rows, c), bit for bit
+  /// (the same operations: nn::cp_forward is made of the two).
+  bool splits_input_side() const { return splits_input_side_; }
+  /// The float64 input side U_inᵀ z̃ [M, R] of rows [M, I] (z̃ with the bias column, if any): the
+  /// part of the expert arithmetic that needs no coefficients (extraction computes it beside the
+  /// gates and the rest on its writer thread). std::logic_error unless splits_input_side().
+  torch::Tensor input_side(const torch::Tensor& rows);
+  /// The float64 output from an input side and the coefficients (as output_from_coefficients).
+  torch::Tensor output_from_input_side(const torch::Tensor& input_side, const std::vector<torch::Tensor>& coefficients);
+
   /// The float64 copy, made on first use: its factors (zeroed by the naive oracle; the sparse path
   /// reads them at every call).
   nn::MuMoEBlock float64_layer();
@@ -68,6 +81,7 @@ class ExactLayer {
   torch::Device device_;
   torch::Dtype gate_dtype_;
   bool sparse_modes_ = false;  ///< single CP layer, entmax gates, finite factors, on the CPU
+  bool splits_input_side_ = false;  ///< single CP layer, no input LayerNorm, not sparse_modes_
 };
 
 }  // namespace mumoe::analysis

@@ -193,11 +193,12 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // the writer thread, beside the next chunk's gates. For a dense gate the halves cost about the
   // same (N = 1,024, 500 rows: the gates' float32 products, softmax and the coefficients'
   // checksum ~1.9 ms; Σ a_n U1[n,:] and the input side in float64 ~1.9 ms), so extraction can take
-  // about as long as the gates, not their sum. On this project's 2-core VM that depends on the
-  // host: one evening both placements measured the same (its two vCPUs then shared one core's
-  // units), later the same night the writer's took 61–67 ms against 110–130 ms on this thread,
-  // alternating; never slower (docs/BENCHMARKS.md, "The float64 arithmetic back on the writer
-  // thread").
+  // about as long as the gates, not their sum. At N = 128 the gates are the smaller half, so a
+  // dense CP layer's input side U_inᵀ z̃ (as costly there as Σ a_n U1[n,:]) stays here too. On this
+  // project's 2-core VM the gain depends on the host: one evening both placements measured the
+  // same (its two vCPUs then shared one core's units); later, alternating, softmax N = 1,024 took
+  // 71–82 ms against 92–134 ms with everything here, and N = 128 20–24 ms against 22–31 ms
+  // (docs/BENCHMARKS.md, "The float64 arithmetic back on the writer thread").
   // Elsewhere the layer is evaluated here, as before: a backbone's forward pass has every core
   // (the writer's float64 products would contend with its pools), and on more cores OpenBLAS's
   // process-wide pool would be called from both threads at once (not measured).
@@ -213,10 +214,14 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         const auto inputs = model.layer_inputs(data, begin, end);
         const auto rows = inputs.to(device);
         std::vector<torch::Tensor> coefficients;
-        torch::Tensor output;  // undefined: computed on the writer thread from `rows`
+        torch::Tensor output;  // undefined: computed on the writer thread (from `input_side` or `rows`)
+        torch::Tensor input_side;
         if (router.is_empty()) {
           coefficients = layer->coefficients(rows);
           if (!arithmetic_on_writer) output = layer->output_from_coefficients(rows, coefficients);
+          // A dense gate's products: U_inᵀ z̃ here too, where it balances the two threads (half of
+          // the float64 arithmetic at N = 128; see the comment above).
+          else if (layer->splits_input_side()) input_side = layer->input_side(rows);
         } else {
           auto out = router->forward_block(rows.to(torch::kFloat64));
           coefficients = std::move(out.coefficients);
@@ -227,12 +232,15 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         std::vector<uint64_t> left_to_model;
         if (leave_dense_modes && arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
         return [&, c, begin, end, inputs, rows = output.defined() ? torch::Tensor() : rows, coefficients, output,
-                left_to_model]() mutable {
+                input_side, left_to_model]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
           at::get_num_threads();            // as above, for this thread
           const io::SingleThreadedOpenMp one_team_here;  // beside the other thread's work, always
           if (leave_dense_modes && !arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
-          const auto scores = (output.defined() ? output : layer->output_from_coefficients(rows, coefficients)).cpu();
+          if (!output.defined())
+            output = input_side.defined() ? layer->output_from_input_side(input_side, coefficients)
+                                          : layer->output_from_coefficients(rows, coefficients);
+          const auto scores = output.cpu();
           if (!torch::isfinite(scores).all().item<bool>())
             throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
                                                 std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +

@@ -24,7 +24,20 @@ torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
                          const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z) {
   const size_t modes = coefficients.size();
   TORCH_CHECK(factors.size() == modes + 2, "cp_forward: expected ", modes + 2, " factors");
-  auto hidden = z.matmul(factors[modes]);  // [M, R]
+  return cp_forward_from_input_side(factors, coefficients, cp_input_side(factors, modes, z));
+}
+
+torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, size_t modes, const torch::Tensor& z) {
+  TORCH_CHECK(factors.size() == modes + 2, "cp_input_side: expected ", modes + 2, " factors");
+  return z.matmul(factors[modes]);  // [M, R]
+}
+
+torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,
+                                         const std::vector<torch::Tensor>& coefficients,
+                                         const torch::Tensor& input_side) {
+  const size_t modes = coefficients.size();
+  TORCH_CHECK(factors.size() == modes + 2, "cp_forward_from_input_side: expected ", modes + 2, " factors");
+  auto hidden = input_side;
   for (size_t e = 0; e < modes; ++e) hidden = hidden * coefficients[e].matmul(factors[e]);
   return hidden.matmul(factors[modes + 1].t());  // [M, O]
 }

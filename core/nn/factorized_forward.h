@@ -18,6 +18,14 @@ namespace mumoe::nn {
 torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
                          const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z);
 
+/// cp_forward in two steps, with the same bits: the input side U_inᵀ z [M, R], which needs no
+/// coefficients, then the rest from it (extraction computes the two on different threads).
+/// `modes`: the number of expert modes E (U_in is factors[E]).
+torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, size_t modes, const torch::Tensor& z);
+torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,
+                                         const std::vector<torch::Tensor>& coefficients,
+                                         const torch::Tensor& input_side);
+
 /// TR: y_o = Σ_{r1,r_last} F_out[r_last,o,r1] · ((F_1 ×₂ a_1) ⋯ (F_E ×₂ a_E)(F_in ×₂ z))[r1,r_last].
 /// factors = {F_1 [R1,N_1,R2], …, F_in [.,I(+1),.], F_out [R_last,O,R1]}; shapes as for cp_forward.
 torch::Tensor tr_forward(const std::vector<torch::Tensor>& factors,

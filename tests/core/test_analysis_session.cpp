@@ -11,6 +11,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 #include "analysis/analysis_session.h"
 #include "analysis/chunked_run.h"
@@ -389,11 +390,15 @@ TEST(ChunkedRun, AFinishingStagesErrorEndsTheRunWithTheChunksBeforeItStored) {
 
 // The float64 expert arithmetic on the writer thread (two stages) or on the calling thread: the
 // same chunk records, bit for bit — scores, predictions, stored coefficients and the checksums of
-// modes left to the model — for a dense (softmax) and a sparse (entmax) head.
+// modes left to the model — for a dense CP head (its input side beside the gates, the rest on the
+// writer: ExactLayer::input_side), a dense TR one (all of the arithmetic on the writer) and a
+// sparse (entmax) CP one.
 TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
-  for (const auto gate : {nn::GateActivationKind::Softmax, nn::GateActivationKind::Entmax15}) {
+  for (const auto [factorization, gate] : {std::pair{nn::Factorization::CP, nn::GateActivationKind::Softmax},
+                                           std::pair{nn::Factorization::TR, nn::GateActivationKind::Softmax},
+                                           std::pair{nn::Factorization::CP, nn::GateActivationKind::Entmax15}}) {
     testkit::TempDir dir;
-    auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+    auto config = testkit::head_config(factorization, {16}, 4);
     config.gate_activation = gate;
     const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 6);
     auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
@@ -415,7 +420,8 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
     for (int64_t c = 0; c < 7; ++c) {
       const auto& a = runs[0][c];
       const auto& b = runs[1][c];
-      SCOPED_TRACE((dense ? "softmax, chunk " : "entmax, chunk ") + std::to_string(c));
+      SCOPED_TRACE(std::string(factorization == nn::Factorization::CP ? "CP " : "TR ") +
+                   (dense ? "softmax, chunk " : "entmax, chunk ") + std::to_string(c));
       EXPECT_EQ(a.scores, b.scores);  // doubles compared exactly
       EXPECT_EQ(a.predictions, b.predictions);
       EXPECT_EQ(a.labels, b.labels);

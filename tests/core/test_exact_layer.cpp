@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -176,6 +177,58 @@ TEST_P(ExactLayerTest, ANonFiniteInputGivesANonFiniteOutputRow) {
   const auto out = exact.forward(x).output;
   EXPECT_FALSE(torch::isfinite(out[3]).all().item<bool>());  // extraction then names the samples
   EXPECT_TRUE(torch::isfinite(out.index({torch::tensor({0, 1, 2, 4})})).all().item<bool>());
+}
+
+// Extraction's writer thread computes a dense CP layer's output from the input side computed
+// beside the gates (extraction.cpp): the same bits as output_from_coefficients, which the
+// materialised tensor checks; every other layer refuses the split.
+TEST(ExactLayerInputSide, ADenseCpLayerSplitsIntoTheSameBitsAndOthersRefuse) {
+  struct Split {
+    std::string name;
+    nn::LayerConfig config;
+    bool splits;
+  };
+  const auto softmax = [](nn::LayerConfig c) {
+    c.gate_activation = nn::GateActivationKind::Softmax;
+    return c;
+  };
+  auto without_bias = softmax(testkit::head_config(nn::Factorization::CP, {16}, 4));
+  without_bias.use_bias = false;
+  auto input_norm = softmax(testkit::head_config(nn::Factorization::CP, {16}, 4));
+  input_norm.input_layer_norm = true;
+  const std::vector<Split> splits = {
+      {"cp_softmax", softmax(testkit::head_config(nn::Factorization::CP, {16}, 4)), true},
+      {"cp_softmax_without_bias_row", without_bias, true},
+      {"cp_hierarchical_softmax", softmax(testkit::head_config(nn::Factorization::CP, {6, 5}, 4)), true},
+      {"cp_entmax (sparse path)", testkit::head_config(nn::Factorization::CP, {16}, 4), false},
+      {"cp_softmax_input_layer_norm", input_norm, false},
+      {"tr_softmax", softmax(testkit::head_config(nn::Factorization::TR, {16}, 4)), false},
+      {"cp_softmax_block", softmax(testkit::head_config(nn::Factorization::CP, {16}, 4, 3)), false}};
+  for (const auto& s : splits) {
+    SCOPED_TRACE(s.name);
+    auto model = model_layer(s.config);
+    analysis::ExactLayer exact(model, torch::kCPU);
+    torch::manual_seed(5);
+    const auto x = torch::randn({23, s.config.input_dim});
+    torch::NoGradGuard no_grad;
+    const auto coefficients = exact.coefficients(x);
+    ASSERT_EQ(exact.splits_input_side(), s.splits);
+    if (!s.splits) {
+      EXPECT_THROW(exact.input_side(x), std::logic_error);
+      EXPECT_THROW(exact.output_from_input_side(torch::zeros({23, 4}, torch::kFloat64), coefficients), std::logic_error);
+      continue;
+    }
+    const auto side = exact.input_side(x);
+    EXPECT_EQ(side.scalar_type(), torch::kFloat64);
+    EXPECT_EQ(side.sizes(), (std::vector<int64_t>{23, s.config.cp_rank}));  // [M, R]
+    const auto split = exact.output_from_input_side(side, coefficients);
+    EXPECT_TRUE(torch::equal(split, exact.output_from_coefficients(x, coefficients)));  // bit for bit
+    std::vector<torch::Tensor> wide;
+    for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));
+    const auto [first, second] = factors_of(exact.float64_layer());
+    EXPECT_LT(testkit::relative_error(split, reference_output(s.config, first, second, x.to(torch::kFloat64), wide)),
+              1e-12);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layers, ExactLayerTest, ::testing::ValuesIn(cases()),
