@@ -2,9 +2,11 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <string>
 
 #include "io/blas_threads.h"
 #include "nn/factorized_forward.h"
@@ -146,15 +148,24 @@ torch::Tensor ExactLayer::input_side(const torch::Tensor& rows) {
   if (!splits_input_side_) throw std::logic_error("ExactLayer::input_side: this layer's arithmetic does not split");
   // As MultilinearLayerImpl::forward prepares its input, then the first half of nn::cp_forward.
   const auto layer = float64_layer()->first_layer();
+  const auto factors = layer->factors();
   const auto x = rows.to(torch::kFloat64);
-  return nn::cp_input_side(layer->factors(), layer->factors().size() - 2,
-                           layer->use_bias() ? nn::with_bias_column(x) : x);
+  return nn::cp_input_side(factors, factors.size() - 2, layer->use_bias() ? nn::with_bias_column(x) : x);
 }
 
 torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side,
                                                  const std::vector<torch::Tensor>& coefficients) {
   if (!splits_input_side_)
     throw std::logic_error("ExactLayer::output_from_input_side: this layer's arithmetic does not split");
+  const auto rank = gates_->config().cp_rank;
+  const bool fits = input_side.dim() == 2 && input_side.size(1) == rank &&
+                    input_side.scalar_type() == torch::kFloat64 && !coefficients.empty() &&
+                    std::all_of(coefficients.begin(), coefficients.end(), [&](const torch::Tensor& a) {
+                      return a.dim() == 2 && a.size(0) == input_side.size(0);
+                    });
+  if (!fits)  // a mismatch would broadcast silently (one row against many)
+    throw std::invalid_argument("ExactLayer::output_from_input_side: the input side is not float64 [M, " +
+                                std::to_string(rank) + "] for the coefficients' M rows");
   std::vector<torch::Tensor> wide;
   for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
   return nn::cp_forward_from_input_side(float64_layer()->first_layer()->factors(), wide, input_side);

@@ -14,10 +14,10 @@
 // may reuse stored coefficients; the naive oracle recomputes them here, on the extraction's chunks,
 // which gives the same bits.
 //
-// Threads: once float64_layer() has been called, coefficients() and input_side() on one thread
-// and output_from_coefficients() or output_from_input_side() on another may run at once — they
-// only read the two copies (extraction's two stages, extraction.cpp). No function may run on two
-// threads at once, forward() included.
+// Threads: once float64_layer() has been called (after that it only reads), coefficients() and
+// input_side() on one thread and output_from_coefficients() or output_from_input_side() on another
+// may run at once — they only read the two copies (extraction's two stages, extraction.cpp).
+// Beyond that pairing, no function may run on two threads at once, forward() included.
 #pragma once
 
 #include <torch/types.h>
@@ -62,7 +62,9 @@ class ExactLayer {
   /// part of the expert arithmetic that needs no coefficients (extraction computes it beside the
   /// gates and the rest on its writer thread). std::logic_error unless splits_input_side().
   torch::Tensor input_side(const torch::Tensor& rows);
-  /// The float64 output from an input side and the coefficients (as output_from_coefficients).
+  /// The float64 output from an input side [M, R] (float64, as input_side gives) and the
+  /// coefficients of the same M rows (as output_from_coefficients); std::invalid_argument for
+  /// other shapes.
   torch::Tensor output_from_input_side(const torch::Tensor& input_side, const std::vector<torch::Tensor>& coefficients);
 
   /// The float64 copy, made on first use: its factors (zeroed by the naive oracle; the sparse path

@@ -181,23 +181,18 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // ATen ran one OpenMP thread there anyway). Not measured on more cores, where the writer costs
   // a smaller share: there the pools are left alone. Backbones keep every core.
   const bool one_thread_each = !model.has_backbone() && std::thread::hardware_concurrency() <= 2;
-  std::optional<io::SingleThreadedOpenMp> one_team;
-  std::optional<io::SingleThreadedBlas> one_blas;
-  if (one_thread_each) {
-    at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
-    one_team.emplace();
-    one_blas.emplace();
-  }
   // Where this thread and the writer have a core each, a μMoE layer's chunk is computed in two
   // stages (chunked_run.h): the gates here, then the float64 expert arithmetic and the record on
-  // the writer thread, beside the next chunk's gates. For a dense gate the halves cost about the
-  // same (N = 1,024, 500 rows: the gates' float32 products, softmax and the coefficients'
-  // checksum ~1.9 ms; Σ a_n U1[n,:] and the input side in float64 ~1.9 ms), so extraction can take
-  // about as long as the gates, not their sum. At N = 128 the gates are the smaller half, so a
-  // dense CP layer's input side U_inᵀ z̃ (as costly there as Σ a_n U1[n,:]) stays here too. On this
-  // project's 2-core VM the gain depends on the host: one evening both placements measured the
-  // same (its two vCPUs then shared one core's units); later, alternating, softmax N = 1,024 took
-  // 71–82 ms against 92–134 ms with everything here, and N = 128 20–24 ms against 22–31 ms
+  // the writer thread, beside the next chunk's gates. For a softmax gate at N = 1,024 (500 rows)
+  // the gates' float32 products, softmax and the coefficients' checksum take ~1.9 ms and the
+  // float64 arithmetic about as long, so extraction can take about as long as the gates, not
+  // their sum. A CP layer off the sparse path (ExactLayer::splits_input_side) also computes its
+  // input side U_inᵀ z̃ here, after the gates, at every N: at N = 128, where the gates are the
+  // smaller half, it is half of the float64 products (extraction 20–24 ms instead of 26–30 with
+  // all of them on the writer); at N = 1,024 a tenth, and it measured neutral. On this project's
+  // 2-core VM the gain depends on the host: one evening both placements measured the same (its two
+  // vCPUs then shared one core's units); later, alternating, softmax N = 1,024 took 71–82 ms
+  // against 92–134 ms with everything here, and N = 128 20–24 ms against 22–31 ms
   // (docs/BENCHMARKS.md, "The float64 arithmetic back on the writer thread").
   // Elsewhere the layer is evaluated here, as before: a backbone's forward pass has every core
   // (the writer's float64 products would contend with its pools), and on more cores OpenBLAS's
@@ -206,8 +201,17 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
       layer.has_value() && device.is_cpu() &&
       (options.arithmetic == ExtractionArithmetic::Auto ? one_thread_each
                                                          : options.arithmetic == ExtractionArithmetic::OnWriter);
+  // The pools at one thread as above, also where a test or benchmark puts the arithmetic on the
+  // writer on more cores: the two stages then run as they do on two.
+  std::optional<io::SingleThreadedOpenMp> one_team;
+  std::optional<io::SingleThreadedBlas> one_blas;
+  if (one_thread_each || (arithmetic_on_writer && !model.has_backbone())) {
+    at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
+    one_team.emplace();
+    one_blas.emplace();
+  }
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
-  return fill_chunked_run_in_two_stages(
+  auto summary = fill_chunked_run_in_two_stages(
       cache, key, info,
       [&](int64_t c) -> FinishChunk {
         const int64_t begin = c * info.chunk_size, end = std::min(info.sample_count, begin + info.chunk_size);
@@ -219,8 +223,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         if (router.is_empty()) {
           coefficients = layer->coefficients(rows);
           if (!arithmetic_on_writer) output = layer->output_from_coefficients(rows, coefficients);
-          // A dense gate's products: U_inᵀ z̃ here too, where it balances the two threads (half of
-          // the float64 arithmetic at N = 128; see the comment above).
+          // U_inᵀ z̃ here too, where it balances the two threads (see the comment above).
           else if (layer->splits_input_side()) input_side = layer->input_side(rows);
         } else {
           auto out = router->forward_block(rows.to(torch::kFloat64));
@@ -231,8 +234,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         // time to spare (a sparse gate's first zero ends the check); else on the writer thread.
         std::vector<uint64_t> left_to_model;
         if (leave_dense_modes && arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
-        return [&, c, begin, end, inputs, rows = output.defined() ? torch::Tensor() : rows, coefficients, output,
-                input_side, left_to_model]() mutable {
+        return [&, c, begin, end, inputs, rows = output.defined() || input_side.defined() ? torch::Tensor() : rows,
+                coefficients = std::move(coefficients), output, input_side, left_to_model]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
           at::get_num_threads();            // as above, for this thread
           const io::SingleThreadedOpenMp one_team_here;  // beside the other thread's work, always
@@ -253,6 +256,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         };
       },
       progress);
+  summary.arithmetic_on_writer = arithmetic_on_writer;
+  return summary;
 }
 
 }  // namespace mumoe::analysis

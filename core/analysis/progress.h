@@ -22,6 +22,7 @@ using ExtractionCallback = std::function<bool(const ExtractionProgress&)>;
 /// Auto — on the writer thread, beside the next chunk's gates, for a head without backbone on the
 /// CPU of a machine with at most 2 cores (where it was measured), else on the calling thread. The
 /// records and the stored bits are the same either way; the other two are for tests and benchmarks.
+/// Router layers, and layers on a GPU, always compute on the calling thread (OnWriter is ignored).
 enum class ExtractionArithmetic { Auto, OnWriter, OnCaller };
 
 struct ExtractionSummary {
@@ -29,6 +30,9 @@ struct ExtractionSummary {
   int64_t chunks_computed = 0;
   int64_t chunks_reused = 0;
   double seconds = 0;
+  /// Extraction (extract_run): whether chunks computed by this call did their float64 expert
+  /// arithmetic on the writer thread (ExtractionArithmetic).
+  bool arithmetic_on_writer = false;
 };
 
 }  // namespace mumoe::analysis

@@ -394,7 +394,7 @@ TEST(ChunkedRun, AFinishingStagesErrorEndsTheRunWithTheChunksBeforeItStored) {
 // writer: ExactLayer::input_side), a dense TR one (all of the arithmetic on the writer) and a
 // sparse (entmax) CP one.
 TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
-  for (const auto [factorization, gate] : {std::pair{nn::Factorization::CP, nn::GateActivationKind::Softmax},
+  for (const auto& [factorization, gate] : {std::pair{nn::Factorization::CP, nn::GateActivationKind::Softmax},
                                            std::pair{nn::Factorization::TR, nn::GateActivationKind::Softmax},
                                            std::pair{nn::Factorization::CP, nn::GateActivationKind::Entmax15}}) {
     testkit::TempDir dir;
@@ -411,7 +411,9 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
       auto cache = cache::AnalysisCache::open(dir.file(where == ExtractionArithmetic::OnWriter ? "writer.sqlite"
                                                                                                        : "caller.sqlite"));
       const auto key = make_run_key(fixture.model_path, model, data, options);
-      const auto id = extract_run(*cache, key, model, data, options).run_id;
+      const auto summary = extract_run(*cache, key, model, data, options);
+      EXPECT_EQ(summary.arithmetic_on_writer, where == ExtractionArithmetic::OnWriter);  // both ways compared
+      const auto id = summary.run_id;
       std::vector<cache::ChunkRecord> chunks;
       for (int64_t c = 0; c < 7; ++c) chunks.push_back(cache->get_chunk(id, c));
       runs.push_back(std::move(chunks));

@@ -222,6 +222,9 @@ TEST(ExactLayerInputSide, ADenseCpLayerSplitsIntoTheSameBitsAndOthersRefuse) {
     EXPECT_EQ(side.scalar_type(), torch::kFloat64);
     EXPECT_EQ(side.sizes(), (std::vector<int64_t>{23, s.config.cp_rank}));  // [M, R]
     const auto split = exact.output_from_input_side(side, coefficients);
+    // An input side of other rows (or dtype) is refused, not broadcast.
+    EXPECT_THROW(exact.output_from_input_side(side.slice(0, 0, 1), coefficients), std::invalid_argument);
+    EXPECT_THROW(exact.output_from_input_side(side.to(torch::kFloat32), coefficients), std::invalid_argument);
     EXPECT_TRUE(torch::equal(split, exact.output_from_coefficients(x, coefficients)));  // bit for bit
     std::vector<torch::Tensor> wide;
     for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));
