@@ -76,6 +76,13 @@ torch::Tensor sparse_rows_times(const torch::Tensor& a, const torch::Tensor& fac
 
 namespace {
 
+// The coefficients in float64 (exact widening of the gate's float32 or float64 values).
+std::vector<torch::Tensor> widened(const std::vector<torch::Tensor>& coefficients) {
+  std::vector<torch::Tensor> wide;
+  for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));
+  return wide;
+}
+
 torch::Dtype gate_dtype_of(const nn::MuMoEBlock& layer) {
   const auto dtype = layer->parameters().front().scalar_type();  // projs.0, the first gate's weights
   return dtype == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
@@ -148,9 +155,8 @@ torch::Tensor ExactLayer::input_side(const torch::Tensor& rows) {
   if (!splits_input_side_) throw std::logic_error("ExactLayer::input_side: this layer's arithmetic does not split");
   // As MultilinearLayerImpl::forward prepares its input, then the first half of nn::cp_forward.
   const auto layer = float64_layer()->first_layer();
-  const auto factors = layer->factors();
   const auto x = rows.to(torch::kFloat64);
-  return nn::cp_input_side(factors, factors.size() - 2, layer->use_bias() ? nn::with_bias_column(x) : x);
+  return nn::cp_input_side(layer->factors(), layer->use_bias() ? nn::with_bias_column(x) : x);
 }
 
 torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side,
@@ -166,18 +172,14 @@ torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side
   if (!fits)  // a mismatch would broadcast silently (one row against many)
     throw std::invalid_argument("ExactLayer::output_from_input_side: the input side is not float64 [M, " +
                                 std::to_string(rank) + "] for the coefficients' M rows");
-  std::vector<torch::Tensor> wide;
-  for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
-  return nn::cp_forward_from_input_side(float64_layer()->first_layer()->factors(), wide, input_side);
+  return nn::cp_forward_from_input_side(float64_layer()->first_layer()->factors(), widened(coefficients), input_side);
 }
 
 torch::Tensor ExactLayer::output_from_coefficients(const torch::Tensor& rows,
                                                    const std::vector<torch::Tensor>& coefficients) {
   const auto x = rows.to(torch::kFloat64);
   if (sparse_modes_) return cp_output_from_sparse_coefficients(x, coefficients);
-  std::vector<torch::Tensor> wide;
-  for (const auto& a : coefficients) wide.push_back(a.to(torch::kFloat64));  // exact widening
-  return float64_layer()->output_from_coefficients(x, wide);
+  return float64_layer()->output_from_coefficients(x, widened(coefficients));
 }
 
 torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor& rows,
@@ -190,7 +192,7 @@ torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor
   const auto factors = layer->first_layer()->factors();
   const size_t modes = coefficients.size();
   const auto input = layer->config().use_bias ? nn::with_bias_column(rows) : rows;
-  auto hidden = input.matmul(factors[modes]);  // [M, R]
+  auto hidden = nn::cp_input_side(factors, input);  // [M, R]
   for (size_t e = 0; e < modes; ++e) hidden = hidden * sparse_rows_times(coefficients[e], factors[e]);
   return hidden.matmul(factors[modes + 1].t());  // [M, O]
 }

@@ -22,14 +22,13 @@ torch::Tensor with_bias_column(const torch::Tensor& z) {
 
 torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
                          const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z) {
-  const size_t modes = coefficients.size();
-  TORCH_CHECK(factors.size() == modes + 2, "cp_forward: expected ", modes + 2, " factors");
-  return cp_forward_from_input_side(factors, coefficients, cp_input_side(factors, modes, z));
+  // (cp_forward_from_input_side checks the factor count against the modes.)
+  return cp_forward_from_input_side(factors, coefficients, cp_input_side(factors, z));
 }
 
-torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, size_t modes, const torch::Tensor& z) {
-  TORCH_CHECK(factors.size() == modes + 2, "cp_input_side: expected ", modes + 2, " factors");
-  return z.matmul(factors[modes]);  // [M, R]
+torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, const torch::Tensor& z) {
+  TORCH_CHECK(factors.size() >= 3, "cp_input_side: expected at least 3 factors");
+  return z.matmul(factors[factors.size() - 2]);  // [M, R]
 }
 
 torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,

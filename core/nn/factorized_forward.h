@@ -18,10 +18,10 @@ namespace mumoe::nn {
 torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
                          const std::vector<torch::Tensor>& coefficients, const torch::Tensor& z);
 
-/// cp_forward in two steps, with the same bits: the input side U_inᵀ z [M, R], which needs no
-/// coefficients, then the rest from it (extraction computes the two on different threads).
-/// `modes`: the number of expert modes E (U_in is factors[E]).
-torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, size_t modes, const torch::Tensor& z);
+/// cp_forward in two steps, with the same bits: the input side U_inᵀ z [M, R] (U_in is the
+/// second-to-last factor), which needs no coefficients, then the rest from it (extraction computes
+/// the two on different threads).
+torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, const torch::Tensor& z);
 torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,
                                          const std::vector<torch::Tensor>& coefficients,
                                          const torch::Tensor& input_side);
