@@ -5,6 +5,9 @@
 
 #include <vector>
 
+#include "io/blas_threads.h"
+#include "nn/cpu_team.h"
+
 namespace mumoe::data {
 
 torch::Tensor decode_images(const ImageStream& stream, const torch::Tensor& indices, const ImageTransform& transform) {
@@ -14,7 +17,9 @@ torch::Tensor decode_images(const ImageStream& stream, const torch::Tensor& indi
   std::vector<torch::Tensor> out(static_cast<size_t>(n));
   // One image per work item: decoding a JPEG and resizing it is milliseconds, far above the
   // scheduling cost, and images differ in size. Torch ops inside the region run single-threaded
-  // (LibTorch does not nest intra-op parallelism), so each thread works on its own images.
+  // (LibTorch does not nest intra-op parallelism), so each thread works on its own images. On a
+  // thread per core (nn/cpu_team.h): no matrix products here to leave cores to.
+  const io::OpenMpTeam team(nn::per_core_openmp_team());
   at::parallel_for(0, n, 1, [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) out[static_cast<size_t>(k)] = transform(stream.image(samples[k]), samples[k]);
   });

@@ -53,13 +53,13 @@ const OpenMpThreads& openmp() {
 
 }  // namespace
 
-SingleThreadedOpenMp::SingleThreadedOpenMp() {
-  if (!openmp().set) return;
+OpenMpTeam::OpenMpTeam(int threads) {
+  if (threads < 1 || !openmp().set) return;
   saved_ = openmp().get();
-  openmp().set(1);
+  openmp().set(threads);
 }
 
-SingleThreadedOpenMp::~SingleThreadedOpenMp() {
+OpenMpTeam::~OpenMpTeam() {
   if (saved_ > 0) openmp().set(saved_);
 }
 

@@ -1,5 +1,5 @@
-// Scoped single-threaded BLAS, for code that issues many small matrix products, and scoped
-// single-threaded OpenMP for one thread (below).
+// Scoped single-threaded BLAS, for code that issues many small matrix products, and a scoped
+// OpenMP team size for one thread (below).
 //
 // OpenBLAS (Debian's libopenblas0-pthread, which LibTorch calls for CPU matrix products) splits
 // every product above about 2.6e5 multiply-adds across its own threads, beside ATen's OpenMP
@@ -29,22 +29,28 @@ class SingleThreadedBlas {
   static bool available();
 };
 
-/// Scoped single-threaded OpenMP for the calling thread only: its parallel regions (ATen's
-/// intra-op parallelism) run on it alone until the guard ends; other threads keep their teams.
-/// For work that leaves the other cores to a thread of its own (extraction's writer,
-/// chunked_run.h): on 2 cores a team of two loses more to waiting for the thread the writer
-/// displaced than it gains. Does nothing without OpenMP (looked up at run time). ATen sets a
-/// thread's team size on its first parallel op from at::set_num_threads, if a program called it:
-/// call at::get_num_threads() before the guard so that this happens first.
-class SingleThreadedOpenMp {
+/// Scoped OpenMP team size for the calling thread only: its parallel regions (ATen's intra-op
+/// parallelism, oneDNN's convolutions) run on `threads` threads until the guard ends; other
+/// threads keep their teams. Does nothing for `threads` < 1 or without OpenMP (looked up at run
+/// time). ATen sets a thread's team size on its first parallel op from at::set_num_threads, if a
+/// program called it: call at::get_num_threads() before the guard so that this happens first.
+class OpenMpTeam {
  public:
-  SingleThreadedOpenMp();
-  ~SingleThreadedOpenMp();
-  SingleThreadedOpenMp(const SingleThreadedOpenMp&) = delete;
-  SingleThreadedOpenMp& operator=(const SingleThreadedOpenMp&) = delete;
+  explicit OpenMpTeam(int threads);
+  ~OpenMpTeam();
+  OpenMpTeam(const OpenMpTeam&) = delete;
+  OpenMpTeam& operator=(const OpenMpTeam&) = delete;
 
  private:
-  int saved_ = 0;  ///< the thread's team size before, 0 when OpenMP was not found
+  int saved_ = 0;  ///< the thread's team size before, 0 when nothing was changed
+};
+
+/// A team of one: for work that leaves the other cores to a thread of its own (extraction's
+/// writer, chunked_run.h): on 2 cores a team of two loses more to waiting for the thread the
+/// writer displaced than it gains.
+class SingleThreadedOpenMp : public OpenMpTeam {
+ public:
+  SingleThreadedOpenMp() : OpenMpTeam(1) {}
 };
 
 }  // namespace mumoe::io

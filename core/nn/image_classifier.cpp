@@ -2,9 +2,20 @@
 
 #include <torch/torch.h>
 
+#include "io/blas_threads.h"
 #include "io/errors.h"
+#include "nn/cpu_team.h"
 
 namespace mumoe::nn {
+
+// Measured on this project's 2-core VM (2026-11-26, docs/BENCHMARKS.md "Convolutional backbones
+// and decoding on every core"): a team of two took the demo CNN from 1,620–1,910 to 2,370–2,950
+// images/s and ResNet-18 from 23–24 to 35–45; a ViT, whose time is in OpenBLAS's products, did
+// not gain.
+int backbone_openmp_team(BackboneKind kind, const torch::Device& device) {
+  if ((kind != BackboneKind::SmallCnn && kind != BackboneKind::ResNet) || !device.is_cpu()) return 0;
+  return per_core_openmp_team();
+}
 
 ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, LayerConfig head)
     : backbone_config_(backbone) {
@@ -44,6 +55,7 @@ torch::Tensor ImageClassifierImpl::prepare_images(const torch::Tensor& images) c
 }
 
 torch::Tensor ImageClassifierImpl::backbone_features(const torch::Tensor& prepared) {
+  const io::OpenMpTeam team(backbone_openmp_team(backbone_config_.kind, prepared.device()));
   return backbone_->forward(prepared);
 }
 

@@ -21,6 +21,11 @@
 
 namespace mumoe::nn {
 
+/// The OpenMP team size that backbone_features() gives the calling thread while a backbone of
+/// `kind` runs on `device`, 0 for none (the thread's team as it is): per_core_openmp_team()
+/// (nn/cpu_team.h) for a convolutional backbone (SmallCnn, ResNet) on the CPU.
+int backbone_openmp_team(BackboneKind kind, const torch::Device& device);
+
 class ImageClassifierImpl : public torch::nn::Module {
  public:
   /// head.input_dim must equal backbone.feature_dim; head.final_output_dim() is the class count.
@@ -36,7 +41,8 @@ class ImageClassifierImpl : public torch::nn::Module {
   /// (a no-op without one) → the backbone's input [B, in_channels, image_size, image_size].
   /// Images of different sizes are prepared one by one and stacked for backbone_features().
   torch::Tensor prepare_images(const torch::Tensor& images) const;
-  /// The second step: prepared images → the head's inputs [B, feature_dim].
+  /// The second step: prepared images → the head's inputs [B, feature_dim], on the OpenMP team
+  /// of backbone_openmp_team().
   torch::Tensor backbone_features(const torch::Tensor& prepared);
   /// Logits [B, classes] and the head's coefficients (a router head: its one expert mode's
   /// combine weights per expert; ablation.experts_per_mode[0] removes experts from it).
