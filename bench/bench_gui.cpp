@@ -18,6 +18,7 @@
 //                                             [--bias-model FILE] [--lambda-moves M] [--no-bias]
 //
 // Prints one JSON object. Timings are wall-clock on the GUI thread, including event delivery.
+#include <QAbstractEventDispatcher>
 #include <QApplication>
 #include <QChartView>
 #include <QCommandLineParser>
@@ -55,17 +56,29 @@ using mumoe::ui::MainWindow;
 /// events, as the application's own does while the user waits: polling (processEvents with a
 /// 5 ms limit returns at once when nothing is pending) kept this thread on a core (~85 %) and took
 /// it from the work being timed — on 2 cores, a third of the machine (2026-11-26). `done()` is
-/// checked after each event (the answers arrive as queued signals) and every 10 ms.
+/// checked after each event (the answers arrive as queued signals), before the loop sleeps, and
+/// every 10 ms.
 bool waitFor(const std::function<bool()>& done, int timeoutMs = 600'000) {
   QElapsedTimer t;
   t.start();
   QTimer tick;
   tick.start(10);
+  // A dispatcher that delivers the queued answers and then blocks (Qt's own, without GLib) would
+  // sleep with done() already true until the next tick: wake it instead.
+  auto* dispatcher = QAbstractEventDispatcher::instance();
+  const auto wake = QObject::connect(dispatcher, &QAbstractEventDispatcher::aboutToBlock, dispatcher, [&] {
+    if (done()) dispatcher->wakeUp();
+  });
+  bool finished = true;
   while (!done()) {
-    if (t.elapsed() > timeoutMs) return false;
+    if (t.elapsed() > timeoutMs) {
+      finished = false;
+      break;
+    }
     QCoreApplication::processEvents(QEventLoop::AllEvents | QEventLoop::WaitForMoreEvents);
   }
-  return true;
+  QObject::disconnect(wake);
+  return finished;
 }
 
 /// Resident set size of this process in MiB (Linux /proc).

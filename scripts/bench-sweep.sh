@@ -17,7 +17,7 @@ OUT="${1:-build/sweep}"; shift || true
 EXPERTS=("$@"); [ ${#EXPERTS[@]} -gt 0 ] || EXPERTS=(128 1024)
 DEMO=resources/demo/demo.mumoe.safetensors
 mkdir -p "$OUT"
-. scripts/peer-blas-kernels.sh "$B"
+PEER_MUMOE="$B" . scripts/peer-blas-kernels.sh
 export MUMOE_CACHE="$OUT/analysis.sqlite"
 for split in train test; do
   [ -f "$OUT/$split.safetensors" ] || $B features "$DEMO" --data "fashion-mnist:$split" --output "$OUT/$split.safetensors"

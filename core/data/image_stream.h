@@ -34,9 +34,11 @@ class ImageStream {
 /// sample's result must have the same shape.
 using ImageTransform = std::function<torch::Tensor(const torch::Tensor& image, int64_t sample)>;
 
-/// Decodes the samples `indices` (int64 [n]) on LibTorch's intra-op threads, passes each through
-/// `transform` and stacks the results in order ([n, …]). The first exception a decode or
-/// transform throws propagates.
+/// Decodes the samples `indices` (int64 [n]) on one thread per physical core (nn/cpu_team.h),
+/// each with a contiguous share, passes each through `transform` (called from those threads at
+/// once: it must be thread-safe; its tensor ops run on one thread each) and returns the results
+/// in order as one batch ([n, …], the first result's shape and dtype; another shape is an
+/// std::invalid_argument). The exception of the first failing share propagates.
 torch::Tensor decode_images(const ImageStream& stream, const torch::Tensor& indices, const ImageTransform& transform);
 
 }  // namespace mumoe::data

@@ -53,15 +53,22 @@ const OpenMpThreads& openmp() {
 
 }  // namespace
 
+thread_local int teams_on_this_thread = 0;  // live OpenMpTeam guards that set a team
+
 OpenMpTeam::OpenMpTeam(int threads) {
   if (threads < 1 || !openmp().set) return;
   saved_ = openmp().get();
   openmp().set(threads);
+  ++teams_on_this_thread;
 }
 
 OpenMpTeam::~OpenMpTeam() {
-  if (saved_ > 0) openmp().set(saved_);
+  if (saved_ <= 0) return;
+  openmp().set(saved_);
+  --teams_on_this_thread;
 }
+
+bool OpenMpTeam::active_on_this_thread() { return teams_on_this_thread > 0; }
 
 bool SingleThreadedBlas::available() { return openblas().set != nullptr; }
 

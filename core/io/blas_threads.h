@@ -32,14 +32,18 @@ class SingleThreadedBlas {
 /// Scoped OpenMP team size for the calling thread only: its parallel regions (ATen's intra-op
 /// parallelism, oneDNN's convolutions) run on `threads` threads until the guard ends; other
 /// threads keep their teams. Does nothing for `threads` < 1 or without OpenMP (looked up at run
-/// time). ATen sets a thread's team size on its first parallel op from at::set_num_threads, if a
-/// program called it: call at::get_num_threads() before the guard so that this happens first.
+/// time). ATen sets each thread's team size on its first parallel op (to at::set_num_threads's
+/// value, or its default): call at::get_num_threads() before the guard so that this happens first.
 class OpenMpTeam {
  public:
   explicit OpenMpTeam(int threads);
   ~OpenMpTeam();
   OpenMpTeam(const OpenMpTeam&) = delete;
   OpenMpTeam& operator=(const OpenMpTeam&) = delete;
+
+  /// Whether a guard that set a team lives on the calling thread: code that would size a team
+  /// itself (nn/cpu_team.h) leaves a chosen one alone.
+  static bool active_on_this_thread();
 
  private:
   int saved_ = 0;  ///< the thread's team size before, 0 when nothing was changed

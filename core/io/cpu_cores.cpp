@@ -25,16 +25,27 @@ std::vector<int> cpus_in_affinity_mask() {
   return cpus;
 }
 
-// The process's cgroup v2 quota in whole CPUs, 0 when there is none (or no cgroup v2).
+// The process's cgroup v2 quota in whole CPUs, 0 when there is none (or no cgroup v2): the
+// smallest of its cgroup's and every parent's cpu.max, as the kernel enforces each of them. In a
+// container without a cgroup namespace of its own the path names the host's hierarchy, absent
+// here: then the container's root file is all there is to read.
 int cgroup_quota_cpus() {
   std::ifstream cgroup("/proc/self/cgroup");
   std::string line;
   while (std::getline(cgroup, line)) {
     if (line.rfind("0::", 0) != 0) continue;  // the v2 hierarchy's line: "0::/path"
-    std::ifstream file("/sys/fs/cgroup" + line.substr(3) + "/cpu.max");
-    std::stringstream contents;
-    contents << file.rdbuf();
-    return cpus_of_quota(contents.str());
+    int smallest = 0;
+    const auto take = [&](const std::string& dir) {
+      std::ifstream file("/sys/fs/cgroup" + dir + "/cpu.max");
+      if (!file) return;
+      std::stringstream contents;
+      contents << file.rdbuf();
+      const int cpus = cpus_of_quota(contents.str());
+      if (cpus > 0 && (smallest == 0 || cpus < smallest)) smallest = cpus;
+    };
+    for (std::string dir = line.substr(3); dir.size() > 1 && dir[0] == '/'; dir.resize(dir.rfind('/'))) take(dir);
+    take("");
+    return smallest;
   }
   return 0;
 }

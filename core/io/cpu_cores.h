@@ -13,9 +13,10 @@
 
 namespace mumoe::io {
 
-/// The physical cores among the CPUs in this process's affinity mask (sysfs topology: CPUs with
-/// the same physical_package_id and core_id are one core), at most the CPUs a cgroup v2 quota
-/// (cpu.max) grants the process, rounded up. 0 when the topology cannot be read. Computed once.
+/// The physical cores among the CPUs in the affinity mask of the thread that first asks (sysfs
+/// topology: CPUs with the same physical_package_id and core_id are one core), at most the CPUs
+/// a cgroup v2 quota (cpu.max, the process's cgroup's and its parents') grants, rounded up. A
+/// cgroup v1 quota is not read. 0 when the topology cannot be read. Computed once.
 int physical_cores();
 
 /// The same count for the CPUs `cpus` of a sysfs-like tree: `cpu_dir`/cpuN/topology/

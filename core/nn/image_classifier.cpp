@@ -9,7 +9,7 @@
 namespace mumoe::nn {
 
 // Measured on this project's 2-core VM (2026-11-26, docs/BENCHMARKS.md "Convolutional backbones
-// and decoding on every core"): a team of two took the demo CNN from 1,620–1,910 to 2,370–2,950
+// and decoding on every core"): a team of two took the demo CNN from 1,620–1,910 to 2,310–2,950
 // images/s and ResNet-18 from 23–24 to 35–45; a ViT, whose time is in OpenBLAS's products, did
 // not gain.
 int backbone_openmp_team(BackboneKind kind, const torch::Device& device) {
