@@ -4,8 +4,8 @@
 // hardware threads per core). On a virtual machine whose vCPUs are whole cores — this project's
 // 2-vCPU VMs, where `lscpu` says one thread per core — that is half the machine: one thread, and
 // a CNN's convolutions ran on one core while the other waited (docs/BENCHMARKS.md, "Convolutional
-// backbones on every core"). The topology says what the guess cannot: CPUs that share a core
-// count once. Plain C++, no LibTorch (Linux sysfs and procfs; elsewhere it cannot tell).
+// backbones and decoding on every core"). The topology says what the guess cannot: CPUs that share
+// a core count once. Plain C++, no LibTorch (Linux sysfs and procfs; elsewhere it cannot tell).
 #pragma once
 
 #include <string>

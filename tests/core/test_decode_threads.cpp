@@ -23,7 +23,7 @@ namespace decode_threads_test {
 
 namespace {
 
-// Images made up on demand; which thread asked for each.
+// Images made up on demand, of three sizes; `failing` cannot be decoded.
 class MadeUpImages : public mumoe::data::ImageStream {
  public:
   int64_t size() const override { return 64; }
@@ -49,12 +49,12 @@ TEST(DecodeImages, ABatchIsSharedOverAThreadPerCoreInOrderAndTheFirstFailureRepo
   const int threads = std::max(ours, mumoe::io::physical_cores());
   MadeUpImages images;
   std::mutex m;
-  std::set<std::thread::id> deciders;
+  std::set<std::thread::id> decoders;
   std::vector<int> teams;
   const auto transform = [&](const torch::Tensor& image, int64_t sample) {
     {
       const std::lock_guard<std::mutex> lock(m);
-      deciders.insert(std::this_thread::get_id());
+      decoders.insert(std::this_thread::get_id());
       teams.push_back(at::get_num_threads());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // long enough for the threads to overlap
@@ -68,7 +68,7 @@ TEST(DecodeImages, ABatchIsSharedOverAThreadPerCoreInOrderAndTheFirstFailureRepo
     const auto sample = order[k].item<int64_t>();
     EXPECT_DOUBLE_EQ(out[k][0].item<double>(), static_cast<double>(sample) + 1000.0 * static_cast<double>(sample));
   }
-  EXPECT_EQ(static_cast<int>(deciders.size()), std::min(threads, 8));
+  EXPECT_EQ(static_cast<int>(decoders.size()), std::min(threads, 8));
   for (const int team : teams) EXPECT_EQ(team, threads > 1 ? 1 : ours);  // a team of one beside the others
   // A failure in the second half is reported (the share that holds it stops there).
   images.failing = 63;
