@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "io/blas_threads.h"
+#include "nn/cpu_team.h"
 #include "nn/factorized_forward.h"
 
 namespace mumoe::analysis {
@@ -138,8 +138,7 @@ std::vector<torch::Tensor> ExactLayer::coefficients(const torch::Tensor& rows) {
   // elementwise or order-free (max, top-k, a row's cumsum) except the product, and OpenBLAS
   // splits a product's rows and columns among its threads, never the sum; one OpenMP thread here
   // rules out ATen splitting anything by the caller's team size.
-  at::get_num_threads();  // ATen's per-thread initialisation first (io/blas_threads.h)
-  const io::SingleThreadedOpenMp one_team;
+  const nn::AtenTeam one_team(1);
   // Stored inputs are float32, so rounding float64 rows back to the gate's dtype is exact.
   return gates_->coefficients(rows.to(device_).to(gate_dtype_));
 }
@@ -155,8 +154,7 @@ torch::Tensor ExactLayer::input_side(const torch::Tensor& rows) {
   if (!splits_input_side_) throw std::logic_error("ExactLayer::input_side: this layer's arithmetic does not split");
   // As MultilinearLayerImpl::forward prepares its input, then the first half of nn::cp_forward.
   const auto layer = float64_layer()->first_layer();
-  const auto x = rows.to(torch::kFloat64);
-  return nn::cp_input_side(layer->factors(), layer->use_bias() ? nn::with_bias_column(x) : x);
+  return nn::cp_input_side(layer->factors(), layer->input_with_bias(rows.to(torch::kFloat64)));
 }
 
 torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side,
@@ -191,8 +189,7 @@ torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor
   const auto layer = float64_layer();
   const auto factors = layer->first_layer()->factors();
   const size_t modes = coefficients.size();
-  const auto input = layer->config().use_bias ? nn::with_bias_column(rows) : rows;
-  auto hidden = nn::cp_input_side(factors, input);  // [M, R]
+  auto hidden = nn::cp_input_side(factors, layer->first_layer()->input_with_bias(rows));  // [M, R]
   for (size_t e = 0; e < modes; ++e) hidden = hidden * sparse_rows_times(coefficients[e], factors[e]);
   return hidden.matmul(factors[modes + 1].t());  // [M, O]
 }

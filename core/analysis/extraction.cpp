@@ -13,6 +13,7 @@
 #include "analysis/tensor_records.h"
 #include "cache/cache_repair.h"
 #include "io/blas_threads.h"
+#include "nn/cpu_team.h"
 #include "io/errors.h"
 #include "model/manifest.h"
 #include "nn/backbone_config.h"
@@ -203,11 +204,10 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
                                                          : options.arithmetic == ExtractionArithmetic::OnWriter);
   // The pools at one thread as above, also where a test or benchmark puts the arithmetic on the
   // writer on more cores: the two stages then run as they do on two.
-  std::optional<io::SingleThreadedOpenMp> one_team;
+  std::optional<nn::AtenTeam> one_team;
   std::optional<io::SingleThreadedBlas> one_blas;
   if (one_thread_each || (arithmetic_on_writer && !model.has_backbone())) {
-    at::get_num_threads();  // ATen's per-thread initialisation first (blas_threads.h)
-    one_team.emplace();
+    one_team.emplace(1);
     one_blas.emplace();
   }
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
@@ -237,8 +237,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         return [&, c, begin, end, inputs, rows = output.defined() || input_side.defined() ? torch::Tensor() : rows,
                 coefficients = std::move(coefficients), output, input_side, left_to_model]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
-          at::get_num_threads();            // as above, for this thread
-          const io::SingleThreadedOpenMp one_team_here;  // beside the other thread's work, always
+          const nn::AtenTeam one_team_here(1);  // beside the other thread's work, always
           if (leave_dense_modes && !arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
           if (!output.defined())
             output = input_side.defined() ? layer->output_from_input_side(input_side, coefficients)

@@ -214,7 +214,7 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
   // call, with the widened parameters), then the bias column.
   auto z = inputs;
   if (input_ln_) z = torch::layer_norm(z, {z.size(-1)}, input_ln_weight_, input_ln_bias_, input_ln_eps_);
-  if (layer_->first_layer()->use_bias()) z = nn::with_bias_column(z);
+  z = layer_->first_layer()->input_with_bias(z);
   count_ = inputs.size(0);
   if (cp_) {
     auto v = z.matmul(factors_[modes]);  // [B, R]

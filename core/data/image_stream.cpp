@@ -10,7 +10,6 @@
 #include <thread>
 #include <vector>
 
-#include "io/blas_threads.h"
 #include "nn/cpu_team.h"
 
 namespace mumoe::data {
@@ -29,7 +28,7 @@ torch::Tensor decode_images(const ImageStream& stream, const torch::Tensor& indi
   const int per_core = nn::per_core_openmp_team();
   const int64_t threads = std::min<int64_t>(n - 1, per_core > 0 ? per_core : at::get_num_threads());
   const auto first = [&] {
-    const io::OpenMpTeam one_team(threads > 1 ? 1 : 0);  // at::get_num_threads() ran above
+    const nn::AtenTeam one_team(threads > 1 ? 1 : 0);
     return transform(stream.image(samples[0]), samples[0]);
   }();
   auto shape = first.sizes().vec();
@@ -64,12 +63,11 @@ torch::Tensor decode_images(const ImageStream& stream, const torch::Tensor& indi
   std::vector<std::thread> workers;
   for (int64_t t = 1; t < threads; ++t)
     workers.emplace_back([&, t] {
-      at::get_num_threads();  // ATen's per-thread initialisation first (io::OpenMpTeam)
-      const io::SingleThreadedOpenMp one_team;
+      const nn::AtenTeam one_team(1);
       decode_share(t);
     });
   {
-    const io::SingleThreadedOpenMp one_team;  // at::get_num_threads() ran above
+    const nn::AtenTeam one_team(1);
     decode_share(0);
   }
   for (auto& w : workers) w.join();

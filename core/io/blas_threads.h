@@ -33,7 +33,8 @@ class SingleThreadedBlas {
 /// parallelism, oneDNN's convolutions) run on `threads` threads until the guard ends; other
 /// threads keep their teams. Does nothing for `threads` < 1 or without OpenMP (looked up at run
 /// time). ATen sets each thread's team size on its first parallel op (to at::set_num_threads's
-/// value, or its default): call at::get_num_threads() before the guard so that this happens first.
+/// value, or its default): call at::get_num_threads() before the guard so that this happens first
+/// (nn::AtenTeam, core/nn/cpu_team.h, does both).
 class OpenMpTeam {
  public:
   explicit OpenMpTeam(int threads);

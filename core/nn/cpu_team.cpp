@@ -18,4 +18,6 @@ int per_core_openmp_team() {
   return cores;
 }
 
+AtenTeam::AtenTeam(int threads) : initialised_(at::get_num_threads()), team_(threads) {}
+
 }  // namespace mumoe::nn

@@ -11,6 +11,8 @@
 // and decoding on every core", 2026-11-26).
 #pragma once
 
+#include "io/blas_threads.h"
+
 namespace mumoe::nn {
 
 /// One thread per physical core (io::physical_cores()) where that is more than the calling
@@ -20,5 +22,17 @@ namespace mumoe::nn {
 /// default (a choice equal to the default cannot be told from it). For io::OpenMpTeam. Also
 /// makes ATen set the calling thread's team first (at::get_num_threads()), as the guard needs.
 int per_core_openmp_team();
+
+/// io::OpenMpTeam for a thread that runs ATen: its per-thread initialisation first (which would
+/// otherwise set the team again on the thread's first parallel op), then `threads` (0: unchanged)
+/// until the guard ends.
+class AtenTeam {
+ public:
+  explicit AtenTeam(int threads);
+
+ private:
+  int initialised_;     ///< at::get_num_threads(), called before the team is set
+  io::OpenMpTeam team_;
+};
 
 }  // namespace mumoe::nn

@@ -2,7 +2,6 @@
 
 #include <torch/torch.h>
 
-#include "io/blas_threads.h"
 #include "io/errors.h"
 #include "nn/cpu_team.h"
 
@@ -55,7 +54,7 @@ torch::Tensor ImageClassifierImpl::prepare_images(const torch::Tensor& images) c
 }
 
 torch::Tensor ImageClassifierImpl::backbone_features(const torch::Tensor& prepared) {
-  const io::OpenMpTeam team(backbone_openmp_team(backbone_config_.kind, prepared.device()));
+  const AtenTeam team(backbone_openmp_team(backbone_config_.kind, prepared.device()));
   return backbone_->forward(prepared);
 }
 

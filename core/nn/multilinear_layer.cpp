@@ -58,9 +58,13 @@ void MultilinearLayerImpl::reset_parameters() {
   }
 }
 
+torch::Tensor MultilinearLayerImpl::input_with_bias(const torch::Tensor& z) const {
+  return use_bias_ ? with_bias_column(z) : z;
+}
+
 torch::Tensor MultilinearLayerImpl::forward(const torch::Tensor& z,
                                             const std::vector<torch::Tensor>& coefficients) {
-  auto input = use_bias_ ? with_bias_column(z) : z;
+  const auto input = input_with_bias(z);
   auto fs = factors();
   return factorization_ == Factorization::CP ? cp_forward(fs, coefficients, input)
                                              : tr_forward(fs, coefficients, input);

@@ -28,6 +28,9 @@ class MultilinearLayerImpl : public torch::nn::Module {
   std::vector<torch::Tensor> factors() const;
   Factorization factorization() const { return factorization_; }
   bool use_bias() const { return use_bias_; }
+  /// z [M, I] with the bias column where the layer has one: what forward() multiplies by the
+  /// input factor (the ablation engines and ExactLayer compute parts of forward() from it).
+  torch::Tensor input_with_bias(const torch::Tensor& z) const;
 
  private:
   Factorization factorization_;
