@@ -9,6 +9,7 @@
 #include <limits>
 #include <set>
 
+#include "analysis/row_norms.h"
 #include "analysis/tensor_records.h"
 #include "io/blas_threads.h"
 #include "io/errors.h"
@@ -30,17 +31,6 @@ constexpr int64_t kSamplesPerContext = 1024;
 // process never touched costs ~16 µs per 4 KB page (2026-11-25) — blocks of 128 samples reuse the
 // same half-megabyte buffers. The sweep keeps 1,024: there the pairs, not the contexts, dominate.
 constexpr int64_t kSamplesPerClickContext = 128;
-
-// The largest and second-largest score of each row: (values [B, 2], argmax [B]).
-std::pair<torch::Tensor, torch::Tensor> top_two(const torch::Tensor& scores) {
-  if (scores.size(1) == 1) {
-    auto inf = torch::full({scores.size(0), 1}, std::numeric_limits<double>::infinity(), scores.options());
-    return {torch::cat({scores, -inf}, 1), torch::zeros({scores.size(0)}, scores.options().dtype(torch::kLong))};
-  }
-  auto [values, indices] = scores.topk(2, 1);
-  // topk does not promise the first index among equal maxima; argmax (what predictions use) does.
-  return {values, scores.argmax(1)};
-}
 
 // Each row's argmax (the first index among equal maxima, as argmax) and the rows whose top two
 // scores are within tolerance(row) of each other. `scores`: contiguous float64 [P, O] on the CPU.
@@ -172,13 +162,52 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
 }
 
 const torch::Tensor& CounterfactualAblation::stored_scores() {
-  if (!scores_.defined()) {
-    scores_ = to_tensor(run_.scores, {run_.samples(), run_.info.output_dim}).to(torch::kFloat64);
-    const auto [top, argmax] = top_two(scores_);
-    margins_ = top.select(1, 0) - top.select(1, 1);
+  if (scores_.defined()) return scores_;
+  const int64_t samples = run_.samples(), classes = run_.info.output_dim, input_dim = run_.info.input_dim;
+  // A view of the run's scores, which outlive this engine and nothing writes (as inputs_). One
+  // plain pass below makes the margins and tolerances: a first click paid ~2.5 ms for the
+  // tensor ops that did it before (a copy, topk, abs, amax; 2026-11-27).
+  scores_ = torch::from_blob(const_cast<double*>(run_.scores.data()), {samples, classes}, torch::kFloat64);
+  margins_ = torch::empty({samples}, torch::kFloat64);
+  tie_tolerance_ = torch::empty({samples}, torch::kFloat64);
+  auto* margin = margins_.data_ptr<double>();
+  auto* tolerance = tie_tolerance_.data_ptr<double>();
+  // Extraction stored the float32 arithmetic's scores in most rows of such a layer, each within
+  // e_s of the exact value (ExactLayer::certified_scores), and the float64 arithmetic's in the
+  // rest. A corrected float32 score is then within e_s (plus rounding) of the oracle's, so two
+  // classes of such a row count as tied within 2 e_s more. A row stored by the float64
+  // arithmetic — it holds a score no float can hold — keeps the plain tolerance, as does every
+  // row of a run extracted before scores were float32 (reading a float64 row as float32 would
+  // only cost time, never exactness).
+  const bool float32_scores = exact_.certifies_float32_scores();
+  const bool mass_made = static_cast<int64_t>(run_.coefficient_mass.size()) == samples;
+  for (int64_t s = 0; s < samples; ++s) {
+    const double* y = run_.scores.data() + s * classes;
+    double first = -std::numeric_limits<double>::infinity(), second = first, largest = 0;
+    bool float32_row = float32_scores;
+    for (int64_t o = 0; o < classes; ++o) {
+      if (y[o] > first) {
+        second = first;
+        first = y[o];
+      } else if (y[o] > second) {
+        second = y[o];
+      }
+      largest = std::max(largest, std::abs(y[o]));
+      float32_row = float32_row && static_cast<double>(static_cast<float>(y[o])) == y[o];
+    }
+    // (One class: no rival, an infinite margin.)
+    margin[s] = classes > 1 ? first - second : std::numeric_limits<double>::infinity();
     // Scores closer than this count as tied: the rank-one results and the oracle's full
     // re-evaluation differ by rounding (~1e-16 of the scores), far below it.
-    tie_tolerance_ = 1e-9 * (1 + scores_.abs().amax(1));
+    tolerance[s] = 1e-9 * (1 + largest);
+    if (!float32_row) continue;
+    double mass = 1;  // Π_e ‖a_e‖₁
+    if (mass_made)
+      mass = run_.coefficient_mass[s];
+    else
+      for (const auto& rows : run_.coefficients)
+        mass *= sum_of_abs(rows.values.data() + rows.offsets[s], rows.offsets[s + 1] - rows.offsets[s]);
+    tolerance[s] += 2 * exact_.float32_score_error(run_.inputs.data() + s * input_dim, mass);
   }
   return scores_;
 }

@@ -74,7 +74,8 @@ class CounterfactualAblation {
   void sweep_rank_one(int64_t mode, const SweepCallback& progress, std::vector<std::vector<int64_t>>* correct_delta,
                       std::vector<int64_t>* changed);
   /// Class scores as extraction stored them, float64 [S, O], with each row's top-two margin and
-  /// the tolerance under which two scores count as tied.
+  /// the tolerance under which two scores count as tied (wider in rows of float32 scores:
+  /// ExactLayer::certified_scores).
   const torch::Tensor& stored_scores();
 
   const RunData& run_;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "analysis/row_norms.h"
 #include "nn/cpu_team.h"
 #include "nn/factorized_forward.h"
 
@@ -121,6 +123,102 @@ ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
                   c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu() &&
                   all_finite(layer->first_layer()->factors());  // widening keeps (non-)finiteness
   splits_input_side_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm && !sparse_modes_;
+  float32_scores_ = certifies_float32_scores(layer, device);
+  if (float32_scores_) {
+    const auto first = gates_->first_layer();
+    use_bias_ = first->use_bias();
+    input_dim_ = c.input_dim;
+    // The majorants of float32_score_error, in float64 (their own rounding, relative ~1e-14, is
+    // covered by the factor 1 + 1e-6 below).
+    const auto factors = first->factors();  // U_1 … U_E, U_in, U_O
+    const size_t modes = factors.size() - 2;
+    auto per_rank = factors[modes].to(torch::kCPU, torch::kFloat64).norm(2, {0});  // ‖U_in[:, r]‖₂ [R]
+    int64_t terms = factors[modes].size(0) + factors[modes + 1].size(1) + static_cast<int64_t>(modes);
+    for (size_t e = 0; e < modes; ++e) {
+      per_rank = per_rank * std::get<0>(factors[e].to(torch::kCPU, torch::kFloat64).abs().max(0));  // max_n |U_e[n, r]|
+      terms += factors[e].size(0);
+    }
+    const double reach = (factors[modes + 1].to(torch::kCPU, torch::kFloat64).abs() * per_rank).sum(1).max().item<double>();
+    const auto gamma = [&](double unit) { return terms * unit / (1 - terms * unit); };
+    score_error_scale_ = (gamma(std::ldexp(1.0, -24)) + gamma(std::ldexp(1.0, -53))) * reach * (1 + 1e-6);
+  }
+}
+
+bool ExactLayer::certifies_float32_scores(const nn::MuMoEBlock& layer, const torch::Device& device) {
+  const auto& c = layer->config();
+  return c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm &&
+         c.gate_activation != nn::GateActivationKind::Entmax15 && device.is_cpu() &&
+         gate_dtype_of(layer) == torch::kFloat32;
+}
+
+double ExactLayer::float32_score_error(const float* input_row, double coefficient_mass) const {
+  const double squares = sum_of_squares(input_row, input_dim_) + (use_bias_ ? 1.0 : 0.0);  // + the bias column
+  // The majorant needs no underflow term: the float32 arithmetic's absolute errors from underflow
+  // (~1e-45 per operation) lie far below the 1e-9 tie tolerance the ablation adds to it.
+  return score_error_scale_ * std::sqrt(squares) * coefficient_mass;
+}
+
+torch::Tensor ExactLayer::float32_input_side(const torch::Tensor& rows) {
+  if (!float32_scores_) throw std::logic_error("ExactLayer::float32_input_side: this layer's scores are not float32");
+  const auto layer = gates_->first_layer();
+  return nn::cp_input_side(layer->factors(), layer->input_with_bias(rows.to(device_).to(torch::kFloat32)));
+}
+
+std::vector<double> ExactLayer::float32_score_errors(const torch::Tensor& rows,
+                                                    const std::vector<torch::Tensor>& coefficients) const {
+  if (!float32_scores_) throw std::logic_error("ExactLayer::float32_score_errors: this layer's scores are not float32");
+  const int64_t count = rows.size(0);
+  // Π_e ‖a_e‖₁ per row, in plain loops: tensor ops here (widen, abs, sum) wrote three fresh
+  // copies of a dense gate's coefficients per chunk and cost as much as the products.
+  std::vector<double> errors(static_cast<size_t>(count), 1.0);
+  for (const auto& gate : coefficients) {
+    const auto a = gate.to(torch::kCPU, torch::kFloat32).contiguous();
+    const int64_t experts = a.size(1);
+    const auto* v = a.data_ptr<float>();
+    for (int64_t b = 0; b < count; ++b, v += experts) errors[b] *= sum_of_abs(v, experts);
+  }
+  const auto inputs = rows.to(torch::kCPU, torch::kFloat32).contiguous();
+  const auto* x = inputs.data_ptr<float>();
+  for (int64_t b = 0; b < count; ++b) errors[b] = float32_score_error(x + b * input_dim_, errors[b]);
+  return errors;
+}
+
+torch::Tensor ExactLayer::certified_scores(const torch::Tensor& rows, const torch::Tensor& float32_input_side,
+                                           const std::vector<torch::Tensor>& coefficients, std::vector<double> errors) {
+  if (!float32_scores_) throw std::logic_error("ExactLayer::certified_scores: this layer's scores are not float32");
+  const int64_t count = rows.size(0);
+  if (errors.empty()) errors = float32_score_errors(rows, coefficients);
+  if (static_cast<int64_t>(errors.size()) != count)
+    throw std::invalid_argument("ExactLayer::certified_scores: " + std::to_string(errors.size()) +
+                                " error bounds for " + std::to_string(count) + " rows");
+  // nn::cp_forward's second half on the model's float32 factors: the model's own output.
+  const auto side = float32_input_side.defined() ? float32_input_side : this->float32_input_side(rows);
+  auto scores = nn::cp_forward_from_input_side(gates_->first_layer()->factors(), coefficients, side)
+                    .to(torch::kCPU, torch::kFloat64)
+                    .contiguous();
+  const int64_t classes = scores.size(1);
+  if (classes < 2) return scores;  // a single score has no rival to tie with
+  const auto* y = scores.data_ptr<double>();
+  std::vector<int64_t> uncertain;
+  for (int64_t b = 0; b < count; ++b) {
+    const double* row = y + b * classes;
+    double first = -std::numeric_limits<double>::infinity(), second = first;
+    for (int64_t o = 0; o < classes; ++o) {
+      if (row[o] > first) {
+        second = first;
+        first = row[o];
+      } else if (row[o] > second) {
+        second = row[o];
+      }
+    }
+    if (first - second <= kFloat64Margin * errors[b]) uncertain.push_back(b);
+  }
+  if (uncertain.empty()) return scores;
+  const auto which = torch::tensor(uncertain, torch::kLong);
+  std::vector<torch::Tensor> picked;
+  for (const auto& a : coefficients) picked.push_back(a.index_select(0, which.to(a.device())));
+  scores.index_copy_(0, which, output_from_coefficients(rows.index_select(0, which.to(rows.device())), picked).cpu());
+  return scores;
 }
 
 nn::MuMoEBlock ExactLayer::float64_layer() {

@@ -67,6 +67,47 @@ class ExactLayer {
   /// other shapes.
   torch::Tensor output_from_input_side(const torch::Tensor& input_side, const std::vector<torch::Tensor>& coefficients);
 
+  /// Whether extraction stores this layer's class scores from the float32 arithmetic
+  /// (certified_scores): a single CP layer without input LayerNorm whose gates are float32 and
+  /// not entmax (those take the sparse float64 path, which costs no more than the bare forward),
+  /// on the CPU (a GPU's float32 products may run in lower precision). The static form decides
+  /// it from the model's layer (what the run key records), the member for this copy.
+  static bool certifies_float32_scores(const nn::MuMoEBlock& layer, const torch::Device& device);
+  bool certifies_float32_scores() const { return float32_scores_; }
+  /// The float32 input side U_inᵀ z̃ [M, R] of rows [M, I], from the model's own factors (what
+  /// the model's forward computes first). std::logic_error unless certifies_float32_scores().
+  torch::Tensor float32_input_side(const torch::Tensor& rows);
+  /// Rows closer than this many bounds to a tie get the float64 arithmetic's scores. 2 would
+  /// decide every argmax; more keeps expert removals from bringing float32 rows within a tie,
+  /// which the ablation then re-evaluates in full. The project's trained softmax heads
+  /// (2026-11-27, N = 128 / 1,024 experts, 10,000 rows): with 2, 7 / 42 float64 rows and 307 /
+  /// 253 pairs of a sweep re-evaluated; with 4, 17 / 91 rows and 102 / 12 pairs; with 8, 37 /
+  /// 161 rows (each chunk holding one pays the float64 pass's per-call cost) and 24 / 5 pairs.
+  static constexpr double kFloat64Margin = 4;
+  /// Class scores float64 [M, O] on the CPU for rows [M, I], their float32_input_side (undefined:
+  /// computed here) and coefficients (the gates' float32 values): the model's own float32 output,
+  /// widened — except rows whose two largest scores lie within kFloat64Margin × float32_score_error
+  /// of each other, which are the float64 arithmetic's (output_from_coefficients). Each score of
+  /// a float32 row lies within float32_score_error of the exact value, so beyond twice that its
+  /// argmax is the exact one and the float64 arithmetic's (the naive oracle's). Why: the float64
+  /// arithmetic was most of a dense gate's extraction beyond the bare forward
+  /// (docs/BENCHMARKS.md, issue 15); "float64 where ties demand it".
+  /// `errors`: the rows' float32_score_errors, or empty (computed here); either part may be
+  /// computed on another thread (extraction balances its two stages so).
+  torch::Tensor certified_scores(const torch::Tensor& rows, const torch::Tensor& float32_input_side,
+                                 const std::vector<torch::Tensor>& coefficients, std::vector<double> errors = {});
+  /// float32_score_error of each of the rows [M, I] with their coefficients (per mode [M, N_e]).
+  std::vector<double> float32_score_errors(const torch::Tensor& rows, const std::vector<torch::Tensor>& coefficients) const;
+  /// A rigorous bound on |ŷ_o − y_o| for every class o, where y is the exact output of the
+  /// float32 inputs, factors and coefficients and ŷ either the float32 or the float64 arithmetic's
+  /// (nn::cp_forward's order): the classic bound γ_T Σ_r |U_O[o,r]| |z̃|ᵀ|U_in[:,r]| Π_e |a_e|ᵀ|U_e[:,r]|
+  /// (T = I' + Σ N_e + E + R terms; γ_T = T u / (1 − T u), u the unit roundoff), majorised by
+  /// Cauchy–Schwarz and Hölder so that it needs only the row's norms: ‖z̃‖₂ (`input_row`, I
+  /// float32 values; the bias column is added here) and `coefficient_mass` = Π_e ‖a_e‖₁. On the
+  /// project's trained softmax heads it is 0.07–0.3 % of the largest score, where the error
+  /// itself is ~1e-6 of it (2026-11-27).
+  double float32_score_error(const float* input_row, double coefficient_mass) const;
+
   /// The float64 copy, made on first use: its factors (zeroed by the naive oracle; the sparse path
   /// reads them at every call).
   nn::MuMoEBlock float64_layer();
@@ -84,6 +125,11 @@ class ExactLayer {
   torch::Dtype gate_dtype_;
   bool sparse_modes_ = false;  ///< single CP layer, entmax gates, finite factors, on the CPU
   bool splits_input_side_ = false;  ///< single CP layer, no input LayerNorm, not sparse_modes_
+  bool float32_scores_ = false;     ///< certifies_float32_scores(layer, device)
+  /// float32_score_error's constant: (γ_T(2⁻²⁴) + γ_T(2⁻⁵³)) · max_o Σ_r |U_O[o,r]| ‖U_in[:,r]‖₂ Π_e max_n |U_e[n,r]|
+  double score_error_scale_ = 0;
+  bool use_bias_ = false;
+  int64_t input_dim_ = 0;
 };
 
 }  // namespace mumoe::analysis

@@ -1,5 +1,8 @@
 #include "analysis/extraction.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <optional>
 #include <thread>
 
@@ -20,6 +23,46 @@
 #include "nn/device.h"
 
 namespace mumoe::analysis {
+namespace {
+
+// Which of the two extraction stages computes the parts of a chunk that either may (the input
+// side U_inᵀ z̃, the dense modes' checksums, the rows' float32 score bounds; each gives the same
+// bits on either thread): the one with time to spare, as measured. The calling thread's gates
+// cost I·N per row and the writer's products N·R plus a fixed record and write, so which one
+// waits depends on the head and on the host (softmax heads on this project's VM: the calling
+// thread at N = 1,024, the writer at N = 128). At each chunk the calling thread looks at how
+// long it waited for the writer's previous chunk: not at all — one more part goes to the writer;
+// long (> 250 µs) — one part comes back. The level settles where the stages balance, or
+// alternates between the two nearest. Fixed levels (ExtractionOptions::writer_share) are for
+// tests and benchmarks.
+class StageBalance {
+ public:
+  /// Called as the calling thread starts a chunk: the level of the writer's share. −1: this thread
+  /// computes the input side, the checksums and the rows' float32 score bounds; 0: the input
+  /// side and the checksums; 1: the input side; 2: none of them.
+  int writer_parts() {
+    const auto now = Clock::now();
+    if (started_) {
+      const auto waited = now - last_handed_over_;
+      if (waited < std::chrono::microseconds(50))
+        parts_ = std::min(parts_ + 1, 2);
+      else if (waited > std::chrono::microseconds(250))
+        parts_ = std::max(parts_ - 1, -1);
+    }
+    started_ = true;
+    return parts_;
+  }
+  /// Called as the calling thread hands its chunk over (it then waits for the writer's previous one).
+  void handed_over() { last_handed_over_ = Clock::now(); }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point last_handed_over_;
+  bool started_ = false;
+  int parts_ = 0;
+};
+
+}  // namespace
 
 cache::RunKey make_run_key(const std::string& model_path, const model::ClassifierModel& model,
                            const data::Dataset& data, const ExtractionOptions& options) {
@@ -46,6 +89,10 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   // Also how `mumoe cache check` knows that the run's chunks must store their inputs
   // (cache/cache_repair.cpp, run_has_backbone).
   if (model.has_backbone()) parameters["backbone"] = nn::to_json(model.image_classifier()->backbone_config());
+  // Scores from the float32 arithmetic (exact_layer.h, certified_scores): a build that stored the
+  // float64 arithmetic's, and decides near-ties by that, must not read them as its own.
+  if (!model.is_router() && ExactLayer::certifies_float32_scores(model.layer(), nn::parse_device(options.device)))
+    parameters["scores"] = "float32, float64 near ties";
   key.parameters = parameters.dump();
   return key;
 }
@@ -183,21 +230,21 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // a smaller share: there the pools are left alone. Backbones keep every core.
   const bool one_thread_each = !model.has_backbone() && std::thread::hardware_concurrency() <= 2;
   // Where this thread and the writer have a core each, a μMoE layer's chunk is computed in two
-  // stages (chunked_run.h): the gates here, then the float64 expert arithmetic and the record on
-  // the writer thread, beside the next chunk's gates. For a softmax gate at N = 1,024 (500 rows)
-  // the gates' float32 products, softmax and the coefficients' checksum take ~1.9 ms and the
-  // float64 arithmetic about as long, so extraction can take about as long as the gates, not
-  // their sum. A CP layer off the sparse path (ExactLayer::splits_input_side) also computes its
-  // input side U_inᵀ z̃ here, after the gates, at every N: at N = 128, where the gates are the
-  // smaller half, it is half of the float64 products (extraction 20–24 ms instead of 26–30 with
-  // all of them on the writer); at N = 1,024 a tenth, and it measured neutral. On this project's
-  // 2-core VM the gain depends on the host: one evening both placements measured the same (its two
-  // vCPUs then shared one core's units); later, alternating, softmax N = 1,024 took 71–82 ms
-  // against 92–134 ms with everything here, and N = 128 20–24 ms against 22–31 ms
-  // (docs/BENCHMARKS.md, "The float64 arithmetic back on the writer thread").
-  // Elsewhere the layer is evaluated here, as before: a backbone's forward pass has every core
-  // (the writer's float64 products would contend with its pools), and on more cores OpenBLAS's
-  // process-wide pool would be called from both threads at once (not measured).
+  // stages (chunked_run.h): the gates here, then the expert arithmetic and the record on the
+  // writer thread, beside the next chunk's gates. The arithmetic is the float64 one, or for a
+  // dense single CP layer (ExactLayer::certifies_float32_scores) the model's own float32 one with
+  // its error bounds and float64 rows near a tie (certified_scores) — there the float64
+  // arithmetic had been most of what extraction added to the bare forward (+27 % at N = 1,024,
+  // +49 % at N = 128; float32: +0 % and +14 %, 2026-11-27). The parts either thread may compute
+  // (the input side U_inᵀ z̃, the dense modes' checksums, the score bounds) go to the one with
+  // time to spare (StageBalance): the gates are the larger half at N = 1,024, the writer's
+  // arithmetic, record and write at N = 128. On this project's 2-core VM the gain of two stages
+  // depends on the host: one evening one thread and two measured the same (its two vCPUs then
+  // shared one core's units); later, alternating, softmax N = 1,024 took 71–82 ms against
+  // 92–134 ms with everything here (docs/BENCHMARKS.md, "The float64 arithmetic back on the
+  // writer thread"). Elsewhere the layer is evaluated here, as before: a backbone's forward pass
+  // has every core (the writer's products would contend with its pools), and on more cores
+  // OpenBLAS's process-wide pool would be called from both threads at once (not measured).
   const bool arithmetic_on_writer =
       layer.has_value() && device.is_cpu() &&
       (options.arithmetic == ExtractionArithmetic::Auto ? one_thread_each
@@ -211,6 +258,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     one_blas.emplace();
   }
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
+  const bool float32_scores = layer.has_value() && layer->certifies_float32_scores();
+  StageBalance balance;  // arithmetic_on_writer: where the input side and the checksums go
   auto summary = fill_chunked_run_in_two_stages(
       cache, key, info,
       [&](int64_t c) -> FinishChunk {
@@ -220,30 +269,51 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
         std::vector<torch::Tensor> coefficients;
         torch::Tensor output;  // undefined: computed on the writer thread (from `input_side` or `rows`)
         torch::Tensor input_side;
+        std::vector<double> errors;  // float32 score bounds (empty: computed on the writer thread)
+        const int writer_parts = !arithmetic_on_writer ? 0
+                                 : options.writer_share == ExtractionOptions::kBalancedWriterShare
+                                     ? balance.writer_parts()
+                                     : options.writer_share;
         if (router.is_empty()) {
           coefficients = layer->coefficients(rows);
-          if (!arithmetic_on_writer) output = layer->output_from_coefficients(rows, coefficients);
-          // U_inᵀ z̃ here too, where it balances the two threads (see the comment above).
-          else if (layer->splits_input_side()) input_side = layer->input_side(rows);
+          if (!arithmetic_on_writer)
+            output = float32_scores ? layer->certified_scores(rows, torch::Tensor(), coefficients)
+                                    : layer->output_from_coefficients(rows, coefficients);
+          // U_inᵀ z̃ here where that balances the two threads (StageBalance); in float32 where the
+          // layer's scores are (ExactLayer::certified_scores).
+          else if (writer_parts < 2 && float32_scores)
+            input_side = layer->float32_input_side(rows);
+          else if (writer_parts < 2 && layer->splits_input_side())
+            input_side = layer->input_side(rows);
+          if (arithmetic_on_writer && float32_scores && writer_parts < 0)
+            errors = layer->float32_score_errors(rows, coefficients);
         } else {
           auto out = router->forward_block(rows.to(torch::kFloat64));
           coefficients = std::move(out.coefficients);
           output = std::move(out.output);
         }
-        // Dense modes are told and hashed beside the gates in two stages, where this thread has
-        // time to spare (a sparse gate's first zero ends the check); else on the writer thread.
+        // Dense modes are told and hashed (a sparse gate's first zero ends the check) beside the
+        // gates in two stages where this thread has time to spare (StageBalance); else on the
+        // writer thread.
         std::vector<uint64_t> left_to_model;
-        if (leave_dense_modes && arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
-        return [&, c, begin, end, inputs, rows = output.defined() || input_side.defined() ? torch::Tensor() : rows,
-                coefficients = std::move(coefficients), output, input_side, left_to_model]() mutable {
+        const bool checksums_here = leave_dense_modes && arithmetic_on_writer && writer_parts < 1;
+        if (checksums_here) left_to_model = dense_mode_checksums(coefficients);
+        if (arithmetic_on_writer) balance.handed_over();
+        const bool writer_needs_rows = !output.defined() && (!input_side.defined() || float32_scores);
+        return [&, c, begin, end, inputs, rows = writer_needs_rows ? rows : torch::Tensor(),
+                coefficients = std::move(coefficients), output, input_side, errors = std::move(errors), left_to_model,
+                checksums_here]() mutable {
           torch::NoGradGuard no_grad_here;  // grad mode is per thread
           const nn::AtenTeam one_team_here(1);  // beside the other thread's work, always
-          if (leave_dense_modes && !arithmetic_on_writer) left_to_model = dense_mode_checksums(coefficients);
-          if (!output.defined())
+          if (leave_dense_modes && !checksums_here) left_to_model = dense_mode_checksums(coefficients);
+          if (!output.defined() && float32_scores)
+            output = layer->certified_scores(rows, input_side, coefficients, std::move(errors));
+          else if (!output.defined())  // the same bits either way (ExactLayer::splits_input_side)
             output = input_side.defined() ? layer->output_from_input_side(input_side, coefficients)
                                           : layer->output_from_coefficients(rows, coefficients);
-          const auto scores = output.cpu();
-          if (!torch::isfinite(scores).all().item<bool>())
+          const auto scores = output.to(torch::kCPU, torch::kFloat64).contiguous();
+          const auto* value = scores.data_ptr<double>();
+          if (!std::all_of(value, value + scores.numel(), [](double v) { return std::isfinite(v); }))
             throw FileError(key.model_path, "layer '" + key.layer + "' produced NaN or infinite outputs on samples " +
                                                 std::to_string(begin) + "–" + std::to_string(end - 1) + " of " +
                                                 data.identity);

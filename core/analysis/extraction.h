@@ -35,6 +35,14 @@ struct ExtractionOptions {
   int64_t chunk_size = 500;  ///< samples per chunk and transaction (~0.2 s of CNN time on 2 cores)
   std::string device = "cpu";
   ExtractionArithmetic arithmetic = ExtractionArithmetic::Auto;  ///< progress.h
+  /// With the arithmetic on the writer thread: which parts of a chunk that either thread may
+  /// compute the writer takes — −1: none, and it leaves the rows' float32 score bounds to the
+  /// calling thread; 0: none; 1: the dense modes' checksums; 2: those and the input side.
+  /// kBalancedWriterShare (the default): chosen chunk by chunk by how long each thread waits
+  /// (extraction.cpp, StageBalance). The stored bits are the same either way; fixed shares are
+  /// for tests and benchmarks.
+  int writer_share = kBalancedWriterShare;
+  static constexpr int kBalancedWriterShare = 100;
 };
 
 /// The cache key of analysing `model_path`'s layer on `data` (hashes the model file and the

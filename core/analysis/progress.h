@@ -18,7 +18,7 @@ struct ExtractionProgress {
 /// chunks written so far stay valid).
 using ExtractionCallback = std::function<bool(const ExtractionProgress&)>;
 
-/// Where extraction runs a μMoE head's float64 expert arithmetic (extract_run, extraction.h):
+/// Where extraction runs a μMoE head's expert arithmetic (extract_run, extraction.h):
 /// Auto — on the writer thread, beside the next chunk's gates, for a head without backbone on the
 /// CPU of a machine with at most 2 cores (where it was measured), else on the calling thread. The
 /// records and the stored bits are the same either way; the other two are for tests and benchmarks.

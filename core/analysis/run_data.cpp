@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "analysis/row_norms.h"
 #include "cache/cache_repair.h"
 #include "io/errors.h"
 
@@ -19,6 +20,7 @@ void RunData::reserve_like(const cache::ChunkRecord& first, int64_t chunks) {
   scores.reserve(times(first.scores.size()));
   inputs.reserve(times(first.inputs.size()));
   attributes.reserve(times(first.attributes.size()));
+  coefficient_mass.reserve(times(static_cast<size_t>(first.count)));
   coefficients.resize(first.coefficients.size());
   for (size_t e = 0; e < first.coefficients.size(); ++e) {
     auto& all = coefficients[e];
@@ -38,6 +40,14 @@ void RunData::append(const cache::ChunkRecord& chunk) {
   if (coefficients.empty()) {
     coefficients.resize(chunk.coefficients.size());
     for (auto& rows : coefficients) rows.offsets = {0};
+  }
+  const size_t first_mass = coefficient_mass.size();
+  coefficient_mass.resize(first_mass + static_cast<size_t>(chunk.count), 1.0);
+  for (size_t e = 0; e < chunk.coefficients.size(); ++e) {
+    const auto& part = chunk.coefficients[e];
+    for (int64_t i = 0; i < chunk.count && i + 1 < static_cast<int64_t>(part.offsets.size()); ++i)
+      coefficient_mass[first_mass + i] *=
+          sum_of_abs(part.values.data() + part.offsets[i], part.offsets[i + 1] - part.offsets[i]);
   }
   for (size_t e = 0; e < chunk.coefficients.size(); ++e) {
     auto& all = coefficients[e];

@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include <cmath>
+
 #include "analysis/content_hash.h"
 #include "cache/sparse_rows.h"
 
@@ -69,8 +71,18 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.first_sample = first_sample;
   r.count = labels.size(0);
   r.labels = to_vector<int64_t>(labels.to(torch::kLong));
-  r.predictions = to_vector<int64_t>(scores.argmax(1));
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
+  // Each row's argmax as torch::argmax gives it (the first of equal maxima; a NaN counts as the
+  // largest), in a plain loop: the op cost more than the scan of a small head's chunk.
+  const int64_t classes = scores.dim() == 2 ? scores.size(1) : 0;
+  r.predictions.resize(static_cast<size_t>(r.count));
+  for (int64_t b = 0; b < r.count && classes > 0; ++b) {
+    const double* row = r.scores.data() + b * classes;
+    int64_t best = 0;
+    for (int64_t o = 1; o < classes && !std::isnan(row[best]); ++o)
+      if (row[o] > row[best] || std::isnan(row[o])) best = o;
+    r.predictions[static_cast<size_t>(b)] = best;
+  }
   if (inputs.defined()) r.inputs = to_vector<float>(inputs.to(torch::kFloat32));
   if (attributes.defined()) r.attributes = to_vector<uint8_t>(attributes.to(torch::kUInt8));
   r.left_to_model = left_to_model;

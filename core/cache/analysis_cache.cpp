@@ -107,7 +107,7 @@ struct AnalysisCache::Impl {
   }
 
   RunInfo load_info(int64_t run_id) const {
-    Statement s = db->prepare(
+    Statement s = db->prepare_cached(
         "SELECT sample_count, chunk_size, input_dim, output_dim, expert_dims, attribute_count FROM runs "
         "WHERE id = ?1");
     s.bind_int64(1, run_id);
@@ -307,7 +307,7 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims, chunk.left_to_model);
   // One chunk, one transaction: a job killed at any point leaves whole chunks only.
   Transaction tx(db);
-  Statement s = db.prepare(
+  Statement s = db.prepare_cached(
       "INSERT OR REPLACE INTO chunks (run_id, chunk_index, first_sample, count, labels, predictions, scores, "
       "inputs, attributes, coef_offsets, coef_indices, coef_values, coef_left_to_model) "
       "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)");
@@ -326,7 +326,7 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
 
 ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const {
   const RunInfo info = impl_->load_info(run_id);
-  Statement s = impl_->db->prepare(
+  Statement s = impl_->db->prepare_cached(
       "SELECT first_sample, count, labels, predictions, scores, inputs, attributes, coef_offsets, coef_indices, "
       "coef_values, coef_left_to_model FROM chunks WHERE run_id = ?1 AND chunk_index = ?2");
   s.bind_int64(1, run_id).bind_int64(2, chunk_index);

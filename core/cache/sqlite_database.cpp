@@ -26,7 +26,11 @@ Database::Database(std::string path, int flags) : path_(std::move(path)) {
   }
 }
 
-Database::~Database() { sqlite3_close_v2(db_); }
+Database::~Database() {
+  for (auto& [sql, statements] : idle_)
+    for (auto* statement : statements) sqlite3_finalize(statement);
+  sqlite3_close_v2(db_);
+}
 
 void Database::fail(int code, const std::string& context) const {
   std::string message = sqlite3_errmsg(db_);
@@ -45,6 +49,18 @@ void Database::exec(const std::string& sql) {
 }
 
 Statement Database::prepare(const std::string& sql) const { return Statement(*this, sql); }
+
+Statement Database::prepare_cached(const std::string& sql) const {
+  auto found = idle_.find(sql);
+  if (found == idle_.end() || found->second.empty()) {
+    Statement fresh(*this, sql);
+    fresh.cached_ = true;
+    return fresh;
+  }
+  auto* compiled = found->second.back();
+  found->second.pop_back();
+  return Statement(*this, sql, compiled);
+}
 
 int64_t Database::query_int(const std::string& sql) const {
   Statement s = prepare(sql);
@@ -75,10 +91,28 @@ Statement::Statement(const Database& db, const std::string& sql) : db_(&db), sql
   }
 }
 
-Statement::~Statement() { sqlite3_finalize(stmt_); }
+Statement::Statement(const Database& db, const std::string& sql, sqlite3_stmt* compiled)
+    : db_(&db), stmt_(compiled), sql_(sql), cached_(true) {}
+
+Statement::~Statement() {
+  if (!stmt_) return;
+  if (!cached_) {
+    sqlite3_finalize(stmt_);
+    return;
+  }
+  // Back to the idle statements, ended: a statement left mid-way would hold its read
+  // transaction open (and keep the write-ahead log from being checkpointed).
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+  try {
+    db_->idle_[sql_].push_back(stmt_);
+  } catch (...) {  // out of memory: not kept
+    sqlite3_finalize(stmt_);
+  }
+}
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_), stmt_(other.stmt_), sql_(std::move(other.sql_)) {
+    : db_(other.db_), stmt_(other.stmt_), sql_(std::move(other.sql_)), cached_(other.cached_) {
   other.stmt_ = nullptr;
 }
 

@@ -404,12 +404,15 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
     auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
     const auto data = data::load_dataset("features:" + fixture.features_path);
     std::vector<std::vector<cache::ChunkRecord>> runs;
-    for (const auto where : {ExtractionArithmetic::OnWriter, ExtractionArithmetic::OnCaller}) {
+    // The calling thread, then the writer thread with each share of the movable parts (the input
+    // side, checksums, score bounds) and with the balance choosing it.
+    for (const int share : {-10, -1, 0, 1, 2, ExtractionOptions::kBalancedWriterShare}) {
+      const auto where = share == -10 ? ExtractionArithmetic::OnCaller : ExtractionArithmetic::OnWriter;
       ExtractionOptions options;
       options.chunk_size = 40;
       options.arithmetic = where;
-      auto cache = cache::AnalysisCache::open(dir.file(where == ExtractionArithmetic::OnWriter ? "writer.sqlite"
-                                                                                                       : "caller.sqlite"));
+      options.writer_share = share;
+      auto cache = cache::AnalysisCache::open(dir.file("share" + std::to_string(share) + ".sqlite"));
       const auto key = make_run_key(fixture.model_path, model, data, options);
       const auto summary = extract_run(*cache, key, model, data, options);
       EXPECT_EQ(summary.arithmetic_on_writer, where == ExtractionArithmetic::OnWriter);  // both ways compared
@@ -419,11 +422,12 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
       runs.push_back(std::move(chunks));
     }
     const bool dense = gate == nn::GateActivationKind::Softmax;
+    for (size_t r = 1; r < runs.size(); ++r)
     for (int64_t c = 0; c < 7; ++c) {
       const auto& a = runs[0][c];
-      const auto& b = runs[1][c];
+      const auto& b = runs[r][c];
       SCOPED_TRACE(std::string(factorization == nn::Factorization::CP ? "CP " : "TR ") +
-                   (dense ? "softmax, chunk " : "entmax, chunk ") + std::to_string(c));
+                   (dense ? "softmax, run " : "entmax, run ") + std::to_string(r) + ", chunk " + std::to_string(c));
       EXPECT_EQ(a.scores, b.scores);  // doubles compared exactly
       EXPECT_EQ(a.predictions, b.predictions);
       EXPECT_EQ(a.labels, b.labels);

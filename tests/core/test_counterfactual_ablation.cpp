@@ -4,8 +4,11 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <limits>
+
 #include "analysis/analysis_session.h"
 #include "analysis/counterfactual_ablation.h"
+#include "analysis/exact_layer.h"
 #include "analysis/run_data.h"
 #include "analysis/tensor_records.h"
 #include "io/errors.h"
@@ -40,6 +43,27 @@ TEST(TensorRecords, SparseRowsRoundTripThroughDenseRows) {
   EXPECT_EQ(rows.values, (std::vector<double>{0.5, 0.5, 1.0}));
   const auto picked = dense_rows(rows, torch::tensor({2, 0, 1, 0}, torch::kLong), 4);
   EXPECT_TRUE(torch::equal(picked, torch::stack({a[2], a[0], a[1], a[0]})));
+}
+
+// A chunk record's predictions are each row's torch::argmax: the first of equal maxima, a NaN
+// counting as the largest (the record computes them in a loop of its own).
+TEST(TensorRecords, PredictionsAreTorchsArgmaxWithTiesAndNaNs) {
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  auto scores = torch::tensor({{1.0, 3.0, 3.0, 2.0}, {5.0, 5.0, 5.0, 5.0}, {1.0, nan, 9.0, nan}, {-inf, -inf, -inf, -2.0},
+                               {nan, 1.0, 2.0, 3.0}, {0.0, -0.0, 0.0, -1.0}},
+                              torch::kFloat64);
+  scores = torch::cat({scores, torch::randn({50, 4}, torch::kFloat64)});
+  const auto rows = scores.size(0);
+  const auto record = make_chunk_record(0, 0, torch::Tensor(), torch::zeros({rows}, torch::kLong), scores,
+                                        {torch::rand({rows, 3})}, torch::Tensor());
+  const auto want = scores.argmax(1);
+  ASSERT_EQ(record.predictions.size(), static_cast<size_t>(rows));
+  for (int64_t b = 0; b < rows; ++b) EXPECT_EQ(record.predictions[b], want[b].item<int64_t>()) << "row " << b;
+  // float32 scores too (widened first)
+  const auto narrow = make_chunk_record(0, 0, torch::Tensor(), torch::zeros({rows}, torch::kLong),
+                                        scores.to(torch::kFloat32), {torch::rand({rows, 3})}, torch::Tensor());
+  for (int64_t b = 0; b < rows; ++b)
+    EXPECT_EQ(narrow.predictions[b], scores.to(torch::kFloat32).argmax(1)[b].item<int64_t>()) << "row " << b;
 }
 
 // Columns from rows, against a brute-force loop over (expert, sample): full rows (a softmax
@@ -197,6 +221,61 @@ TEST(SparseAblation, ExactlyTiedClassScoresGiveTheOraclesPredictions) {
     changed += naive.experts[n].changed_predictions;
   }
   EXPECT_GT(changed, 0);
+}
+
+// A softmax CP head stores the float32 arithmetic's scores (ExactLayer::certified_scores): each
+// within its bound of the exact value, not ~1e-16 of it. Classes 0 and 1 here differ by ~3e-7 of
+// their scores — below what float32 resolves — so many corrections land within that bound of a
+// tie, and the rank-one path must count them as ties (or use the float64 scores of such rows) to
+// give the oracle's predictions, expert for expert.
+TEST(SparseAblation, ClassesCloserThanFloat32ResolvesGiveTheOraclesPredictions) {
+  testkit::TempDir dir;
+  auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+  config.gate_activation = nn::GateActivationKind::Softmax;
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 600, 8);
+  {
+    const auto file = model::ModelFile::load(fixture.model_path);
+    auto model = model::ClassifierModel::load(file);
+    torch::NoGradGuard no_grad;
+    auto out = model.layer()->first_layer()->factors().back();  // U_O [classes, R]
+    out[1].copy_(out[0] * (1 + 3e-7));
+    model.save(fixture.model_path, {{"created_by", "float32 near-tie test"}});
+  }
+  auto session = extracted_session(dir, fixture, 100);
+  const auto& run = session->run();
+  // The stored scores are float32 values (widened), except in rows close to a tie.
+  int64_t float32_rows = 0;
+  for (int64_t s = 0; s < run.samples(); ++s) {
+    bool all = true;
+    for (int64_t o = 0; o < 4; ++o) {
+      const double v = run.scores[s * 4 + o];
+      all = all && static_cast<double>(static_cast<float>(v)) == v;
+    }
+    float32_rows += all;
+  }
+  EXPECT_GT(float32_rows, run.samples() / 2);
+  const auto model = model::ClassifierModel::load(model::ModelFile::load(fixture.model_path));
+  CounterfactualAblation engine(model.layer(), run, 4);
+  // The stored predictions are the float64 arithmetic's (the oracle's with nothing removed).
+  ExactLayer exact(model.layer(), torch::kCPU);
+  const auto inputs = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), 12}, torch::kFloat32);
+  const auto oracle_before = exact.forward(inputs).output.argmax(1);
+  for (int64_t s = 0; s < run.samples(); ++s) ASSERT_EQ(run.predictions[s], oracle_before[s].item<int64_t>()) << s;
+  const auto sparse = engine.sweep(0, AblationMethod::Sparse), naive = engine.sweep(0, AblationMethod::Naive);
+  int64_t changed = 0, between_the_two = 0;
+  for (int64_t n = 0; n < 16; ++n) {
+    const auto after = engine.predictions_after(0, {n}, AblationMethod::Naive);
+    EXPECT_EQ(engine.predictions_after(0, {n}, AblationMethod::Sparse), after) << "expert " << n;
+    EXPECT_EQ(sparse.experts[n].after.correct, naive.experts[n].after.correct) << "expert " << n;
+    EXPECT_EQ(sparse.experts[n].changed_predictions, naive.experts[n].changed_predictions) << "expert " << n;
+    changed += naive.experts[n].changed_predictions;
+    for (int64_t s = 0; s < run.samples(); ++s)
+      between_the_two += after[s] != run.predictions[s] && after[s] + run.predictions[s] == 1;
+  }
+  EXPECT_EQ(engine.predictions_after(0, {1, 5, 9}, AblationMethod::Sparse),
+            engine.predictions_after(0, {1, 5, 9}, AblationMethod::Naive));
+  EXPECT_GT(changed, 0);
+  EXPECT_GT(between_the_two, 0) << "the test needs removals that move a prediction between the two close classes";
 }
 
 TEST(SparseAblation, TouchesOnlySamplesThatUseTheExpert) {
