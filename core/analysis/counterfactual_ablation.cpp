@@ -44,20 +44,9 @@ RowTops top_of_rows(const torch::Tensor& scores, const Tolerance& tolerance) {
   RowTops out;
   out.argmax.resize(static_cast<size_t>(rows));
   for (int64_t b = 0; b < rows; ++b) {
-    const double* r = y + b * classes;
-    int64_t top = 0;
-    double first = r[0], second = -std::numeric_limits<double>::infinity();
-    for (int64_t c = 1; c < classes; ++c) {
-      if (r[c] > first) {
-        second = first;
-        first = r[c];
-        top = c;
-      } else if (r[c] > second) {
-        second = r[c];
-      }
-    }
-    out.argmax[static_cast<size_t>(b)] = top;
-    if (first - second <= tolerance(b)) out.tied.push_back(b);
+    const auto top = top_two(y + b * classes, classes);
+    out.argmax[static_cast<size_t>(b)] = top.index;
+    if (top.first - top.second <= tolerance(b)) out.tied.push_back(b);
   }
   return out;
 }
@@ -179,34 +168,32 @@ const torch::Tensor& CounterfactualAblation::stored_scores() {
   // arithmetic — it holds a score no float can hold — keeps the plain tolerance, as does every
   // row of a run extracted before scores were float32 (reading a float64 row as float32 would
   // only cost time, never exactness).
-  const bool float32_scores = exact_.certifies_float32_scores();
-  const bool mass_made = static_cast<int64_t>(run_.coefficient_mass.size()) == samples;
+  const bool float32_scores = exact_.has_float32_score_bound();
+  const int64_t modes = run_.modes();
+  const bool mass_made = static_cast<int64_t>(run_.coefficient_mass.size()) == samples * modes;
+  std::vector<double> masses(static_cast<size_t>(modes));
   for (int64_t s = 0; s < samples; ++s) {
     const double* y = run_.scores.data() + s * classes;
-    double first = -std::numeric_limits<double>::infinity(), second = first, largest = 0;
+    double largest = 0;
     bool float32_row = float32_scores;
     for (int64_t o = 0; o < classes; ++o) {
-      if (y[o] > first) {
-        second = first;
-        first = y[o];
-      } else if (y[o] > second) {
-        second = y[o];
-      }
       largest = std::max(largest, std::abs(y[o]));
       float32_row = float32_row && static_cast<double>(static_cast<float>(y[o])) == y[o];
     }
-    // (One class: no rival, an infinite margin.)
-    margin[s] = classes > 1 ? first - second : std::numeric_limits<double>::infinity();
+    const auto top = top_two(y, classes);
+    margin[s] = top.first - top.second;  // one class: no rival, an infinite margin
     // Scores closer than this count as tied: the rank-one results and the oracle's full
     // re-evaluation differ by rounding (~1e-16 of the scores), far below it.
     tolerance[s] = 1e-9 * (1 + largest);
     if (!float32_row) continue;
-    double mass = 1;  // Π_e ‖a_e‖₁
-    if (mass_made)
-      mass = run_.coefficient_mass[s];
-    else
-      for (const auto& rows : run_.coefficients)
-        mass *= sum_of_abs(rows.values.data() + rows.offsets[s], rows.offsets[s + 1] - rows.offsets[s]);
+    const double* mass = run_.coefficient_mass.data() + s * modes;  // ‖a_e‖₁ per mode
+    if (!mass_made) {
+      for (int64_t e = 0; e < modes; ++e) {
+        const auto& rows = run_.coefficients[e];
+        masses[e] = sum_of_abs(rows.values.data() + rows.offsets[s], rows.offsets[s + 1] - rows.offsets[s]);
+      }
+      mass = masses.data();
+    }
     tolerance[s] += 2 * exact_.float32_score_error(run_.inputs.data() + s * input_dim, mass);
   }
   return scores_;

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -123,23 +122,35 @@ ExactLayer::ExactLayer(const nn::MuMoEBlock& layer, const torch::Device& device)
                   c.gate_activation == nn::GateActivationKind::Entmax15 && device.is_cpu() &&
                   all_finite(layer->first_layer()->factors());  // widening keeps (non-)finiteness
   splits_input_side_ = c.factorization == nn::Factorization::CP && !c.is_block() && !c.input_layer_norm && !sparse_modes_;
-  float32_scores_ = certifies_float32_scores(layer, device);
-  if (float32_scores_) {
+  // The bound's constants wherever the layer's kind may hold float32 scores: an ablation on a GPU
+  // reads runs extracted on the CPU.
+  float32_score_bound_ = certifies_float32_scores(layer, torch::kCPU);
+  float32_scores_ = float32_score_bound_ && device.is_cpu();
+  if (float32_score_bound_) {
     const auto first = gates_->first_layer();
     use_bias_ = first->use_bias();
     input_dim_ = c.input_dim;
     // The majorants of float32_score_error, in float64 (their own rounding, relative ~1e-14, is
     // covered by the factor 1 + 1e-6 below).
-    const auto factors = first->factors();  // U_1 … U_E, U_in, U_O
+    std::vector<torch::Tensor> factors;  // U_1 … U_E, U_in, U_O
+    for (const auto& f : first->factors()) factors.push_back(f.to(torch::kCPU, torch::kFloat64));
     const size_t modes = factors.size() - 2;
-    auto per_rank = factors[modes].to(torch::kCPU, torch::kFloat64).norm(2, {0});  // ‖U_in[:, r]‖₂ [R]
-    int64_t terms = factors[modes].size(0) + factors[modes + 1].size(1) + static_cast<int64_t>(modes);
+    const auto input_norms = factors[modes].norm(2, {0});  // ‖U_in[:, r]‖₂ [R]
+    auto per_rank = input_norms;
+    terms_ = factors[modes].size(0) + factors[modes + 1].size(1) + static_cast<int64_t>(modes);
+    rank_ = factors[modes + 1].size(1);
+    mode_reach_.clear();
     for (size_t e = 0; e < modes; ++e) {
-      per_rank = per_rank * std::get<0>(factors[e].to(torch::kCPU, torch::kFloat64).abs().max(0));  // max_n |U_e[n, r]|
-      terms += factors[e].size(0);
+      const auto largest = std::get<0>(factors[e].abs().max(0));  // max_n |U_e[n, r]| [R]
+      per_rank = per_rank * largest;
+      mode_reach_.push_back(largest.max().item<double>());
+      terms_ += factors[e].size(0);
     }
-    const double reach = (factors[modes + 1].to(torch::kCPU, torch::kFloat64).abs() * per_rank).sum(1).max().item<double>();
-    const auto gamma = [&](double unit) { return terms * unit / (1 - terms * unit); };
+    const auto out = factors[modes + 1].abs();  // |U_O| [O, R]
+    const double reach = (out * per_rank).sum(1).max().item<double>();
+    out_reach_ = out.sum(1).max().item<double>();
+    input_reach_ = input_norms.max().item<double>();
+    const auto gamma = [&](double unit) { return terms_ * unit / (1 - terms_ * unit); };
     score_error_scale_ = (gamma(std::ldexp(1.0, -24)) + gamma(std::ldexp(1.0, -53))) * reach * (1 + 1e-6);
   }
 }
@@ -151,11 +162,20 @@ bool ExactLayer::certifies_float32_scores(const nn::MuMoEBlock& layer, const tor
          gate_dtype_of(layer) == torch::kFloat32;
 }
 
-double ExactLayer::float32_score_error(const float* input_row, double coefficient_mass) const {
-  const double squares = sum_of_squares(input_row, input_dim_) + (use_bias_ ? 1.0 : 0.0);  // + the bias column
-  // The majorant needs no underflow term: the float32 arithmetic's absolute errors from underflow
-  // (~1e-45 per operation) lie far below the 1e-9 tie tolerance the ablation adds to it.
-  return score_error_scale_ * std::sqrt(squares) * coefficient_mass;
+double ExactLayer::float32_score_error(const float* input_row, const double* mode_masses) const {
+  if (!float32_score_bound_) throw std::logic_error("ExactLayer::float32_score_error: this layer has no float32 scores");
+  const double norm = std::sqrt(sum_of_squares(input_row, input_dim_) + (use_bias_ ? 1.0 : 0.0));  // with the bias column
+  double mass = 1, gain = (1 + out_reach_) * (1 + norm * input_reach_);
+  for (size_t e = 0; e < mode_reach_.size(); ++e) {
+    mass *= mode_masses[e];
+    gain *= 1 + mode_masses[e] * mode_reach_[e];
+  }
+  // Underflow: a product (or fused multiply-add) whose result is subnormal errs by up to 2⁻¹⁵⁰
+  // absolutely, beyond the relative bound (a sum of floats that is subnormal is exact). At most
+  // T·R of them reach an output, each amplified by no more than `gain` (the majorants of the
+  // factors it passes through); the factor 2 covers the (1 + γ) terms of the amplification.
+  const double underflow = 2 * std::ldexp(1.0, -150) * static_cast<double>(terms_ * rank_) * gain;
+  return score_error_scale_ * norm * mass + underflow;
 }
 
 torch::Tensor ExactLayer::float32_input_side(const torch::Tensor& rows) {
@@ -168,18 +188,20 @@ std::vector<double> ExactLayer::float32_score_errors(const torch::Tensor& rows,
                                                     const std::vector<torch::Tensor>& coefficients) const {
   if (!float32_scores_) throw std::logic_error("ExactLayer::float32_score_errors: this layer's scores are not float32");
   const int64_t count = rows.size(0);
-  // Π_e ‖a_e‖₁ per row, in plain loops: tensor ops here (widen, abs, sum) wrote three fresh
+  // ‖a_e‖₁ per row and mode, in plain loops: tensor ops here (widen, abs, sum) wrote three fresh
   // copies of a dense gate's coefficients per chunk and cost as much as the products.
-  std::vector<double> errors(static_cast<size_t>(count), 1.0);
-  for (const auto& gate : coefficients) {
-    const auto a = gate.to(torch::kCPU, torch::kFloat32).contiguous();
+  const int64_t modes = static_cast<int64_t>(coefficients.size());
+  std::vector<double> masses(static_cast<size_t>(count * modes));
+  for (int64_t e = 0; e < modes; ++e) {
+    const auto a = coefficients[e].to(torch::kCPU, torch::kFloat32).contiguous();
     const int64_t experts = a.size(1);
     const auto* v = a.data_ptr<float>();
-    for (int64_t b = 0; b < count; ++b, v += experts) errors[b] *= sum_of_abs(v, experts);
+    for (int64_t b = 0; b < count; ++b, v += experts) masses[b * modes + e] = sum_of_abs(v, experts);
   }
   const auto inputs = rows.to(torch::kCPU, torch::kFloat32).contiguous();
   const auto* x = inputs.data_ptr<float>();
-  for (int64_t b = 0; b < count; ++b) errors[b] = float32_score_error(x + b * input_dim_, errors[b]);
+  std::vector<double> errors(static_cast<size_t>(count));
+  for (int64_t b = 0; b < count; ++b) errors[b] = float32_score_error(x + b * input_dim_, masses.data() + b * modes);
   return errors;
 }
 
@@ -201,17 +223,9 @@ torch::Tensor ExactLayer::certified_scores(const torch::Tensor& rows, const torc
   const auto* y = scores.data_ptr<double>();
   std::vector<int64_t> uncertain;
   for (int64_t b = 0; b < count; ++b) {
-    const double* row = y + b * classes;
-    double first = -std::numeric_limits<double>::infinity(), second = first;
-    for (int64_t o = 0; o < classes; ++o) {
-      if (row[o] > first) {
-        second = first;
-        first = row[o];
-      } else if (row[o] > second) {
-        second = row[o];
-      }
-    }
-    if (first - second <= kFloat64Margin * errors[b]) uncertain.push_back(b);
+    const auto top = top_two(y + b * classes, classes);
+    // (Written so that a NaN gap or bound counts as uncertain.)
+    if (!(top.first - top.second > kFloat64Margin * errors[b])) uncertain.push_back(b);
   }
   if (uncertain.empty()) return scores;
   const auto which = torch::tensor(uncertain, torch::kLong);

@@ -22,6 +22,8 @@
 
 #include <torch/types.h>
 
+#include <vector>
+
 #include "nn/mumoe_block.h"
 
 namespace mumoe::analysis {
@@ -74,6 +76,9 @@ class ExactLayer {
   /// it from the model's layer (what the run key records), the member for this copy.
   static bool certifies_float32_scores(const nn::MuMoEBlock& layer, const torch::Device& device);
   bool certifies_float32_scores() const { return float32_scores_; }
+  /// Whether this layer's kind stores float32 scores when extracted on the CPU, so that its runs
+  /// may hold them (whatever device this copy is on): float32_score_error is defined.
+  bool has_float32_score_bound() const { return float32_score_bound_; }
   /// The float32 input side U_inᵀ z̃ [M, R] of rows [M, I], from the model's own factors (what
   /// the model's forward computes first). std::logic_error unless certifies_float32_scores().
   torch::Tensor float32_input_side(const torch::Tensor& rows);
@@ -100,13 +105,15 @@ class ExactLayer {
   std::vector<double> float32_score_errors(const torch::Tensor& rows, const std::vector<torch::Tensor>& coefficients) const;
   /// A rigorous bound on |ŷ_o − y_o| for every class o, where y is the exact output of the
   /// float32 inputs, factors and coefficients and ŷ either the float32 or the float64 arithmetic's
-  /// (nn::cp_forward's order): the classic bound γ_T Σ_r |U_O[o,r]| |z̃|ᵀ|U_in[:,r]| Π_e |a_e|ᵀ|U_e[:,r]|
-  /// (T = I' + Σ N_e + E + R terms; γ_T = T u / (1 − T u), u the unit roundoff), majorised by
-  /// Cauchy–Schwarz and Hölder so that it needs only the row's norms: ‖z̃‖₂ (`input_row`, I
-  /// float32 values; the bias column is added here) and `coefficient_mass` = Π_e ‖a_e‖₁. On the
-  /// project's trained softmax heads it is 0.07–0.3 % of the largest score, where the error
-  /// itself is ~1e-6 of it (2026-11-27).
-  double float32_score_error(const float* input_row, double coefficient_mass) const;
+  /// (nn::cp_forward's order, any summation order within a product, fused or not): the classic
+  /// bound γ_T Σ_r |U_O[o,r]| |z̃|ᵀ|U_in[:,r]| Π_e |a_e|ᵀ|U_e[:,r]| (T = I' + Σ N_e + E + R terms;
+  /// γ_T = T u / (1 − T u), u the unit roundoff), majorised by Cauchy–Schwarz and Hölder so that
+  /// it needs only the row's norms — ‖z̃‖₂ (`input_row`, I float32 values; the bias column is
+  /// added here) and `mode_masses`, ‖a_e‖₁ for each of the E modes — plus a term for products
+  /// that underflow. On the project's trained softmax heads it is 0.07–0.3 % of the largest
+  /// score, where the error itself is ~1e-6 of it (2026-11-27). std::logic_error unless
+  /// has_float32_score_bound().
+  double float32_score_error(const float* input_row, const double* mode_masses) const;
 
   /// The float64 copy, made on first use: its factors (zeroed by the naive oracle; the sparse path
   /// reads them at every call).
@@ -125,9 +132,13 @@ class ExactLayer {
   torch::Dtype gate_dtype_;
   bool sparse_modes_ = false;  ///< single CP layer, entmax gates, finite factors, on the CPU
   bool splits_input_side_ = false;  ///< single CP layer, no input LayerNorm, not sparse_modes_
-  bool float32_scores_ = false;     ///< certifies_float32_scores(layer, device)
-  /// float32_score_error's constant: (γ_T(2⁻²⁴) + γ_T(2⁻⁵³)) · max_o Σ_r |U_O[o,r]| ‖U_in[:,r]‖₂ Π_e max_n |U_e[n,r]|
-  double score_error_scale_ = 0;
+  bool float32_scores_ = false;       ///< certifies_float32_scores(layer, device)
+  bool float32_score_bound_ = false;  ///< certifies_float32_scores(layer, CPU): the constants below are set
+  /// float32_score_error's constants: (γ_T(2⁻²⁴) + γ_T(2⁻⁵³)) · max_o Σ_r |U_O[o,r]| ‖U_in[:,r]‖₂ Π_e max_n |U_e[n,r]|;
+  /// for the underflow term max_o Σ_r |U_O[o,r]|, max_r ‖U_in[:,r]‖₂, max_{n,r} |U_e[n,r]| per mode, T and R.
+  double score_error_scale_ = 0, out_reach_ = 0, input_reach_ = 0;
+  std::vector<double> mode_reach_;
+  int64_t terms_ = 0, rank_ = 0;
   bool use_bias_ = false;
   int64_t input_dim_ = 0;
 };

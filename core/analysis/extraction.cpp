@@ -259,7 +259,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   }
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
   const bool float32_scores = layer.has_value() && layer->certifies_float32_scores();
-  StageBalance balance;  // arithmetic_on_writer: where the input side and the checksums go
+  StageBalance balance;  // arithmetic_on_writer: where the input side, checksums and score bounds go
   auto summary = fill_chunked_run_in_two_stages(
       cache, key, info,
       [&](int64_t c) -> FinishChunk {

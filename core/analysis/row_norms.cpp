@@ -1,6 +1,7 @@
 #include "analysis/row_norms.h"
 
 #include <cmath>
+#include <limits>
 
 namespace mumoe::analysis {
 namespace {
@@ -34,5 +35,19 @@ inline double eight_lane_sum(const T* v, int64_t n) {
 MUMOE_ROW_NORM_CLONES double sum_of_abs(const float* v, int64_t n) { return eight_lane_sum<false>(v, n); }
 MUMOE_ROW_NORM_CLONES double sum_of_abs(const double* v, int64_t n) { return eight_lane_sum<false>(v, n); }
 MUMOE_ROW_NORM_CLONES double sum_of_squares(const float* v, int64_t n) { return eight_lane_sum<true>(v, n); }
+
+TopTwo top_two(const double* v, int64_t n) {
+  TopTwo t{v[0], -std::numeric_limits<double>::infinity(), 0};
+  for (int64_t i = 1; i < n; ++i) {
+    if (v[i] > t.first) {
+      t.second = t.first;
+      t.first = v[i];
+      t.index = i;
+    } else if (v[i] > t.second) {
+      t.second = v[i];
+    }
+  }
+  return t;
+}
 
 }  // namespace mumoe::analysis

@@ -1,6 +1,7 @@
 #include "analysis/run_data.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "analysis/row_norms.h"
 #include "cache/cache_repair.h"
@@ -20,7 +21,7 @@ void RunData::reserve_like(const cache::ChunkRecord& first, int64_t chunks) {
   scores.reserve(times(first.scores.size()));
   inputs.reserve(times(first.inputs.size()));
   attributes.reserve(times(first.attributes.size()));
-  coefficient_mass.reserve(times(static_cast<size_t>(first.count)));
+  coefficient_mass.reserve(times(static_cast<size_t>(first.count) * first.coefficients.size()));
   coefficients.resize(first.coefficients.size());
   for (size_t e = 0; e < first.coefficients.size(); ++e) {
     auto& all = coefficients[e];
@@ -41,12 +42,15 @@ void RunData::append(const cache::ChunkRecord& chunk) {
     coefficients.resize(chunk.coefficients.size());
     for (auto& rows : coefficients) rows.offsets = {0};
   }
-  const size_t first_mass = coefficient_mass.size();
-  coefficient_mass.resize(first_mass + static_cast<size_t>(chunk.count), 1.0);
-  for (size_t e = 0; e < chunk.coefficients.size(); ++e) {
+  const size_t modes = chunk.coefficients.size(), first_mass = coefficient_mass.size();
+  // (Rows a chunk lacks — only a malformed record, which the cache's decoding refuses — get an
+  // infinite mass: a bound that decides nothing, never one too small.)
+  coefficient_mass.resize(first_mass + static_cast<size_t>(chunk.count) * modes,
+                          std::numeric_limits<double>::infinity());
+  for (size_t e = 0; e < modes; ++e) {
     const auto& part = chunk.coefficients[e];
     for (int64_t i = 0; i < chunk.count && i + 1 < static_cast<int64_t>(part.offsets.size()); ++i)
-      coefficient_mass[first_mass + i] *=
+      coefficient_mass[first_mass + static_cast<size_t>(i) * modes + e] =
           sum_of_abs(part.values.data() + part.offsets[i], part.offsets[i + 1] - part.offsets[i]);
   }
   for (size_t e = 0; e < chunk.coefficients.size(); ++e) {

@@ -29,7 +29,7 @@ struct RunData {
   std::vector<float> inputs;         ///< [S × I] the μMoE layer's inputs
   std::vector<uint8_t> attributes;   ///< [S × K]
   std::vector<cache::SparseRows> coefficients;  ///< per mode, rows = samples
-  /// [S] Π_e Σ_n |a_e,n|: each sample's coefficient mass over its modes, made by append() while a
+  /// [S × modes] Σ_n |a_e,n|: each sample's coefficient mass per mode, made by append() while a
   /// chunk's coefficients are at hand — the float32 score bounds need it (ExactLayer::
   /// float32_score_error), and reading a dense gate's 80 MB of coefficients again for it took
   /// 10 ms of a first ablation click (2026-11-27). Empty for runs built otherwise.

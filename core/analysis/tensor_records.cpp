@@ -72,9 +72,10 @@ cache::ChunkRecord make_chunk_record(int64_t chunk_index, int64_t first_sample, 
   r.count = labels.size(0);
   r.labels = to_vector<int64_t>(labels.to(torch::kLong));
   r.scores = to_vector<double>(scores.to(torch::kFloat64));
+  TORCH_CHECK(scores.dim() == 2 && scores.size(0) == r.count, "make_chunk_record: scores must be [count, classes]");
   // Each row's argmax as torch::argmax gives it (the first of equal maxima; a NaN counts as the
   // largest), in a plain loop: the op cost more than the scan of a small head's chunk.
-  const int64_t classes = scores.dim() == 2 ? scores.size(1) : 0;
+  const int64_t classes = scores.size(1);
   r.predictions.resize(static_cast<size_t>(r.count));
   for (int64_t b = 0; b < r.count && classes > 0; ++b) {
     const double* row = r.scores.data() + b * classes;

@@ -58,7 +58,8 @@ class Database {
   /// The same, reusing the compiled statement of an earlier call with the same `sql` that has
   /// ended (the Statement destroyed: reset, bindings cleared, kept for the next call). For the
   /// statements run per chunk: compiling one took 30–45 µs, a quarter of writing a chunk of a
-  /// small head (2026-11-27). Closed with the connection.
+  /// small head (2026-11-27). Closed with the connection; unlike prepare's, such a statement
+  /// must not outlive its Database (it returns itself to it).
   Statement prepare_cached(const std::string& sql) const;
   /// The first column of the first row of `sql` as an integer (e.g. "PRAGMA user_version").
   int64_t query_int(const std::string& sql) const;

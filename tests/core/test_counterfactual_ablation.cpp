@@ -274,6 +274,14 @@ TEST(SparseAblation, ClassesCloserThanFloat32ResolvesGiveTheOraclesPredictions) 
   }
   EXPECT_EQ(engine.predictions_after(0, {1, 5, 9}, AblationMethod::Sparse),
             engine.predictions_after(0, {1, 5, 9}, AblationMethod::Naive));
+  // A run without the masses made at load (built otherwise) reads them from its coefficients.
+  auto bare = run;
+  ASSERT_EQ(bare.coefficient_mass.size(), static_cast<size_t>(run.samples()));
+  bare.coefficient_mass.clear();
+  CounterfactualAblation from_coefficients(model.layer(), bare, 4);
+  for (const int64_t n : {0, 7, 15})
+    EXPECT_EQ(from_coefficients.predictions_after(0, {n}, AblationMethod::Sparse),
+              engine.predictions_after(0, {n}, AblationMethod::Naive)) << "expert " << n;
   EXPECT_GT(changed, 0);
   EXPECT_GT(between_the_two, 0) << "the test needs removals that move a prediction between the two close classes";
 }

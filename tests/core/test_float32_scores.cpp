@@ -9,6 +9,8 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "analysis/exact_layer.h"
 #include "analysis/row_norms.h"
@@ -68,8 +70,9 @@ Checked check_certified(nn::MuMoEBlock& head, const torch::Tensor& rows) {
   c.rows = rows.size(0);
   for (int64_t b = 0; b < c.rows; ++b) {
     const double bound = errors[b];
-    // The reference's own rounding (float64, another order) is ~1e-15 of the scores.
-    const double slack = 1e-12 * (1 + reference[b].abs().max().item<double>());
+    // The reference's own rounding (float64, another order) is ~1e-15 of the scores (relative
+    // only: at tiny scales an absolute slack would hide what underflow loses).
+    const double slack = 1e-12 * reference[b].abs().max().item<double>();
     const double worst = (scores[b] - reference[b]).abs().max().item<double>();
     EXPECT_LE(worst, bound + slack) << "row " << b;
     EXPECT_EQ(scores[b].argmax().item<int64_t>(), float64_argmax[b].item<int64_t>()) << "row " << b;
@@ -89,6 +92,16 @@ TEST(Float32Scores, EveryScoreLiesWithinItsBoundOfTheMaterialisedTensorsAtAnySca
       // The bound leaves most rows to the float32 arithmetic: otherwise nothing was gained.
       EXPECT_GE(c.float32_rows, c.rows * 9 / 10);
     }
+}
+
+// Inputs near float32's smallest normal numbers, without the bias row: products underflow, and
+// the bound's underflow term must cover what they lose.
+TEST(Float32Scores, UnderflowingProductsStayWithinTheBound) {
+  auto head = softmax_head({16}, false);
+  for (const double scale : {1e-37, 1e-42}) {  // products partly subnormal; products of a few bits
+    SCOPED_TRACE("scale " + std::to_string(scale));
+    check_certified(head, torch::randn({200, 12}) * scale);
+  }
 }
 
 TEST(Float32Scores, TwoExpertModesMultiplyTheBound) {
@@ -119,19 +132,26 @@ TEST(Float32Scores, ABoundIsTheFormulaOfItsNorms) {
   const auto coefficients = exact.coefficients(rows);
   const auto errors = exact.float32_score_errors(rows, coefficients);
   for (int64_t b = 0; b < 3; ++b) {
-    double mass = 1;
-    for (const auto& a : coefficients) mass *= a[b].to(torch::kFloat64).abs().sum().item<double>();
-    const double by_hand = exact.float32_score_error(rows[b].contiguous().data_ptr<float>(), mass);
+    std::vector<double> masses;
+    for (const auto& a : coefficients) masses.push_back(a[b].to(torch::kFloat64).abs().sum().item<double>());
+    const double by_hand = exact.float32_score_error(rows[b].contiguous().data_ptr<float>(), masses.data());
     EXPECT_NEAR(errors[b], by_hand, 1e-12 * by_hand);
   }
-  // Without the bias column the bound is linear in ‖z‖: doubling the input doubles it.
+  // Without the bias column the bound is linear in ‖z‖ (but for the underflow term, ~1e-40):
+  // doubling the input doubles it.
   auto no_bias = softmax_head({16}, false);
   ExactLayer exact_no_bias(no_bias, torch::kCPU);
   const auto x = torch::randn({1, 12});
-  const double once = exact_no_bias.float32_score_error(x.data_ptr<float>(), 1.0);
+  const double one = 1.0;
+  const double once = exact_no_bias.float32_score_error(x.data_ptr<float>(), &one);
   const auto twice_x = (x * 2).contiguous();
-  EXPECT_DOUBLE_EQ(exact_no_bias.float32_score_error(twice_x.data_ptr<float>(), 1.0), 2 * once);
+  EXPECT_NEAR(exact_no_bias.float32_score_error(twice_x.data_ptr<float>(), &one), 2 * once, 1e-12 * once);
   EXPECT_GT(once, 0);
+  // A zero input leaves only the underflow term: positive, far below any float.
+  const auto zero = torch::zeros({12});
+  const double floor = exact_no_bias.float32_score_error(zero.data_ptr<float>(), &one);
+  EXPECT_GT(floor, 0);
+  EXPECT_LT(floor, 1e-38);
 }
 
 TEST(Float32Scores, OnlyDenseSingleCpLayersWithFloat32GatesOnTheCpuCertify) {
@@ -188,6 +208,24 @@ TEST(RowNorms, EightLanesSumAsTheSequentialLoopDoesUpToRounding) {
     EXPECT_NEAR(analysis::sum_of_abs(f.data(), n), abs_sum, 1e-13 * (1 + abs_sum)) << n;
     EXPECT_NEAR(analysis::sum_of_abs(d.data(), n), abs_sum, 1e-13 * (1 + abs_sum)) << n;
     EXPECT_NEAR(analysis::sum_of_squares(f.data(), n), squares, 1e-13 * (1 + squares)) << n;
+  }
+}
+
+TEST(RowNorms, TopTwoIsArgmaxWithTheRunnerUp) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::vector<double>, analysis::TopTwo>> cases = {
+      {{3.0}, {3.0, -inf, 0}},                 // one value: no runner-up
+      {{1.0, 5.0, 5.0, 2.0}, {5.0, 5.0, 1}},   // a shared maximum: the first index, margin 0
+      {{-1.0, -3.0, -2.0}, {-1.0, -2.0, 0}},
+      {{0.5, 0.25, 0.75, 0.7}, {0.75, 0.7, 2}},
+      {{-inf, -inf, 1.0}, {1.0, -inf, 2}}};
+  for (const auto& [values, want] : cases) {
+    const auto got = analysis::top_two(values.data(), static_cast<int64_t>(values.size()));
+    EXPECT_EQ(got.first, want.first);
+    EXPECT_EQ(got.second, want.second);
+    EXPECT_EQ(got.index, want.index);
+    const auto t = torch::tensor(values, torch::kFloat64);
+    EXPECT_EQ(got.index, t.argmax().item<int64_t>());  // as argmax
   }
 }
 
