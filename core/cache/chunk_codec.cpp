@@ -153,6 +153,11 @@ std::string chunk_problem(const RunInfo& info, const ChunkRecord& c) {
   if (auto p = size_problem("labels", c.labels.size(), n, "count"); !p.empty()) return p;
   if (auto p = size_problem("predictions", c.predictions.size(), n, "count"); !p.empty()) return p;
   if (auto p = size_problem("scores", c.scores.size(), n * info.output_dim, "count × output_dim"); !p.empty()) return p;
+  // Extraction never stores a score that is not finite (it reports the model instead), and the
+  // ablation decides ties from the stored scores: such a score is damage.
+  for (std::size_t k = 0; k < c.scores.size(); ++k)
+    if (!std::isfinite(c.scores[k]))
+      return "scores: value " + str(static_cast<int64_t>(k)) + " is not finite";
   // No inputs at all is a chunk whose inputs are its data set's features (ChunkRecord::inputs).
   if (!c.inputs.empty())
     if (auto p = size_problem("inputs", c.inputs.size(), n * info.input_dim, "count × input_dim"); !p.empty()) return p;

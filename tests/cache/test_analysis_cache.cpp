@@ -538,6 +538,9 @@ TEST(AnalysisCache, PutChunkRejectsBadRecordsAndLeavesTheCacheUnchanged) {
        [](ChunkRecord& c) { c.coefficients[1].values[1] = std::numeric_limits<double>::infinity(); }},
       {"coefficients[0].values: entry 1 (row 0) is -",
        [](ChunkRecord& c) { c.coefficients[0].values[1] = -0.25; }},
+      {"scores: value 3 is not finite", [](ChunkRecord& c) { c.scores[3] = std::nan(""); }},
+      {"scores: value 0 is not finite",
+       [](ChunkRecord& c) { c.scores[0] = -std::numeric_limits<double>::infinity(); }},
       {"left_to_model: has 1 entries, expected 2", [](ChunkRecord& c) { c.left_to_model = {7}; }},
       {"coefficients[0].offsets: offsets[1] is",  // a mode left to the model must be full
        [](ChunkRecord& c) { c.left_to_model = {7, 0}; }},
