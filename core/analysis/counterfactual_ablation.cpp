@@ -170,8 +170,10 @@ const torch::Tensor& CounterfactualAblation::stored_scores() {
   // only cost time, never exactness).
   const bool float32_scores = exact_.has_float32_score_bound();
   const int64_t modes = run_.modes();
+  // ‖a_e‖₁ per sample and mode: made at load, or here for a run built otherwise.
   const bool mass_made = static_cast<int64_t>(run_.coefficient_mass.size()) == samples * modes;
-  std::vector<double> masses(static_cast<size_t>(modes));
+  const auto made_here = mass_made || !float32_scores ? std::vector<double>() : coefficient_masses(run_.coefficients, samples);
+  const double* masses = mass_made ? run_.coefficient_mass.data() : made_here.data();
   for (int64_t s = 0; s < samples; ++s) {
     const double* y = run_.scores.data() + s * classes;
     double largest = 0;
@@ -186,15 +188,7 @@ const torch::Tensor& CounterfactualAblation::stored_scores() {
     // re-evaluation differ by rounding (~1e-16 of the scores), far below it.
     tolerance[s] = 1e-9 * (1 + largest);
     if (!float32_row) continue;
-    const double* mass = run_.coefficient_mass.data() + s * modes;  // ‖a_e‖₁ per mode
-    if (!mass_made) {
-      for (int64_t e = 0; e < modes; ++e) {
-        const auto& rows = run_.coefficients[e];
-        masses[e] = sum_of_abs(rows.values.data() + rows.offsets[s], rows.offsets[s + 1] - rows.offsets[s]);
-      }
-      mass = masses.data();
-    }
-    tolerance[s] += 2 * exact_.float32_score_error(run_.inputs.data() + s * input_dim, mass);
+    tolerance[s] += 2 * exact_.float32_score_error(run_.inputs.data() + s * input_dim, masses + s * modes);
   }
   return scores_;
 }

@@ -42,17 +42,8 @@ void RunData::append(const cache::ChunkRecord& chunk) {
     coefficients.resize(chunk.coefficients.size());
     for (auto& rows : coefficients) rows.offsets = {0};
   }
-  const size_t modes = chunk.coefficients.size(), first_mass = coefficient_mass.size();
-  // (Rows a chunk lacks — only a malformed record, which the cache's decoding refuses — get an
-  // infinite mass: a bound that decides nothing, never one too small.)
-  coefficient_mass.resize(first_mass + static_cast<size_t>(chunk.count) * modes,
-                          std::numeric_limits<double>::infinity());
-  for (size_t e = 0; e < modes; ++e) {
-    const auto& part = chunk.coefficients[e];
-    for (int64_t i = 0; i < chunk.count && i + 1 < static_cast<int64_t>(part.offsets.size()); ++i)
-      coefficient_mass[first_mass + static_cast<size_t>(i) * modes + e] =
-          sum_of_abs(part.values.data() + part.offsets[i], part.offsets[i + 1] - part.offsets[i]);
-  }
+  const auto masses = coefficient_masses(chunk.coefficients, chunk.count);  // while the chunk is at hand
+  coefficient_mass.insert(coefficient_mass.end(), masses.begin(), masses.end());
   for (size_t e = 0; e < chunk.coefficients.size(); ++e) {
     auto& all = coefficients[e];
     const auto& part = chunk.coefficients[e];
@@ -98,6 +89,18 @@ ExpertColumns full_rows_to_columns(const cache::SparseRows& rows, int64_t expert
 }
 
 }  // namespace
+
+std::vector<double> coefficient_masses(const std::vector<cache::SparseRows>& modes, int64_t samples) {
+  const size_t count = modes.size();
+  std::vector<double> out(static_cast<size_t>(samples) * count, std::numeric_limits<double>::infinity());
+  for (size_t e = 0; e < count; ++e) {
+    const auto& rows = modes[e];
+    for (int64_t i = 0; i < samples && i + 1 < static_cast<int64_t>(rows.offsets.size()); ++i)
+      out[static_cast<size_t>(i) * count + e] =
+          sum_of_abs(rows.values.data() + rows.offsets[i], rows.offsets[i + 1] - rows.offsets[i]);
+  }
+  return out;
+}
 
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts) {
   const int64_t samples = static_cast<int64_t>(rows.offsets.size()) - 1;

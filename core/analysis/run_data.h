@@ -72,6 +72,11 @@ std::string class_index_problem(const std::vector<int64_t>& labels, const std::v
 /// sparse rows hold none). Throws UsageError for a mode or sample the run lacks.
 std::vector<double> dense_coefficients(const RunData& run, int64_t mode, int64_t sample);
 
+/// Σ_n |a_e,n| of every sample (rows) and mode (columns): [samples × modes], from CSR rows by
+/// mode (what RunData::coefficient_mass holds). A row that `modes` lack — only a malformed record
+/// — gets an infinite mass: a bound that decides nothing, never one too small.
+std::vector<double> coefficient_masses(const std::vector<cache::SparseRows>& modes, int64_t samples);
+
 /// The CSR rows of one mode turned into columns (what finish() does for every mode).
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts);
 
