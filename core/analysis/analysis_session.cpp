@@ -87,6 +87,7 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   impl->extraction.chunk_size = options.chunk_size;
   impl->extraction.device = options.device;
   impl->extraction.arithmetic = options.extraction_arithmetic;
+  impl->extraction.batching = options.chunk_batching;
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   impl->model = model::ClassifierModel::load(file, options.layer);
   // Per-class accuracy, ablation and the expert × class table assume one class per sample.

@@ -39,6 +39,8 @@ struct SessionOptions {
   /// Where extraction runs a head's float64 expert arithmetic (progress.h; the same bits either
   /// way): for benchmarks.
   ExtractionArithmetic extraction_arithmetic = ExtractionArithmetic::Auto;
+  /// When extraction's chunks are committed and reported (progress.h): for tests.
+  ChunkBatching chunk_batching;
   model::LayoutOverrides overrides;  ///< what a plain PyTorch state_dict cannot tell
   /// Images for galleries when data_spec is a feature file made from them (same samples in the
   /// same order, e.g. `mumoe features … --data fashion-mnist:test`); "" = none.

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "io/errors.h"
 
@@ -36,8 +37,8 @@ class WriterThread {
 
   /// Runs `work` on the thread. One task at a time: the caller waits for the previous task's
   /// future before submitting the next.
-  std::future<void> submit(std::function<void()> work) {
-    std::packaged_task<void()> task(std::move(work));
+  std::future<bool> submit(std::function<bool()> work) {
+    std::packaged_task<bool()> task(std::move(work));
     auto done = task.get_future();
     {
       const std::lock_guard<std::mutex> lock(mutex_);
@@ -51,7 +52,7 @@ class WriterThread {
  private:
   void run() {
     for (;;) {
-      std::packaged_task<void()> task;
+      std::packaged_task<bool()> task;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         wake_.wait(lock, [&] { return next_.valid() || stopping_; });
@@ -64,7 +65,7 @@ class WriterThread {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::packaged_task<void()> next_;  // valid while a task waits to run
+  std::packaged_task<bool()> next_;  // valid while a task waits to run
   bool stopping_ = false;
   std::thread thread_;  // last: started once the members it uses exist
 };
@@ -73,7 +74,7 @@ class WriterThread {
 
 ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::RunKey& key, const cache::RunInfo& info,
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
-                                   const ExtractionCallback& progress) {
+                                   const ExtractionCallback& progress, const ChunkBatching& batching) {
   return fill_chunked_run_in_two_stages(
       cache, key, info,
       [&](int64_t c) -> FinishChunk {
@@ -81,16 +82,17 @@ ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::Run
         auto record = std::make_shared<cache::ChunkRecord>(compute_chunk(c));
         return [record] { return std::move(*record); };
       },
-      progress);
+      progress, batching);
 }
 
 ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, const cache::RunKey& key,
                                                  const cache::RunInfo& info,
                                                  const std::function<FinishChunk(int64_t chunk)>& start_chunk,
-                                                 const ExtractionCallback& progress) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto seconds_since_start = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+                                                 const ExtractionCallback& progress, const ChunkBatching& batching) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
   };
   ExtractionSummary summary;
   summary.run_id = cache.begin_run(key, info);
@@ -102,31 +104,61 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
   ExtractionProgress p;
   p.samples_total = info.sample_count;
   p.chunks_total = chunks;
-  const auto report = [&](int64_t c) {  // chunk c and every one before it are stored
+  // Chunk c and every one before it are stored; `computed_after` chunks after it are computed
+  // already (later chunks of its batch), which the ETA does not count as left.
+  const auto report = [&](int64_t c, int64_t computed_after = 0) {
     p.chunks_done = c + 1;
     p.samples_done = std::min(info.sample_count, (c + 1) * info.chunk_size);
-    p.elapsed_seconds = seconds_since_start();
-    p.eta_seconds = summary.chunks_computed ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1) : 0;
+    p.elapsed_seconds = seconds_since(start);
+    p.eta_seconds = summary.chunks_computed
+                        ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1 - computed_after)
+                        : 0;
     if (progress && !progress(p)) throw Cancelled();
   };
-  // A chunk is finished and its transaction written on a second thread while the next chunk
-  // starts (the writes were ~15 % of a bare head's extraction). At most one write is in flight,
-  // the cache is touched by one thread at a time, and a chunk is reported only once it is stored,
-  // so cancelling or a failed write loses nothing already reported. A cancel is seen after the
-  // chunk in hand is started (that chunk is then neither finished nor stored). Leaving by an
-  // exception waits for the write (the writer thread's destructor); if the computation failed,
-  // that error is the one reported and the write's own, if any, is dropped (its transaction
-  // rolled back).
-  std::future<void> writing;
-  std::optional<int64_t> written;  // the chunk being written
-  WriterThread writer;             // joined before this function returns or unwinds
+  // A chunk is finished and written on a second thread while the next chunk starts (the writes
+  // were ~15 % of a bare head's extraction), into a batch that is committed as ChunkBatching
+  // says. At most one write is in flight, the cache is touched by one thread at a time, and a
+  // chunk is reported only once committed, so cancelling or a failed write loses nothing already
+  // reported. A cancel is seen after the chunk in hand is started (that chunk is then neither
+  // finished nor stored). A failed finishing stage or write first commits the chunks of its batch
+  // before it, which are then reported. Leaving by an exception waits for the write in flight (the
+  // writer thread's destructor); if the computation failed, that error is the one reported, the
+  // write's own is dropped, and so is a batch it left open (rolled back: at most a batch of chunks
+  // to compute again; a batch the write committed stays, unreported). The write lock is held
+  // while a batch is open, which includes the calling thread's next start: at most batch_seconds
+  // and one chunk's two stages, or a chunk's start where it suddenly takes longer than the last.
+  std::unique_ptr<cache::AnalysisCache::ChunkBatch> batch;  // the writer thread's; outlives it
+  Clock::time_point batch_began;
+  bool kept_before_failure = false;  // set by the writer before its task fails
+  std::future<bool> writing;         // true: the batch was committed after this chunk
+  std::optional<int64_t> written;    // the chunk being written
+  std::vector<int64_t> uncommitted;  // written, in the open batch
+  WriterThread writer;               // joined before this function returns or unwinds
   const auto finish_write = [&] {
     if (!written) return;
-    writing.get();  // rethrows the write's error (a full disk: io/errors.h)
+    bool committed = false;
+    try {
+      committed = writing.get();  // rethrows the task's error (a full disk: io/errors.h)
+    } catch (...) {
+      written.reset();
+      // Stored by the failed task's batch: reported as usual, before the error that ends the run
+      // (a cancel there changes nothing).
+      if (kept_before_failure) {
+        for (const int64_t c : uncommitted) try {
+            report(c);
+          } catch (const Cancelled&) {
+          }
+      }
+      uncommitted.clear();
+      throw;
+    }
     ++summary.chunks_computed;
-    const int64_t c = *written;
+    uncommitted.push_back(*written);
     written.reset();
-    report(c);
+    if (!committed) return;
+    const auto stored = std::move(uncommitted);
+    uncommitted.clear();
+    for (size_t k = 0; k < stored.size(); ++k) report(stored[k], static_cast<int64_t>(stored.size() - k - 1));
   };
   for (int64_t c = 0; c < chunks; ++c) {
     if (done.count(c)) {
@@ -134,14 +166,43 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
       report(c);
       continue;
     }
+    const auto started = Clock::now();
     auto finish = start_chunk(c);
+    // Commit after this chunk where it was slow to start, where the next chunk is stored already
+    // (reports stay in order) and after the last.
+    const bool commit_after = seconds_since(started) >= batching.commit_each_after_seconds || c + 1 == chunks ||
+                              done.count(c + 1) > 0;
     finish_write();
-    writing = writer.submit([&cache, id = summary.run_id, finish = std::move(finish)] { cache.put_chunk(id, finish()); });
+    writing = writer.submit([&cache, &batch, &batch_began, &kept_before_failure, &batching, id = summary.run_id,
+                             finish = std::move(finish), commit_after, seconds_since] {
+      const auto began = Clock::now();
+      try {
+        auto record = finish();
+        if (!batch) {
+          batch = std::make_unique<cache::AnalysisCache::ChunkBatch>(cache);
+          batch_began = began;
+        }
+        cache.put_chunk(id, record);
+      } catch (...) {
+        // The chunks put before this one are whole: keep them where SQLite still can.
+        if (batch) try {
+            batch->commit();
+            kept_before_failure = true;
+          } catch (...) {
+          }
+        batch.reset();
+        throw;
+      }
+      if (!commit_after && seconds_since(batch_began) < batching.batch_seconds) return false;
+      const auto committing = std::move(batch);
+      committing->commit();  // an error drops the batch (its destructor rolls back)
+      return true;
+    });
     written = c;
   }
   finish_write();
   cache.complete_run(summary.run_id);
-  summary.seconds = seconds_since_start();
+  summary.seconds = seconds_since(start);
   return summary;
 }
 

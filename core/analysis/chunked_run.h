@@ -12,14 +12,15 @@
 namespace mumoe::analysis {
 
 /// Begins (or resumes) the run `key` with `info` and stores every chunk the cache lacks:
-/// `compute_chunk(c)` makes chunk c's record, which is stored at once, so a cancelled or killed
-/// extraction resumes where it stopped. Chunks already stored are skipped (chunks_reused).
-/// `progress` is called after every chunk with the samples done (min(sample_count,
-/// (c + 1) · chunk_size)) and an ETA from the chunks computed so far; false cancels (Cancelled;
-/// the stored chunks stay valid). The run is marked complete at the end.
+/// `compute_chunk(c)` makes chunk c's record, which is stored in whole chunks (ChunkBatching), so
+/// a cancelled or killed extraction resumes where it stopped. Chunks already stored are skipped
+/// (chunks_reused). `progress` is called for every chunk once it is committed, in order, with the
+/// samples done (min(sample_count, (c + 1) · chunk_size)) and an ETA from the chunks computed so
+/// far; false cancels (Cancelled; the stored chunks stay valid; seen at the next commit, so within
+/// about a batch). The run is marked complete at the end.
 ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::RunKey& key, const cache::RunInfo& info,
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
-                                   const ExtractionCallback& progress);
+                                   const ExtractionCallback& progress, const ChunkBatching& batching = {});
 
 /// The rest of a chunk's work, which makes its record: run on the writer thread, before the
 /// record is stored, while the calling thread starts the next chunk.
@@ -30,13 +31,16 @@ using FinishChunk = std::function<cache::ChunkRecord()>;
 /// stores the record, while `start_chunk(c + 1)` runs. For work whose second half needs nothing
 /// of the first's thread (a head's float64 expert arithmetic after its gates: extraction.cpp).
 /// The same guarantees as fill_chunked_run: one chunk finished and written at a time, reported once
-/// stored; an exception from either stage ends the run (a finishing stage's, e.g. NaN outputs, is
-/// reported after the next chunk's start); a cancel is seen after a chunk's start, and that chunk
-/// is neither finished nor stored. `start_chunk`'s results must not share state with the next
-/// start that the two threads would both write.
+/// committed; an exception from either stage ends the run (a finishing stage's or a write's, e.g.
+/// NaN outputs or a record that does not fit the run, is reported after the next chunk's start,
+/// and the chunks of its batch before it are committed and reported first; after the calling
+/// thread's own error the batch in hand is dropped, unreported); a cancel is seen after a
+/// chunk's start, and that chunk is neither finished nor stored. `start_chunk`'s results must not
+/// share state with the next start that the two threads would both write.
 ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, const cache::RunKey& key,
                                                  const cache::RunInfo& info,
                                                  const std::function<FinishChunk(int64_t chunk)>& start_chunk,
-                                                 const ExtractionCallback& progress);
+                                                 const ExtractionCallback& progress,
+                                                 const ChunkBatching& batching = {});
 
 }  // namespace mumoe::analysis

@@ -324,7 +324,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
                                    scores, on_cpu, attributes, left_to_model);
         };
       },
-      progress);
+      progress, options.batching);
   summary.arithmetic_on_writer = arithmetic_on_writer;
   return summary;
 }

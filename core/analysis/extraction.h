@@ -10,8 +10,8 @@
 // counterfactual-ablation methods, which re-evaluate only the layer from the stored inputs.
 // Router layers are evaluated wholly in float64.
 //
-// One transaction per chunk: a killed job leaves complete chunks behind, and the next call
-// computes only the missing ones.
+// Whole chunks per transaction (chunked_run.h): a killed job leaves complete chunks behind, and
+// the next call computes only the missing ones.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +32,7 @@ namespace mumoe::analysis {
 inline constexpr int kExtractionVersion = 2;
 
 struct ExtractionOptions {
-  int64_t chunk_size = 500;  ///< samples per chunk and transaction (~0.2 s of CNN time on 2 cores)
+  int64_t chunk_size = 500;  ///< samples per chunk (~0.2 s of CNN time on 2 cores)
   std::string device = "cpu";
   ExtractionArithmetic arithmetic = ExtractionArithmetic::Auto;  ///< progress.h
   /// With the arithmetic on the writer thread: which parts of a chunk that either thread may
@@ -43,6 +43,7 @@ struct ExtractionOptions {
   /// for tests and benchmarks.
   int writer_share = kBalancedWriterShare;
   static constexpr int kBalancedWriterShare = 100;
+  ChunkBatching batching;  ///< when chunks are committed and reported (progress.h)
 };
 
 /// The cache key of analysing `model_path`'s layer on `data` (hashes the model file and the

@@ -89,6 +89,7 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   const auto seed = m.provenance.value("seed", uint64_t{0});
   impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences);
   impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
+  impl->extraction.batching = options.chunk_batching;
   impl->extraction.device = options.device;
   impl->key = make_token_run_key(options.model_path, gpt->config(), impl->set, impl->layer, impl->extraction);
   const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;

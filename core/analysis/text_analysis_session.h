@@ -37,6 +37,8 @@ struct TextSessionOptions {
   std::string device = "cpu";
   int64_t max_sequences = kDefaultLmSequences;  ///< 0 = the whole validation split
   int64_t sequences_per_chunk = 16;
+  /// When extraction's chunks are committed and reported (progress.h): for tests.
+  ChunkBatching chunk_batching;
   /// The split, as the model was trained (read from the manifest's provenance when < 0 / unset).
   double validation_fraction = -1;
   int64_t n_head = 0;  ///< for plain state dicts (see model::load_gpt)

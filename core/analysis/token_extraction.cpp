@@ -84,7 +84,7 @@ ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::Ru
         r.coefficients.push_back(to_sparse_rows(pass.coefficients.reshape({n, -1}).cpu()));
         return r;
       },
-      progress);
+      progress, options.batching);
 }
 
 }  // namespace mumoe::analysis

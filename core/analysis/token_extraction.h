@@ -7,8 +7,8 @@
 //   scores       one value per token: its cross-entropy (nats); RunInfo::output_dim is 1
 //   inputs       h_L, block L's input (float32; for cluster centres / steering later)
 //   coefficients block L's non-zero a_n (exact float64 values)
-// Sample k is position k % T of sequence k / T (LmEvalSet). One transaction per chunk of whole
-// sequences: an interrupted extraction resumes at the first missing chunk.
+// Sample k is position k % T of sequence k / T (LmEvalSet). Chunks of whole sequences, stored
+// whole (chunked_run.h): an interrupted extraction resumes at the first missing chunk.
 #pragma once
 
 #include <cstdint>
@@ -25,8 +25,9 @@ namespace mumoe::analysis {
 inline constexpr int kTokenExtractionVersion = 1;
 
 struct TokenExtractionOptions {
-  int64_t sequences_per_chunk = 16;  ///< 2,048 tokens of the demo GPT per chunk and transaction
+  int64_t sequences_per_chunk = 16;  ///< 2,048 tokens of the demo GPT per chunk
   std::string device = "cpu";
+  ChunkBatching batching;  ///< when chunks are committed and reported (progress.h)
 };
 
 /// The cache key: the model file's content hash, the evaluation set's identity and a hash of its

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
 
 #include "cache/cache_schema.h"
@@ -95,6 +96,16 @@ std::unique_ptr<Database> connect(const std::string& path) {
 struct AnalysisCache::Impl {
   std::string path;
   std::unique_ptr<Database> db;
+  // The open ChunkBatch's state: whether one is open, and the shapes of the run its chunks went
+  // to, read once under its write lock (no other connection can change them while it is held).
+  bool batch_open = false;
+  std::optional<std::pair<int64_t, RunInfo>> batch_run;
+
+  // The writes other than put_chunk would join an open batch, and be rolled back with it.
+  void refuse_inside_batch(const char* method) const {
+    if (batch_open)
+      throw std::logic_error(std::string("AnalysisCache::") + method + ": a ChunkBatch is open on this connection");
+  }
 
   [[noreturn]] void no_run(int64_t run_id) const {
     throw UsageError("analysis cache " + path + ": no run with id " + std::to_string(run_id));
@@ -300,13 +311,22 @@ std::vector<int64_t> AnalysisCache::chunk_indices(int64_t run_id) const {
 
 void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   Database& db = *impl_->db;
-  const RunInfo info = impl_->load_info(run_id);
+  // One chunk, one transaction, unless a batch is open: a job killed at any point leaves whole
+  // chunks only. The run's shapes are read under the write lock: between a read before it and the
+  // write, another connection could delete the run (the foreign key then fails the insert).
+  std::optional<Transaction> own;
+  if (!impl_->batch_open) own.emplace(db);
+  // SQLite rolls a transaction back by itself after some errors (a full disk): the batch is gone.
+  if (impl_->batch_open && sqlite3_get_autocommit(db.handle()))
+    throw FileError(impl_->path, "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index) +
+                                     ": the batch of chunks it joined was rolled back after an earlier error");
+  if (impl_->batch_open && (!impl_->batch_run || impl_->batch_run->first != run_id))
+    impl_->batch_run.emplace(run_id, impl_->load_info(run_id));
+  const RunInfo info = impl_->batch_open ? impl_->batch_run->second : impl_->load_info(run_id);
   if (auto problem = chunk_problem(info, chunk); !problem.empty())
     throw UsageError("analysis cache " + impl_->path + ": run " + std::to_string(run_id) + ", chunk " +
                      std::to_string(chunk.chunk_index) + ": " + problem);
   const CoefficientBlobs coef = encode_coefficients(chunk.coefficients, info.expert_dims, chunk.left_to_model);
-  // One chunk, one transaction: a job killed at any point leaves whole chunks only.
-  Transaction tx(db);
   Statement s = db.prepare_cached(
       "INSERT OR REPLACE INTO chunks (run_id, chunk_index, first_sample, count, labels, predictions, scores, "
       "inputs, attributes, coef_offsets, coef_indices, coef_values, coef_left_to_model) "
@@ -319,9 +339,31 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   int index = 5;
   for (const BlobView& b : blobs) s.bind_blob(index++, b.data, b.size);
   s.run();
-  // The run may have been deleted by another connection between load_info and the lock; the
-  // foreign key then fails the insert, which is reported as a SqliteError.
-  tx.commit();
+  if (own) own->commit();
+}
+
+AnalysisCache::ChunkBatch::ChunkBatch(AnalysisCache& cache) : cache_(cache) {
+  if (cache_.impl_->batch_open) throw std::logic_error("AnalysisCache::ChunkBatch: a batch is open already");
+  transaction_ = std::make_unique<Transaction>(*cache_.impl_->db);
+  cache_.impl_->batch_open = true;
+  cache_.impl_->batch_run.reset();
+}
+
+AnalysisCache::ChunkBatch::~ChunkBatch() {
+  if (!transaction_) return;
+  transaction_.reset();  // ROLLBACK
+  cache_.impl_->batch_open = false;
+  cache_.impl_->batch_run.reset();
+}
+
+void AnalysisCache::ChunkBatch::commit() {
+  if (!transaction_) throw std::logic_error("AnalysisCache::ChunkBatch::commit: committed already");
+  if (sqlite3_get_autocommit(cache_.impl_->db->handle()))  // SQLite rolled it back (after a full disk)
+    throw FileError(cache_.impl_->path, "a batch of chunks was rolled back after an earlier error");
+  transaction_->commit();  // on an error the destructor rolls back
+  transaction_.reset();
+  cache_.impl_->batch_open = false;
+  cache_.impl_->batch_run.reset();
 }
 
 ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const {
@@ -353,6 +395,7 @@ ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const 
 
 void AnalysisCache::put_result(int64_t run_id, const std::string& kind, const std::string& key,
                                const std::string& json) {
+  impl_->refuse_inside_batch("put_result");
   impl_->require_run(run_id);
   Statement s = impl_->db->prepare(
       "INSERT OR REPLACE INTO results (run_id, kind, key, json, created) "
@@ -370,6 +413,7 @@ std::optional<std::string> AnalysisCache::get_result(int64_t run_id, const std::
 }
 
 void AnalysisCache::clear_results(int64_t run_id, const std::string& kind) {
+  impl_->refuse_inside_batch("clear_results");
   impl_->require_run(run_id);
   Statement s = impl_->db->prepare("DELETE FROM results WHERE run_id = ?1 AND (?2 = '' OR kind = ?2)");
   s.bind_int64(1, run_id).bind_text(2, kind).run();
@@ -387,6 +431,7 @@ void AnalysisCache::delete_chunk(int64_t run_id, int64_t chunk_index) {
 }
 
 void AnalysisCache::delete_result(int64_t run_id, const std::string& kind, const std::string& key) {
+  impl_->refuse_inside_batch("delete_result");
   impl_->require_run(run_id);
   Statement s = impl_->db->prepare("DELETE FROM results WHERE run_id = ?1 AND kind = ?2 AND key = ?3");
   s.bind_int64(1, run_id).bind_text(2, kind).bind_text(3, key).run();
@@ -409,6 +454,7 @@ std::vector<int64_t> AnalysisCache::run_ids() const {
 }
 
 void AnalysisCache::delete_run(int64_t run_id) {
+  impl_->refuse_inside_batch("delete_run");
   Statement s = impl_->db->prepare("DELETE FROM runs WHERE id = ?1");
   s.bind_int64(1, run_id).run();
 }

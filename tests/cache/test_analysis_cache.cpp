@@ -462,6 +462,44 @@ TEST(AnalysisCache, DeleteRunRemovesItsChunksAndResults) {
   EXPECT_EQ(raw.integer("SELECT count(*) FROM chunks"), 1);
 }
 
+// Chunks put while a batch is open are stored together at its commit, and not at all when it is
+// dropped; another connection sees none of them before the commit. A chunk the batch refuses
+// leaves the ones before it for the commit.
+TEST(AnalysisCache, AChunkBatchStoresItsChunksTogetherOrNotAtAll) {
+  TempDir dir;
+  const std::string path = dir.file("c.sqlite");
+  auto cache = AnalysisCache::open(path);
+  const RunInfo info = make_info();
+  const int64_t run = cache->begin_run(make_key(), info);
+  {
+    AnalysisCache::ChunkBatch dropped(*cache);
+    cache->put_chunk(run, make_chunk(info, 0));
+    cache->put_chunk(run, make_chunk(info, 1));
+  }
+  EXPECT_TRUE(cache->chunk_indices(run).empty());
+  {
+    AnalysisCache::ChunkBatch batch(*cache);
+    EXPECT_THROW(AnalysisCache::ChunkBatch{*cache}, std::logic_error);  // one at a time
+    // Other writes would join the batch (and its rollback): refused while it is open.
+    EXPECT_THROW(cache->put_result(run, "k", "v", "1"), std::logic_error);
+    EXPECT_THROW(cache->delete_run(run), std::logic_error);
+    cache->put_chunk(run, make_chunk(info, 0));
+    cache->put_chunk(run, make_chunk(info, 1, 5));
+    ChunkRecord bad = make_chunk(info, 2);
+    bad.labels.pop_back();  // one label short: refused
+    EXPECT_THROW(cache->put_chunk(run, bad), UsageError);
+    EXPECT_EQ(RawDb(path).integer("SELECT count(*) FROM chunks"), 0);  // nothing committed yet
+    batch.commit();
+    EXPECT_THROW(batch.commit(), std::logic_error);
+  }
+  EXPECT_EQ(cache->chunk_indices(run), (std::vector<int64_t>{0, 1}));
+  expect_same(cache->get_chunk(run, 1), make_chunk(info, 1, 5));
+  // After the commit a put has its own transaction again, and other writes work.
+  cache->put_chunk(run, make_chunk(info, 2));
+  EXPECT_EQ(RawDb(path).integer("SELECT count(*) FROM chunks"), 3);
+  cache->put_result(run, "k", "v", "1");
+}
+
 TEST(AnalysisCache, UnknownRunIdsAreUsageErrors) {
   TempDir dir;
   auto cache = AnalysisCache::open(dir.file("c.sqlite"));

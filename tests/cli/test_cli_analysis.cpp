@@ -127,7 +127,7 @@ TEST_F(CliAnalysis, StatsCountLoadFromTheCoefficients) {
 }
 
 TEST_F(CliAnalysis, KilledExtractionResumes) {
-  // Enough chunks (one transaction each) that the kill lands half-way.
+  // Enough chunks (committed whole, a batch every 20 ms or so) that the kill lands half-way.
   testkit::TempDir big;
   const auto f = testkit::write_analysis_fixture(big.path().string(),
                                                  testkit::head_config(nn::Factorization::CP, {12}, 4), 40000, 4);

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -299,13 +300,87 @@ TEST(ChunkedRun, CancellingStoresNothingAfterTheChunkItWasToldAbout) {
   auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
   const auto chunk = [](int64_t c) { return small_chunk(c); };
   EXPECT_THROW(analysis::fill_chunked_run(*cache, kSmallRunKey, small_run_info(50), chunk,
-                                          [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; }),
+                                          [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; },
+                                          analysis::kCommitEachChunk),
                Cancelled);
   const auto run = cache->find_run(kSmallRunKey);
   ASSERT_TRUE(run.has_value());
   // Chunks 0 and 1 were reported stored; chunk 2 was computed before the cancel was seen and is
   // not stored, nor is anything after it.
   EXPECT_EQ(cache->chunk_indices(*run), (std::vector<int64_t>{0, 1}));
+}
+
+// Chunks are committed in batches (ChunkBatching): each report comes once its chunk and every one
+// before it are stored for good (another connection sees them), in order also around a chunk the
+// cache held already (a batch ends before it); a commit per chunk (a slow start, or a batch's
+// time up) stores nothing beyond the reported chunk when it is reported; a failed write in a batch keeps
+// and reports the chunks before it; a cancel at a batch's report keeps the batch.
+TEST(ChunkedRun, BatchedChunksAreReportedInOrderOnceCommitted) {
+  struct Case {
+    analysis::ChunkBatching batching;
+    std::vector<int64_t> seen_at_first_report;  // what another connection holds then
+  };
+  const std::vector<Case> cases = {
+      {{60, 60}, {0, 1, 2, 3}},  // batches end before a stored chunk and after the last
+      {{60, 0}, {0, 3}},         // every start "slow": committed chunk by chunk (3 was there)
+      {{0, 60}, {0, 3}},         // every batch "old": likewise
+  };
+  for (const auto& k : cases) {
+    testkit::TempDir dir;
+    const auto path = dir.file("cache.sqlite");
+    auto cache = cache::AnalysisCache::open(path);
+    const auto info = small_run_info(60);
+    const int64_t run = cache->begin_run(kSmallRunKey, info);
+    cache->put_chunk(run, small_chunk(3));  // a chunk from an earlier extraction
+    auto reader = cache::AnalysisCache::open(path);
+    std::vector<int64_t> reported;
+    std::vector<int64_t> first_seen;
+    const auto progress = [&](const analysis::ExtractionProgress& p) {
+      reported.push_back(p.chunks_done);
+      const auto seen = reader->chunk_indices(run);
+      if (reported.size() == 1) first_seen = seen;
+      for (int64_t c = 0; c < p.chunks_done; ++c)
+        EXPECT_TRUE(std::count(seen.begin(), seen.end(), c)) << "chunk " << c << " reported, not stored";
+      return true;
+    };
+    const auto summary = analysis::fill_chunked_run(
+        *cache, kSmallRunKey, info, [](int64_t c) { return small_chunk(c); }, progress, k.batching);
+    EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
+    EXPECT_EQ(first_seen, k.seen_at_first_report) << k.batching.batch_seconds;
+    EXPECT_EQ(summary.chunks_reused, 1);
+    EXPECT_TRUE(cache->run_complete(run));
+  }
+
+  // A failed write (chunk 3 is a sample short) in one batch: chunks 0–2 are committed and reported
+  // before the error, nothing after them stored.
+  {
+    testkit::TempDir dir;
+    auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
+    std::vector<int64_t> reported;
+    EXPECT_THROW(analysis::fill_chunked_run(
+                     *cache, kSmallRunKey, small_run_info(60),
+                     [](int64_t c) { return small_chunk(c, c == 3 ? 9 : 10); },
+                     [&](const analysis::ExtractionProgress& p) {
+                       reported.push_back(p.chunks_done);
+                       return true;
+                     },
+                     {60, 60}),
+                 UsageError);
+    EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3}));
+    EXPECT_EQ(cache->chunk_indices(*cache->find_run(kSmallRunKey)), (std::vector<int64_t>{0, 1, 2}));
+  }
+  // A cancel at the first report of one batch: the batch (the whole run) stays stored, incomplete.
+  {
+    testkit::TempDir dir;
+    auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
+    EXPECT_THROW(analysis::fill_chunked_run(
+                     *cache, kSmallRunKey, small_run_info(40), [](int64_t c) { return small_chunk(c); },
+                     [](const analysis::ExtractionProgress&) { return false; }, {60, 60}),
+                 Cancelled);
+    const auto run = *cache->find_run(kSmallRunKey);
+    EXPECT_EQ(cache->chunk_indices(run), (std::vector<int64_t>{0, 1, 2, 3}));
+    EXPECT_FALSE(cache->run_complete(run));
+  }
 }
 
 // Two stages (extraction's gates, then its float64 arithmetic and record): chunk c's finishing
@@ -382,7 +457,7 @@ TEST(ChunkedRun, AFinishingStagesErrorEndsTheRunWithTheChunksBeforeItStored) {
   };
   EXPECT_THROW(analysis::fill_chunked_run_in_two_stages(
                    *second, kSmallRunKey, small_run_info(50), counting,
-                   [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; }),
+                   [](const analysis::ExtractionProgress& p) { return p.chunks_done < 2; }, analysis::kCommitEachChunk),
                Cancelled);
   EXPECT_EQ(finished, (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(second->chunk_indices(*second->find_run(kSmallRunKey)), (std::vector<int64_t>{0, 1}));
@@ -534,7 +609,9 @@ TEST_F(Session, ChangedModelInvalidatesOnlyItsOwnRun) {
 
 TEST_F(Session, CancelledExtractionResumesToTheSameResult) {
   {
-    auto s = AnalysisSession::open(options_);
+    auto options = options_;
+    options.chunk_batching = analysis::kCommitEachChunk;  // so that the cancel leaves chunks to compute
+    auto s = AnalysisSession::open(options);
     int calls = 0;
     EXPECT_THROW(s->extract([&](const ExtractionProgress& p) {
       EXPECT_EQ(p.chunks_total, 7);

@@ -215,6 +215,7 @@ save_expected(model, load_images("img", tensor_transform), "expected.pth")
   options.cache_path = dir.file("cache.sqlite");
   options.chunk_size = 3;
   options.overrides = quickgelu();
+  options.chunk_batching = analysis::kCommitEachChunk;  // quick chunks: the cancel must leave two to compute
   {
     auto session = analysis::AnalysisSession::open(options);
     EXPECT_THROW(session->extract([](const analysis::ExtractionProgress& p) { return p.chunks_done < 1; }), Cancelled);
