@@ -315,14 +315,19 @@ void AnalysisCache::put_chunk(int64_t run_id, const ChunkRecord& chunk) {
   // chunks only. The run's shapes are read under the write lock: between a read before it and the
   // write, another connection could delete the run (the foreign key then fails the insert).
   std::optional<Transaction> own;
-  if (!impl_->batch_open) own.emplace(db);
-  // SQLite rolls a transaction back by itself after some errors (a full disk): the batch is gone.
-  if (impl_->batch_open && sqlite3_get_autocommit(db.handle()))
-    throw FileError(impl_->path, "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index) +
-                                     ": the batch of chunks it joined was rolled back after an earlier error");
-  if (impl_->batch_open && (!impl_->batch_run || impl_->batch_run->first != run_id))
-    impl_->batch_run.emplace(run_id, impl_->load_info(run_id));
-  const RunInfo info = impl_->batch_open ? impl_->batch_run->second : impl_->load_info(run_id);
+  RunInfo info;
+  if (!impl_->batch_open) {
+    own.emplace(db);
+    info = impl_->load_info(run_id);
+  } else {
+    // SQLite rolls a transaction back by itself after some errors (a full disk): the batch is gone.
+    if (sqlite3_get_autocommit(db.handle()))
+      throw FileError(impl_->path, "run " + std::to_string(run_id) + ", chunk " + std::to_string(chunk.chunk_index) +
+                                       ": the batch of chunks it joined was rolled back after an earlier error");
+    if (!impl_->batch_run || impl_->batch_run->first != run_id)
+      impl_->batch_run.emplace(run_id, impl_->load_info(run_id));
+    info = impl_->batch_run->second;
+  }
   if (auto problem = chunk_problem(info, chunk); !problem.empty())
     throw UsageError("analysis cache " + impl_->path + ": run " + std::to_string(run_id) + ", chunk " +
                      std::to_string(chunk.chunk_index) + ": " + problem);
@@ -350,8 +355,11 @@ AnalysisCache::ChunkBatch::ChunkBatch(AnalysisCache& cache) : cache_(cache) {
 }
 
 AnalysisCache::ChunkBatch::~ChunkBatch() {
-  if (!transaction_) return;
-  transaction_.reset();  // ROLLBACK
+  if (transaction_) end();  // the transaction's destructor rolls back
+}
+
+void AnalysisCache::ChunkBatch::end() {
+  transaction_.reset();
   cache_.impl_->batch_open = false;
   cache_.impl_->batch_run.reset();
 }
@@ -361,9 +369,7 @@ void AnalysisCache::ChunkBatch::commit() {
   if (sqlite3_get_autocommit(cache_.impl_->db->handle()))  // SQLite rolled it back (after a full disk)
     throw FileError(cache_.impl_->path, "a batch of chunks was rolled back after an earlier error");
   transaction_->commit();  // on an error the destructor rolls back
-  transaction_.reset();
-  cache_.impl_->batch_open = false;
-  cache_.impl_->batch_run.reset();
+  end();
 }
 
 ChunkRecord AnalysisCache::get_chunk(int64_t run_id, int64_t chunk_index) const {

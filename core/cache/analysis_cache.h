@@ -181,6 +181,7 @@ class AnalysisCache {
     void commit();
 
    private:
+    void end();  // the batch closed: this connection's puts have their own transactions again
     AnalysisCache& cache_;
     std::unique_ptr<Transaction> transaction_;  // null once committed
   };
