@@ -67,6 +67,13 @@ run() {
     done
   fi
   local args=(-DCMAKE_PREFIX_PATH="$prefix" -DMUMOE_GTEST_SOURCE_DIR="$PWD/$deps/googletest")
+  # The distribution's g++ first ($CXX overrides): the 2026-11-28 machine also had a GCC in
+  # /opt/gcc, first on PATH, whose libstdc++ is a static archive only; CMake chose it, and every
+  # program bound std::filesystem to LibTorch's exported copies (core/CMakeLists.txt guards both).
+  local cxx=${CXX:-}
+  [[ -n $cxx || ! -x /usr/bin/g++ ]] || cxx=/usr/bin/g++
+  [[ -z $cxx ]] || args+=(-DCMAKE_CXX_COMPILER="$cxx")
+  echo "compiler: ${cxx:-the default} ($(${cxx:-c++} --version | head -1))" | tee -a "$out/machine.txt"
   local torch_include
   torch_include=$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))')
   [[ -e $torch_include/nlohmann/json.hpp || -e /usr/include/nlohmann/json.hpp ]] ||
