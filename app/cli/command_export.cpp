@@ -3,12 +3,14 @@
 // Folds saved edits into the model's weights, writes it and verifies the written file against
 // the live-edited model (model_export.h). The source model is never modified.
 #include <iostream>
+#include <limits>
 
 #include "cli_support.h"
 #include "data/dataset.h"
 #include "editing/logit_rewrite.h"
 #include "editing/model_export.h"
 #include "io/errors.h"
+#include "io/output_files.h"
 #include "io/file_checks.h"
 #include "model/classifier_model.h"
 #include "model/model_file.h"
@@ -49,8 +51,7 @@ int run_export(const ExportOptions& o) {
   std::vector<io::NamedInput> inputs = {{o.edits, "--edits"}, {o.session, "--session"},
                                         {o.model.backbone, "the TorchScript backbone"},
                                         {o.model.class_names, "--class-names"}};
-  io::refuse_output_over_inputs(o.output, "--output", inputs);
-  io::refuse_output_over_inputs(model::manifest_sidecar_path(o.output), "--output's manifest", inputs);
+  io::check_outputs({{o.output, "--output"}, {model::manifest_sidecar_path(o.output), "--output's manifest"}}, inputs);
   const auto edits = load_edits(o);
   if (edits.empty()) throw UsageError("there are no applied edits to export");
   const auto source = model::ModelFile::load(o.model.model, o.model.overrides());
@@ -99,7 +100,8 @@ Command add_export_command(CLI::App& parent) {
                   "with manifest), reference (plain state_dict in the reference keys) or source (the opened file's "
                   "own keys and format: .pth or safetensors)");
   app->add_option("--data", o->data, "Data SPEC to verify on (default: the first edit's training data)");
-  app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)");
+  app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output (required to replace the source model)");
   app->add_flag("--json", o->json, "Print JSON");
   return {app, [o]() { return run_export(*o); }};

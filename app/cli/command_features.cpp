@@ -9,6 +9,7 @@
 #include <map>
 
 #include "cli_support.h"
+#include "io/output_files.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
@@ -29,7 +30,10 @@ struct FeaturesOptions {
 };
 
 int run_features(const FeaturesOptions& o) {
-  io::refuse_output_over_inputs(o.output, "--output", {{o.model.model, "the model"}});
+  io::check_outputs({{o.output, "--output"}}, {{o.model.model, "the model"},
+                                              {data::feature_file_of(o.data), "the --data file"},
+                                              {o.model.backbone, "the TorchScript backbone"},
+                                              {o.model.class_names, "--class-names"}});
   const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
   auto classifier = model::ClassifierModel::load(file);
   if (!classifier.has_backbone())

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "io/output_files.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
 #include "io/safetensors.h"
@@ -24,7 +25,9 @@ struct ForwardOptions {
 };
 
 int run_forward(const ForwardOptions& o) {
-  io::refuse_output_over_inputs(o.output, "--output", {{o.model.model, "the model"}, {o.input, "the --input file"}});
+  io::check_outputs({{o.output, "--output"}}, {{o.model.model, "the model"}, {o.input, "the --input file"},
+                                              {o.model.backbone, "the TorchScript backbone"},
+                                              {o.model.class_names, "--class-names"}});
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
   const auto device = nn::parse_device(o.device);
   const auto model = model::ModelFile::load(o.model.model, o.model.overrides());

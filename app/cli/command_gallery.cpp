@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analysis/result_json.h"
+#include "io/output_files.h"
 #include "analysis/token_gallery.h"
 #include "analysis_options.h"
 #include "cli_support.h"
@@ -137,7 +138,7 @@ int run_block_gallery(GalleryOptions& o) {
 }
 
 int run_gallery(GalleryOptions& o) {
-  io::refuse_output_over_inputs(o.output, "--output", analysis_inputs(o.analysis));
+  io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
   if (is_vit_block_layer(o.analysis)) return run_block_gallery(o);
   o.request.order = o.top ? analysis::GalleryOrder::Top
                           : analysis::parse_gallery_order(o.order.empty() ? std::string("random") : o.order);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cli_support.h"
+#include "io/output_files.h"
 #include "io/file_checks.h"
 #include "io/errors.h"
 #include "model/model_summary.h"
@@ -100,8 +101,9 @@ Command add_info_command(CLI::App& parent) {
             if (opts->remember && opts->forget) throw UsageError("give --remember or --forget, not both");
             std::string note;
             if (opts->remember)
-              io::refuse_output_over_inputs(opts->model.model + ".mumoe.json", "--remember",
-                                            {{opts->model.class_names, "--class-names"}});
+              io::check_outputs({{opts->model.model + ".mumoe.json", "--remember"}},
+                                {{opts->model.model, "the model"}, {opts->model.class_names, "--class-names"},
+                                 {opts->model.backbone, "the TorchScript backbone"}});
             if (opts->remember)
               note = "remembered in " + model::remember_open_options(opts->model.model, opts->model.overrides());
             if (opts->forget) {

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "io/output_files.h"
 #include "io/errors.h"
 #include "model/model_file.h"
 
@@ -36,6 +37,7 @@ int run_init(const InitOptions& o) {
   c.second_dim = o.second_dim;
   c.validate();
 
+  io::check_outputs({{o.output, "--output"}});
   std::error_code ec;
   if (!o.overwrite && std::filesystem::exists(o.output, ec))
     throw UsageError(o.output + " exists; pass --overwrite to replace it");

@@ -6,6 +6,8 @@
 // (and, with --baselines, the blind-threshold and oversampling baselines). With --output the
 // edit is folded into the weights, written and verified.
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -18,8 +20,12 @@
 #include "editing/model_export.h"
 #include "io/atomic_file.h"
 #include "io/errors.h"
+#include "io/output_files.h"
+#include "data/dataset.h"
+#include "model/model_file.h"
 #ifdef MUMOE_WITH_ANALYSIS
 #include "analysis/content_hash.h"
+#include "cache/analysis_cache.h"
 #include "editing/edit_session_store.h"
 #endif
 
@@ -42,8 +48,29 @@ void write_text_atomically(const std::string& path, const std::string& text) {
   w.commit();
 }
 
+// Every input of the command, for the output guard: a mistyped --edits-out must not replace the
+// model, the data, the analysis cache or the edit session.
+std::vector<io::NamedInput> rewrite_inputs(const RewriteOptions& o) {
+  std::vector<io::NamedInput> inputs = {{o.bias.model, "the model"}, {o.session, "--session"}};
+  for (const auto& spec : {o.bias.data, o.bias.train_data})
+    if (const auto file = data::feature_file_of(spec); !file.empty()) inputs.push_back({file, "a data file"});
+#ifdef MUMOE_WITH_ANALYSIS
+  if (!o.bias.no_cache)
+    inputs.push_back({o.bias.cache.empty() ? cache::default_cache_path() : o.bias.cache, "the analysis cache"});
+#endif
+  return inputs;
+}
+
 int run_rewrite(RewriteOptions& o) {
   const auto start = std::chrono::steady_clock::now();
+  // The source model may be the --output only with --overwrite (export_edited_model decides);
+  // nothing else may be.
+  auto inputs = rewrite_inputs(o);
+  if (o.overwrite) inputs.erase(inputs.begin());
+  io::check_outputs({{o.output, "--output"},
+                     {o.output.empty() ? "" : model::manifest_sidecar_path(o.output), "--output's manifest"},
+                     {o.edits_out, "--edits-out"}},
+                    inputs);
   const auto task = editing::make_bias_task(o.target, o.subpopulation, o.sensitive);
   // With --session the new edit combines with the edits already applied there: "before" is the
   // model with those, "after" adds this one, and --output folds them all.
@@ -144,7 +171,14 @@ Command add_rewrite_command(CLI::App& parent) {
   app->add_option("--subpop", o->subpopulation, "Subpopulation whose training samples define ā, e.g. 'long_sleeves=1&frame=1'")
       ->required();
   app->add_option("--sensitive", o->sensitive, "Sensitive attribute (default: the predicate's non-target attribute)");
-  app->add_option("--lambda", o->lambda, "λ, sign included (default: N, signed toward the under-predicted label)");
+  app->add_option("--lambda", o->lambda, "λ, sign included (default: N, signed toward the under-predicted label)")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            return std::isfinite(v) ? std::string() : "λ must be a finite number, not " + text;
+          },
+          "FINITE"));
   app->add_flag("--blind", o->blind, "The blind-threshold baseline instead: ā = 1, |λ| = 2.5");
   app->add_flag("--baselines", o->baselines, "Also evaluate the blind-threshold and oversampling baselines");
   app->add_option("--oversample-epochs", o->oversample.epochs, "Oversampling baseline: epochs (default 5)");

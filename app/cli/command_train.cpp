@@ -14,9 +14,12 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "io/json_file.h"
 #include "language_model.h"
 #include "data/dataset.h"
 #include "io/errors.h"
+#include "io/output_files.h"
+#include "train/optimizer_file.h"
 #include "io/file_checks.h"
 #include "model/classifier_model.h"
 #include "train/classifier_training.h"
@@ -50,14 +53,10 @@ struct TrainCommandOptions {
 // command line (flags win).
 void apply_config_file(TrainCommandOptions& o, const CLI::App& app) {
   if (o.config_file.empty()) return;
-  std::ifstream in(o.config_file);
+  std::ifstream in(o.config_file, std::ios::binary);
   if (!in) throw FileError(o.config_file, "cannot open the training configuration");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(o.config_file, std::string("not valid JSON: ") + e.what());
-  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = io::parse_bounded_json(text, o.config_file);
   auto take = [&](const char* key, const char* flag, auto& target) {
     if (j.contains(key) && app.count(flag) == 0) {
       try {
@@ -134,7 +133,10 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   std::vector<io::NamedInput> inputs = {{o.config_file, "the --config file"}};
   for (const auto* spec : {&o.data, &o.test_data})
     if (const auto file = data::feature_file_of(*spec); !file.empty()) inputs.push_back({file, "a data file"});
-  io::refuse_output_over_inputs(o.output, "--output", inputs);
+  io::check_outputs({{o.output, "--output"},
+                     {train::optimizer_state_path(o.output), "the optimizer state beside --output"},
+                     {model::manifest_sidecar_path(o.output), "--output's manifest"}},
+                    inputs);
   std::error_code ec;
   if (!o.overwrite && !o.train.resume && std::filesystem::exists(o.output, ec))
     throw UsageError(o.output + " exists; pass --overwrite to replace it (or --resume to continue)");

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli_support.h"
+#include "io/output_files.h"
 #include "io/allocator_tuning.h"
 #include "io/blas_kernels.h"
 #include "io/errors.h"
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
   // temporaries left behind; ignored, the write fails with EFBIG, which the writers report and
   // clean up after like a full disk.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A temporary file of a write in progress is removed when a signal ends the program
+  // (io/output_files.h); the next run sweeps those that SIGKILL left.
+  mumoe::io::install_temporary_cleanup();
   mumoe::io::tune_allocator_for_tensors();
   CLI::App app{"mumoe — inspect, run and edit Multilinear Mixture-of-Experts models"};
   app.require_subcommand(1);

@@ -24,6 +24,7 @@
 #include <cstring>
 
 #include "main_window.h"
+#include "io/output_files.h"
 #include "io/allocator_tuning.h"
 #include "screenshot_driver.h"
 
@@ -94,6 +95,9 @@ int main(int argc, char** argv) {
   // A file-size limit (ulimit -f) then fails a write with EFBIG, which the core reports and
   // cleans up after, instead of killing the program with SIGXFSZ.
   std::signal(SIGXFSZ, SIG_IGN);
+  // A temporary file of a write in progress is removed when a signal ends the program
+  // (io/output_files.h); the next run sweeps those that SIGKILL left.
+  mumoe::io::install_temporary_cleanup();
   if (asksForTextOnly(argc, argv)) {
     QCoreApplication app(argc, argv);
     setApplicationNames();

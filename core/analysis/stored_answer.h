@@ -11,6 +11,7 @@
 #include <string>
 
 #include "analysis/answer.h"
+#include "io/json_file.h"
 #include "cache/analysis_cache.h"
 #include "io/errors.h"
 
@@ -24,7 +25,7 @@ auto stored_answer(cache::AnalysisCache& cache, int64_t run_id, const std::strin
   const auto text = cache.get_result(run_id, kind, key);
   if (!text) return std::nullopt;
   try {
-    return decode(nlohmann::json::parse(*text));
+    return decode(io::parse_bounded_json(*text, "stored answer " + kind + "/" + key));
   } catch (const nlohmann::json::exception&) {
   } catch (const Error&) {
   }

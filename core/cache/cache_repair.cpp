@@ -1,4 +1,5 @@
 #include "cache/cache_repair.h"
+#include "io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,7 @@ void note(CacheCheckReport& report, int64_t run_id, std::string where, std::stri
 // and a head's run begun before that change holds both kinds, which is sound. Unreadable
 // parameters: no judgement (other checks name them).
 bool run_has_backbone(const RunKey& key) {
+  if (io::json_nesting_depth(key.parameters) > io::kMaxJsonDepth) return false;
   const auto parameters = nlohmann::json::parse(key.parameters, nullptr, /*allow_exceptions=*/false);
   return parameters.is_object() && parameters.contains("backbone");
 }
@@ -92,7 +94,7 @@ CacheCheckReport check_run(AnalysisCache& cache, int64_t run_id, bool repair, co
   for (const auto& [kind, key] : cache.result_keys(run_id)) {
     ++report.results;
     const auto text = cache.get_result(run_id, kind, key);
-    if (text && nlohmann::json::accept(*text)) continue;
+    if (text && io::json_nesting_depth(*text) <= io::kMaxJsonDepth && nlohmann::json::accept(*text)) continue;
     note(report, run_id, "result " + kind + "/" + key, "not valid JSON", repair,
          "result deleted; it is recomputed when next asked for");
     if (repair) cache.delete_result(run_id, kind, key);

@@ -1,4 +1,5 @@
 #include "data/feature_data.h"
+#include "io/json_file.h"
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -13,8 +14,8 @@ std::vector<std::string> name_list(const io::SafetensorsFile& file, const std::s
   auto it = file.metadata().find(key);
   if (it == file.metadata().end()) return {};
   try {
-    return nlohmann::json::parse(it->second).get<std::vector<std::string>>();
-  } catch (const nlohmann::json::exception&) {
+    return io::parse_bounded_json(it->second, file.path()).get<std::vector<std::string>>();
+  } catch (const std::exception&) {
     throw FileError(file.path(), "metadata '" + key + "' is not a JSON list of strings");
   }
 }

@@ -154,6 +154,10 @@ std::vector<uint8_t> BiasStudy::train_mask(const Subpopulation& subpopulation) c
 }
 
 LogitEdit BiasStudy::make_edit(const BiasTask& task, std::optional<double> lambda, bool blind) const {
+  // A non-finite λ would be stored as null in an edit session, which then could not be read back
+  // (issue 45): refused at the door.
+  if (lambda && !std::isfinite(*lambda))
+    throw UsageError("λ must be a finite number, not " + std::to_string(*lambda));
   LogitEdit e;
   e.layer = model_.layer_name();
   e.target = task.target;

@@ -1,4 +1,5 @@
 #include "editing/edit_session_store.h"
+#include "io/json_file.h"
 
 #include <sqlite3.h>
 
@@ -27,12 +28,7 @@ StoredSession read_row(const cache::Statement& s, const std::string& path) {
   StoredSession out;
   out.model_hash = s.column_text(0);
   out.model_path = s.column_text(1);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(s.column_text(2));
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, "the stored edit list of " + out.model_path + " is not valid JSON: " + e.what());
-  }
+  const auto j = io::parse_bounded_json(s.column_text(2), path + ": the stored edit list of " + out.model_path);
   try {
     out.stack = EditStack::from_json(j, "stored edit list of " + out.model_path);
   } catch (const UsageError& e) {

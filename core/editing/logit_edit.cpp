@@ -1,4 +1,5 @@
 #include "editing/logit_edit.h"
+#include "io/json_file.h"
 
 #include <cmath>
 #include <fstream>
@@ -74,14 +75,10 @@ std::vector<LogitEdit> logit_edits_from_json(const nlohmann::json& j, const std:
 }
 
 std::vector<LogitEdit> read_edits_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the edits file");
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, std::string("not valid JSON: ") + e.what());
-  }
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto j = io::parse_bounded_json(text, path);
   try {
     return logit_edits_from_json(j, "edit list");
   } catch (const UsageError& e) {

@@ -9,6 +9,7 @@
 #include "io/pytorch_checkpoint.h"
 #include "editing/logit_rewrite.h"
 #include "io/errors.h"
+#include "io/output_files.h"
 #include "model/classifier_file.h"
 #include "model/classifier_model.h"
 #include "model/manifest.h"
@@ -165,6 +166,13 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
   const auto start = std::chrono::steady_clock::now();
   if (request.output.empty()) throw UsageError("export: no output file given");
   if (edits.empty()) throw UsageError("export: there are no edits to fold");
+  if (request.verify_samples < 1) throw UsageError("export: verify at least one sample (verify_samples is " +
+                                                   std::to_string(request.verify_samples) + ")");
+  // Only a regular file is ever replaced (a FIFO or device at the path is refused, not renamed
+  // over); an earlier export killed during its verification left its staging file: swept here.
+  io::require_replaceable(request.output);
+  io::require_replaceable(model::manifest_sidecar_path(request.output));
+  io::sweep_stale_temporaries(request.output);
   std::error_code ec;
   const bool exists = fs::exists(request.output, ec);
   if (exists && fs::equivalent(request.output, source.path(), ec) && !request.overwrite)
@@ -203,8 +211,14 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
   provenance["edited_from"] = source.path();
   if (layout == ExportLayout::Source) provenance["layout"] = "source";
 
-  const std::string staging = request.output + ".unverified";
+  // The edited model is written and verified under a unique name beside the destination
+  // (io::TemporaryFile: never a file of the user's, removed on failure, cancel and fatal signals),
+  // and renamed into place only once verified.
+  io::TemporaryFile staging_file(request.output);
+  staging_file.close();
+  const std::string staging = staging_file.path();
   const auto staging_sidecar = model::manifest_sidecar_path(staging);
+  const int sidecar_token = io::register_temporary(staging_sidecar);
   const bool sidecar = layout == ExportLayout::Source && is_checkpoint_name(request.output);
   try {
     if (layout == ExportLayout::Mumoe) {
@@ -234,15 +248,13 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
     const auto output_sidecar = model::manifest_sidecar_path(request.output);
     if (fs::exists(fs::symlink_status(output_sidecar)) && !fs::remove(output_sidecar, ec))
       throw WriteError(output_sidecar, "cannot remove the old manifest beside the destination: " + ec.message());
-    fs::rename(staging, request.output, ec);
-    if (ec) throw WriteError(request.output, "cannot move the verified export into place: " + ec.message());
-    if (sidecar) {
-      fs::rename(staging_sidecar, output_sidecar, ec);
-      if (ec) throw WriteError(output_sidecar, "cannot move the verified manifest into place: " + ec.message());
-    }
+    staging_file.move_to(request.output);
+    if (sidecar) io::move_into_place(staging_sidecar, output_sidecar);
+    io::unregister_temporary(sidecar_token);
   } catch (...) {
-    fs::remove(staging, ec);
+    staging_file.remove();
     fs::remove(staging_sidecar, ec);
+    io::unregister_temporary(sidecar_token);
     throw;
   }
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -1,19 +1,25 @@
 // Atomic file replacement: write to a temporary file beside the destination, fsync, rename.
 //
 // Either the destination ends up with the complete new content or it is untouched; a failed or
-// abandoned write never leaves a partial destination and removes its temporary file.
+// abandoned write never leaves a partial destination and removes its temporary file (also when a
+// signal ends the program: io/output_files.h). A destination that exists and is not a regular
+// file (a FIFO, a device, a directory) is refused, never replaced; the new file keeps the old
+// one's permissions, or gets those the umask allows.
 #pragma once
 
 #include <cstddef>
 #include <string>
 
+#include "io/output_files.h"
+
 namespace mumoe::io {
 
 class AtomicFileWriter {
  public:
-  /// Creates "DEST.tmp-XXXXXX" in the destination's directory. Throws WriteError.
+  /// Checks the destination (require_replaceable) and creates its TemporaryFile. Throws
+  /// FileError / WriteError naming the destination.
   explicit AtomicFileWriter(std::string destination);
-  ~AtomicFileWriter();  ///< removes the temporary file unless commit() succeeded
+  ~AtomicFileWriter() = default;  ///< the temporary file is removed unless commit() succeeded
   AtomicFileWriter(const AtomicFileWriter&) = delete;
   AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
 
@@ -23,15 +29,11 @@ class AtomicFileWriter {
   void commit();
 
   const std::string& destination() const { return destination_; }
-  const std::string& temporary_path() const { return temp_path_; }
+  const std::string& temporary_path() const { return temp_.path(); }
 
  private:
-  void discard() noexcept;
-
   std::string destination_;
-  std::string temp_path_;
-  int fd_ = -1;
-  bool committed_ = false;
+  TemporaryFile temp_;
 };
 
 }  // namespace mumoe::io

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "io/errors.h"
+#include "io/json_file.h"
 #include "io/file_checks.h"
 #include "io/safetensors.h"
 #include "io/safetensors_dtypes.h"
@@ -64,12 +65,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw FileError(path, "could not read the header");
 
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(header);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, std::string("header is not valid JSON: ") + e.what());
-  }
+  const auto json = parse_bounded_json(header, path + ": the header");
   if (!json.is_object()) throw FileError(path, "header is not a JSON object");
 
   SafetensorsFile file;

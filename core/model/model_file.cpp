@@ -1,4 +1,5 @@
 #include "model/model_file.h"
+#include "io/json_file.h"
 #include "model/open_options.h"
 
 #include <torch/torch.h>
@@ -52,13 +53,7 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
   const auto& meta = model.file_->metadata();
   auto it = meta.find(kManifestMetadataKey);
   if (it != meta.end()) {
-    nlohmann::json json;
-    try {
-      json = nlohmann::json::parse(it->second);
-    } catch (const nlohmann::json::exception& e) {
-      throw FileError(path, std::string("manifest is not valid JSON: ") + e.what());
-    }
-    model.manifest_ = manifest_from_json(json, path);
+    model.manifest_ = manifest_from_json(io::parse_bounded_json(it->second, path + ": the manifest"), path);
   } else if (sidecar_error) {
     std::rethrow_exception(sidecar_error);
   } else if (remembered) {

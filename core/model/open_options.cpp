@@ -1,4 +1,5 @@
 #include "model/open_options.h"
+#include "io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -22,13 +23,10 @@ bool chooses_layout(const LayoutOverrides& o) {
 std::optional<RememberedOptions> read_remembered_options(const std::string& path) {
   const auto sidecar = manifest_sidecar_path(path);
   if (!io::regular_file_exists(sidecar)) return std::nullopt;
-  std::ifstream in(sidecar);
-  nlohmann::json json;
-  try {
-    in >> json;
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(sidecar, std::string("manifest is not valid JSON: ") + e.what());
-  }
+  std::ifstream in(sidecar, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) throw FileError(sidecar, "cannot be read");
+  const auto json = io::parse_bounded_json(text, sidecar);
   if (!json.is_object() || !json.contains("manifest") || !json.contains("model_file_bytes"))
     throw FileError(sidecar, "is not a mumoe manifest sidecar (needs 'manifest' and 'model_file_bytes')");
   std::error_code ec;
@@ -93,7 +91,7 @@ std::vector<std::string> read_class_names(const std::string& path) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && (text[first] == '[' || text[first] == '{')) {
     try {
-      const auto json = nlohmann::json::parse(text);
+      const auto json = io::parse_bounded_json(text, path);
       if (json.is_array()) {
         for (const auto& n : json) names.push_back(n.get<std::string>());
       } else {
@@ -104,6 +102,9 @@ std::vector<std::string> read_class_names(const std::string& path) {
           const auto index = std::stoll(key, &used);
           if (used != key.size() || index < 0 || static_cast<size_t>(index) >= names.size())
             throw FileError(path, "key '" + key + "' is not an index from 0 to " + std::to_string(names.size() - 1));
+          // {"0": ["n01440764", "tench"]}: the last entry is the readable name.
+          if (value.is_array() && value.empty())
+            throw FileError(path, "class " + key + " has an empty list instead of a name");
           names[static_cast<size_t>(index)] = value.is_array() ? value.back().get<std::string>() : value.get<std::string>();
         }
       }

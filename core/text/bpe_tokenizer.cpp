@@ -1,4 +1,5 @@
 #include "text/bpe_tokenizer.h"
+#include "io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -61,11 +62,7 @@ std::string symbols_to_bytes(const std::string& token) {
 
 nlohmann::json parse_vocab_json(const std::string& path) {
   const std::string text = read_utf8_file(path);
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw FileError(path, std::string("invalid JSON: ") + e.what());
-  }
+  return io::parse_bounded_json(text, path);
 }
 
 /// A merges.txt line as its two parts; false when it is not "LEFT RIGHT".

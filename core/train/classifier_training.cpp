@@ -1,4 +1,5 @@
 #include "train/classifier_training.h"
+#include "train/optimizer_file.h"
 
 #include <torch/torch.h>
 
@@ -65,7 +66,8 @@ TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset&
   torch::optim::AdamW optimizer(module.parameters(),
                                 torch::optim::AdamWOptions(o.learning_rate).weight_decay(o.weight_decay));
   TrainResult result;
-  const std::string optimizer_path = o.checkpoint_path + ".optim.pt";
+  const std::string optimizer_path = optimizer_state_path(o.checkpoint_path);
+  if (!o.checkpoint_path.empty()) io::require_replaceable(optimizer_path);
   if (o.resume && !o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
     result.first_epoch = read_checkpoint(o.checkpoint_path);
     module.to(device);
@@ -122,7 +124,7 @@ TrainResult train_classifier(model::ClassifierModel& model, const data::Dataset&
     result.epoch_losses.push_back(loss_sum / steps_per_epoch);
     if (!o.checkpoint_path.empty()) {
       write_checkpoint(o.checkpoint_path, epoch + 1);
-      torch::save(optimizer, optimizer_path);
+      save_optimizer_state(optimizer, optimizer_path);
     }
   }
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

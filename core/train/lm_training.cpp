@@ -1,4 +1,5 @@
 #include "train/lm_training.h"
+#include "train/optimizer_file.h"
 
 #include <torch/torch.h>
 
@@ -90,7 +91,8 @@ LmTrainResult train_lm(nn::MuMoEGpt& gpt, const std::vector<int32_t>& train_toke
   torch::optim::AdamW optimizer(std::move(groups), adamw);
 
   LmTrainResult result;
-  const std::string optimizer_path = o.checkpoint_path + ".optim.pt";
+  const std::string optimizer_path = optimizer_state_path(o.checkpoint_path);
+  if (!o.checkpoint_path.empty()) io::require_replaceable(optimizer_path);
   if (o.resume && !o.checkpoint_path.empty() && std::filesystem::exists(o.checkpoint_path)) {
     if (!read_checkpoint) throw UsageError("resuming needs a checkpoint reader");
     result.first_step = read_checkpoint(o.checkpoint_path);
@@ -129,7 +131,7 @@ LmTrainResult train_lm(nn::MuMoEGpt& gpt, const std::vector<int32_t>& train_toke
     const int64_t done = step + 1;
     if (!o.checkpoint_path.empty() && write_checkpoint && (done % o.checkpoint_every == 0 || done == o.steps)) {
       write_checkpoint(o.checkpoint_path, done);
-      torch::save(optimizer, optimizer_path);
+      save_optimizer_state(optimizer, optimizer_path);
     }
     if (progress) {
       LmTrainProgress p;

@@ -5,6 +5,8 @@
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 #include <torch/torch.h>
 
 #include <filesystem>
@@ -14,7 +16,9 @@
 #include "cli_runner.h"
 #include "data/image_data.h"
 #include "editing/edit_session_store.h"
+#include "io/output_files.h"
 #include "io/safetensors.h"
+#include "model/manifest.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -253,7 +257,7 @@ TEST_F(HostileInput, AFileSizeLimitIsAReportedWriteErrorWithoutTemporaries) {
   expect_exit(run, 2, out + ": write failed: File too large");
   EXPECT_FALSE(fs::exists(out));
   for (const auto& e : fs::directory_iterator(dir_.path()))
-    EXPECT_FALSE(contains(e.path().filename().string(), ".tmp-")) << e.path();
+    EXPECT_FALSE(contains(e.path().filename().string(), "-tmp-")) << e.path();
 }
 
 // Probe 8: a FIFO as the model used to hang forever; names with escape sequences reached the
@@ -362,6 +366,162 @@ TEST_F(HostileInput, ClassNamesComeFromAFileInEveryCommonFormat) {
   expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + empty), 2, "holds no class names");
   expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + dir_.file("missing.txt")), 2,
               "does not exist");
+}
+
+// ---- Issue 45: files destroyed or replaced, crashes ----------------------------------------------
+
+// A FIFO, a device node and a directory at an output path used to be replaced by a regular file
+// (as root, `--output /dev/null` replaced the system's /dev/null). Every command refuses them and
+// leaves the node as it was. The device is made here (root only), never the system's.
+TEST_F(HostileInput, AnOutputThatIsNotARegularFileIsRefusedAndKept) {
+  run_json("analyze " + common() + "--json");
+  const auto fifo = dir_.file("pipe");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<std::string> nodes = {fifo, dir_.path().string()};
+  const auto device = dir_.file("null-device");
+  if (::geteuid() == 0 && ::mknod(device.c_str(), S_IFCHR | 0666, makedev(1, 3)) == 0) nodes.push_back(device);
+  const auto edits = dir_.file("edits.json");
+  testkit::write_bytes(edits, "[]");
+  for (const auto& node : nodes) {
+    const std::vector<std::string> commands = {
+        "forward " + fixture_.model_path + " --input " + fixture_.features_path + " --tensor features --output " + node,
+        "gallery " + common() + "--expert 0 --output " + node,
+        "init --variant cp --input-dim 4 --experts 3 --rank 2 --output-dim 2 --overwrite --output " + node,
+        "export " + fixture_.model_path + " --edits " + edits + " --data features:" + fixture_.features_path +
+            " --overwrite --output " + node,
+        "rewrite " + fixture_.model_path + " --data features:" + fixture_.features_path +
+            " --target a --subpop 'a=1' --edits-out " + node,
+        "train --data features:" + fixture_.features_path + " --test-data '' --experts 4 --rank 2 --epochs 1 "
+            "--overwrite --quiet --output " + node,
+    };
+    for (const auto& command : commands) {
+      const auto run = testkit::run_cli(command);
+      EXPECT_FALSE(run.killed) << run.out;
+      EXPECT_NE(run.code, 0) << command << "\n" << run.out;
+      EXPECT_TRUE(contains(run.out, node)) << command << "\n" << run.out;
+      EXPECT_TRUE(contains(run.out, "not a regular file")) << command << "\n" << run.out;
+    }
+  }
+  struct stat st {};
+  ASSERT_EQ(::stat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  if (nodes.size() == 3) {
+    ASSERT_EQ(::stat(device.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+  }
+}
+
+// `rewrite --edits-out` was checked against nothing (it replaced the model, the cache, or the
+// --output written a moment before); `train` wrote its optimizer state over its training data.
+TEST_F(HostileInput, NoOutputReplacesAnInputOrAnotherOutput) {
+  run_json("analyze " + common() + "--json");
+  const auto before = snapshot(dir_.path());
+  const auto rewrite = "rewrite " + fixture_.model_path + " --data features:" + fixture_.features_path + " --cache " +
+                       cache() + " --target a --subpop 'a=1' ";
+  const auto out = dir_.file("edited.safetensors");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {rewrite + "--edits-out " + fixture_.model_path, "is the model"},
+      {rewrite + "--edits-out " + cache(), "is the analysis cache"},
+      {rewrite + "--edits-out " + fixture_.features_path, "is a data file"},
+      {rewrite + "--output " + out + " --edits-out " + out, "is also --output"},
+      {"train --data features:" + out + ".optim.pt --test-data '' --experts 4 --rank 2 --output " + out,
+       "is a data file"},
+  };
+  testkit::write_bytes(out + ".optim.pt", "training data, not an optimizer");
+  for (const auto& [args, phrase] : cases) expect_exit(testkit::run_cli(args), 1, phrase);
+  EXPECT_EQ(testkit::read_bytes(out + ".optim.pt"), "training data, not an optimizer");
+  fs::remove(out + ".optim.pt");
+  EXPECT_EQ(snapshot(dir_.path()), before);
+}
+
+// `export` staged into the fixed path OUT.unverified: a file of that name was consumed or
+// overwritten. Now the staging file has a unique name; a staging file that a killed export left
+// (its process is gone) is swept by the next run, a file of the user's is never touched.
+TEST_F(HostileInput, ExportStagesUnderAUniqueNameAndSweepsWhatAKilledRunLeft) {
+  const auto edits = dir_.file("edits.json");
+  testkit::write_bytes(edits, R"([{"layer": "head", "target": "class1", "output": 1, "lambda": 0.5,
+                                    "mean_coefficients": [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]}])");
+  const auto out = dir_.file("exported.safetensors");
+  testkit::write_bytes(out + ".unverified", "the user's own file");
+  // A pid that no longer runs: the shell's, once it has exited.
+  const auto dead = testkit::run_shell("echo $$");
+  const auto pid = std::to_string(std::stoll(dead.out));
+  const auto stale = out + io::kTemporaryInfix + pid + "-AbC123";
+  testkit::write_bytes(stale, "left by a killed export");
+  const auto run = testkit::run_cli("export " + fixture_.model_path + " --edits " + edits + " --data features:" +
+                                    fixture_.features_path + " --output " + out);
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_EQ(testkit::read_bytes(out + ".unverified"), "the user's own file");
+  EXPECT_FALSE(fs::exists(stale)) << run.out;
+  for (const auto& e : fs::directory_iterator(dir_.path()))
+    EXPECT_FALSE(contains(e.path().filename().string(), io::kTemporaryInfix)) << e.path();
+}
+
+// Atomic writes created every file 0644: replacing a 0600 file made it world-readable, and the
+// umask was ignored.
+TEST_F(HostileInput, AReplacedFileKeepsItsPermissionsAndANewOneFollowsTheUmask) {
+  const auto forward = "forward " + fixture_.model_path + " --input " + fixture_.features_path +
+                       " --tensor features --output ";
+  const auto kept = dir_.file("private.safetensors");
+  testkit::write_bytes(kept, "old");
+  ::chmod(kept.c_str(), 0600);
+  ASSERT_EQ(testkit::run_cli(forward + kept).code, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat(kept.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const auto fresh = dir_.file("fresh.safetensors");
+  ASSERT_EQ(testkit::run_shell("umask 077; exec " + std::string(MUMOE_CLI_PATH) + " " + forward + fresh).code, 0);
+  ASSERT_EQ(::stat(fresh.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const auto shared = dir_.file("shared.safetensors");
+  ASSERT_EQ(testkit::run_shell("umask 002; exec " + std::string(MUMOE_CLI_PATH) + " " + forward + shared).code, 0);
+  ASSERT_EQ(::stat(shared.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0664u);
+}
+
+// JSON nested 100,000 deep in a model's manifest overflowed the stack (SIGSEGV) in `info`; a
+// class-names file {"0": []} called back() on an empty array.
+TEST_F(HostileInput, DeeplyNestedJsonAndEmptyClassNameListsAreBadInputNotACrash) {
+  const auto source = io::SafetensorsFile::open(fixture_.model_path);
+  auto manifest = nlohmann::json::parse(source.metadata().at(model::kManifestMetadataKey));
+  manifest["provenance"]["note"] = "DEEP";
+  auto text = manifest.dump();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  text.replace(text.find("\"DEEP\""), 6, deep);
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& entry : source.entries()) tensors.push_back({entry.name, source.read(entry.name)});
+  const auto bomb = dir_.file("deep-manifest.safetensors");
+  io::write_safetensors(bomb, tensors, {{model::kManifestMetadataKey, text}});
+  expect_exit(testkit::run_cli("info " + bomb), 2, "nested more than");
+
+  const auto sidecar_model = dir_.file("copy.safetensors");
+  fs::copy_file(fixture_.model_path, sidecar_model);
+  testkit::write_bytes(sidecar_model + ".mumoe.json", "{\"manifest\": " + deep + ", \"model_file_bytes\": 1}");
+  const auto sidecar_run = testkit::run_cli("info " + sidecar_model);
+  EXPECT_FALSE(sidecar_run.killed) << sidecar_run.out;
+  EXPECT_TRUE(sidecar_run.code == 0 || sidecar_run.code == 2) << sidecar_run.out;
+
+  const auto names = dir_.file("names.json");
+  testkit::write_bytes(names, R"({"0": [], "1": "b"})");
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + names), 2,
+              "class 0 has an empty list instead of a name");
+  testkit::write_bytes(names, deep);
+  expect_exit(testkit::run_cli("info " + fixture_.model_path + " --class-names " + names), 2, "nested more than");
+}
+
+// `rewrite --lambda nan` exited 0 and stored an edit no command could read back;
+// `export --verify-samples 0` or -1 answered with LibTorch's internals and exit 2.
+TEST_F(HostileInput, NonFiniteLambdaAndNoVerifiedSamplesAreUsageErrors) {
+  const auto rewrite = "rewrite " + fixture_.model_path + " --data features:" + fixture_.features_path +
+                       " --target a --subpop 'a=1' --lambda ";
+  for (const auto* lambda : {"nan", "inf", "-inf"}) expect_exit(testkit::run_cli(rewrite + lambda), 1, "finite");
+  const auto edits = dir_.file("edits.json");
+  testkit::write_bytes(edits, "[]");
+  for (const auto* n : {"0", "-1"})
+    expect_exit(testkit::run_cli("export " + fixture_.model_path + " --edits " + edits + " --output " +
+                                 dir_.file("out.safetensors") + " --verify-samples " + n),
+                1, "--verify-samples");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "biased_features.h"
+#include "io/output_files.h"
 #include "editing/bias_study.h"
 #include "editing/edit_fold.h"
 #include "editing/model_export.h"
@@ -163,7 +164,8 @@ TEST_F(Export, BothLayoutsReloadAndEqualTheLiveEdit) {
     EXPECT_LE(report.max_abs_difference, 1e-5);
     EXPECT_EQ(report.verified_samples, 256);
     EXPECT_EQ(report.layer_after["cp_rank"], 7);
-    EXPECT_FALSE(std::filesystem::exists(r.output + ".unverified"));
+    for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
+      EXPECT_EQ(entry.path().string().find(io::kTemporaryInfix), std::string::npos) << entry.path();
 
     // Independent of the exporter's own check: the ordinary loader + plain forward on all
     // test samples.
@@ -205,7 +207,7 @@ TEST_F(Export, NeverReplacesAFileUnlessAskedAndFailedWritesLeaveItIntact) {
                Error);
   EXPECT_EQ(testkit::read_bytes(r.output), "keep me");
   for (const auto& entry : std::filesystem::directory_iterator(dir.path()))
-    EXPECT_EQ(entry.path().string().find(".unverified"), std::string::npos) << entry.path();
+    EXPECT_EQ(entry.path().string().find(io::kTemporaryInfix), std::string::npos) << entry.path();
 
   r.layout = ExportLayout::Mumoe;
   EXPECT_LE(export_edited_model(model::ModelFile::load(source_path), edits, verify_data, r).max_abs_difference, 1e-5);
