@@ -116,6 +116,17 @@ bool inputs_left_to_data(const model::ClassifierModel& model, const data::Datase
   return !model.has_backbone() && data.features.defined();
 }
 
+namespace {
+std::function<void(torch::Tensor&)>& recomputed_gates_hook() {
+  static std::function<void(torch::Tensor&)> hook;
+  return hook;
+}
+}  // namespace
+
+void test_hooks::set_recomputed_gates_hook(std::function<void(torch::Tensor&)> hook) {
+  recomputed_gates_hook() = std::move(hook);
+}
+
 ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, int64_t run_id,
                                            const model::ClassifierModel& model, const data::Dataset& data) {
   struct State {
@@ -158,7 +169,8 @@ ChunkCompletion extracted_chunk_completion(const cache::AnalysisCache& cache, in
     const auto coefficients = state->layer->coefficients(rows);
     for (size_t m = 0; m < chunk.left_to_model.size(); ++m) {
       if (!chunk.left_to_model[m]) continue;
-      const auto values = coefficients.at(m).contiguous();  // [count, N_m]: the shapes were checked above
+      auto values = coefficients.at(m).contiguous();  // [count, N_m]: the shapes were checked above
+      if (recomputed_gates_hook()) recomputed_gates_hook()(values);
       if (values_checksum(values) != chunk.left_to_model[m])
         throw StaleCoefficients(cache_path, where + ": the model's gates give other coefficients of expert mode " +
                                                 std::to_string(m) + " than those the chunk was extracted with");
@@ -173,10 +185,11 @@ RunData load_extracted_run(cache::AnalysisCache& cache, int64_t run_id, model::C
   try {
     return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
   } catch (const StaleCoefficients&) {
-    // Made by other arithmetic (another machine's BLAS kernels, another build): a cache miss,
-    // not damage. Each chunk whose recomputation disagrees is dropped and extracted again, on
-    // this CPU as it was (the run's key and shapes are the stored ones), and the run read again;
-    // a second disagreement is reported.
+    // Made by other arithmetic (another machine's BLAS kernels, another build — or this machine,
+    // whose BLAS under some kernels and thread counts does not give the same bits for the same
+    // product twice, issue 45): a cache miss, not damage. Each chunk whose recomputation
+    // disagrees is dropped and extracted again with its coefficients stored, so that reading it
+    // no longer depends on reproducing them, and the run read again.
     const auto complete = extracted_chunk_completion(cache, run_id, model, data);
     for (const auto c : cache.chunk_indices(run_id)) {
       cache::ChunkRecord chunk;
@@ -194,6 +207,7 @@ RunData load_extracted_run(cache::AnalysisCache& cache, int64_t run_id, model::C
     }
     ExtractionOptions options;
     options.chunk_size = cache.run_info(run_id).chunk_size;
+    options.store_dense_coefficients = true;
     extract_run(cache, cache.run_key(run_id), model, data, options);
     return load_run_data(cache, run_id, extracted_chunk_completion(cache, run_id, model, data));
   }
@@ -221,7 +235,8 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // the same bits again from the inputs (exact_layer.h) on this machine's CPU, in a fraction of
   // the time that writing and reading them took (they were most of a softmax head's extraction:
   // 41 MB for 10,000 rows of 1,024 experts). Not from a GPU, whose bits the CPU would not match.
-  const bool leave_dense_modes = layer.has_value() && device.is_cpu();
+  // Where the recomputation did not give the same bits once, they are stored (options).
+  const bool leave_dense_modes = layer.has_value() && device.is_cpu() && !options.store_dense_coefficients;
   // A head on stored features computes little per chunk beside what the writer thread stores
   // (chunked_run.h). On two cores its computation keeps one (this thread's OpenMP team and
   // OpenBLAS's pool, which is process-wide) and the writer the other: OpenBLAS's two threads

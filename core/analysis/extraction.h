@@ -44,6 +44,11 @@ struct ExtractionOptions {
   int writer_share = kBalancedWriterShare;
   static constexpr int kBalancedWriterShare = 100;
   ChunkBatching batching;  ///< when chunks are committed and reported (progress.h)
+  /// Store a dense gate's coefficients instead of leaving them to the model. The fallback of
+  /// load_extracted_run where this machine's BLAS does not give its own gates' bits again when
+  /// they are recomputed (other kernels or thread counts partition the products differently):
+  /// the answer then never depends on reproducing them.
+  bool store_dense_coefficients = false;
 };
 
 /// The cache key of analysing `model_path`'s layer on `data` (hashes the model file and the
@@ -60,6 +65,12 @@ cache::RunInfo make_run_info(const model::ClassifierModel& model, const data::Da
 /// which the run key already pins by their hash — a copy in the cache was half of what a bare
 /// head's extraction wrote (5 MB per 10,000 rows of 128 features). False where the model has a
 /// backbone (its layer's inputs are stored).
+namespace test_hooks {
+/// Tests only: called on every dense mode's recomputed coefficients before their checksum is
+/// compared, to stand in for a BLAS that gives other bits each time (issue 45). Empty: none.
+void set_recomputed_gates_hook(std::function<void(torch::Tensor&)> hook);
+}  // namespace test_hooks
+
 bool inputs_left_to_data(const model::ClassifierModel& model, const data::Dataset& data);
 
 /// A chunk's coefficients left to the model came out other than those it was extracted with

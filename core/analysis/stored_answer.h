@@ -25,7 +25,7 @@ auto stored_answer(cache::AnalysisCache& cache, int64_t run_id, const std::strin
   const auto text = cache.get_result(run_id, kind, key);
   if (!text) return std::nullopt;
   try {
-    return decode(io::parse_bounded_json(*text, "stored answer " + kind + "/" + key));
+    return decode(io::parse_bounded_json(*text, cache.path(), "stored answer " + kind + "/" + key));
   } catch (const nlohmann::json::exception&) {
   } catch (const Error&) {
   }

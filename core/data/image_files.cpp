@@ -1,5 +1,6 @@
 #include "data/image_files.h"
 
+#include <opencv2/core/utils/logger.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 
 #include "io/errors.h"
 #include "io/file_checks.h"
+#include "io/image_header.h"
 
 namespace mumoe::data {
 namespace fs = std::filesystem;
@@ -27,7 +29,17 @@ bool is_image(const fs::path& p) {
 // Decodes one image file as uint8 [channels, H, W] at its stored size (channels 1 = grey,
 // 3 = RGB; 0 = grey if the file is grey, else RGB).
 torch::Tensor decode_file(const std::string& path, int64_t channels) {
+  // OpenCV's own warnings ("imread_(…): can't read header") would reach the user's terminal
+  // beside the error that names the file: mumoe reports decoding failures itself.
+  static const bool silenced = [] {
+    cv::utils::logging::setLogLevel(cv::utils::logging::LOG_LEVEL_SILENT);
+    return true;
+  }();
+  (void)silenced;
   io::require_regular_file(path);
+  // The header's size against the pixel and aspect limits before the decoder allocates, and an
+  // unreadable file named as such (not "corrupt").
+  io::check_image_header(path);
   cv::Mat image;
   try {
     image = cv::imread(path, cv::IMREAD_UNCHANGED);

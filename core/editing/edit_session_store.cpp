@@ -28,7 +28,7 @@ StoredSession read_row(const cache::Statement& s, const std::string& path) {
   StoredSession out;
   out.model_hash = s.column_text(0);
   out.model_path = s.column_text(1);
-  const auto j = io::parse_bounded_json(s.column_text(2), path + ": the stored edit list of " + out.model_path);
+  const auto j = io::parse_bounded_json(s.column_text(2), path, "the stored edit list of " + out.model_path);
   try {
     out.stack = EditStack::from_json(j, "stored edit list of " + out.model_path);
   } catch (const UsageError& e) {

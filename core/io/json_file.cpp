@@ -25,14 +25,15 @@ int json_nesting_depth(const std::string& text, int limit) noexcept {
   return deepest;
 }
 
-nlohmann::json parse_bounded_json(const std::string& text, const std::string& source) {
+nlohmann::json parse_bounded_json(const std::string& text, const std::string& path, const std::string& what) {
+  const std::string subject = what.empty() ? "" : what + " ";
   if (json_nesting_depth(text) > kMaxJsonDepth)
-    throw FileError(source, "JSON nested more than " + std::to_string(kMaxJsonDepth) +
-                                " levels deep: refused (no file mumoe reads nests that deep)");
+    throw FileError(path, subject + "is JSON nested more than " + std::to_string(kMaxJsonDepth) +
+                              " levels deep: refused (no file mumoe reads nests that deep)");
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
-    throw FileError(source, std::string("is not valid JSON: ") + e.what());
+    throw FileError(path, subject + "is not valid JSON: " + e.what());
   }
 }
 

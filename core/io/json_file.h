@@ -16,8 +16,9 @@ inline constexpr int kMaxJsonDepth = 200;
 /// stops counting past `limit`. Never throws.
 int json_nesting_depth(const std::string& text, int limit = kMaxJsonDepth + 1) noexcept;
 
-/// Parses `text`. Throws FileError naming `source` (a path, or "PATH: what") when the nesting is
-/// deeper than kMaxJsonDepth or the text is not JSON (nlohmann's message, without its prefix).
-nlohmann::json parse_bounded_json(const std::string& text, const std::string& source);
+/// Parses `text`, read from `path` (`what`, if given, names the part of the file: "manifest",
+/// "header"). Throws FileError naming `path` — "WHAT is not valid JSON: …" or "WHAT: JSON nested
+/// more than 200 levels deep …" — when the text is not JSON or nests deeper than kMaxJsonDepth.
+nlohmann::json parse_bounded_json(const std::string& text, const std::string& path, const std::string& what = "");
 
 }  // namespace mumoe::io

@@ -65,7 +65,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   in.read(header.data(), static_cast<std::streamsize>(header_len));
   if (!in) throw FileError(path, "could not read the header");
 
-  const auto json = parse_bounded_json(header, path + ": the header");
+  const auto json = parse_bounded_json(header, path, "header");
   if (!json.is_object()) throw FileError(path, "header is not a JSON object");
 
   SafetensorsFile file;

@@ -53,7 +53,7 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
   const auto& meta = model.file_->metadata();
   auto it = meta.find(kManifestMetadataKey);
   if (it != meta.end()) {
-    model.manifest_ = manifest_from_json(io::parse_bounded_json(it->second, path + ": the manifest"), path);
+    model.manifest_ = manifest_from_json(io::parse_bounded_json(it->second, path, "manifest"), path);
   } else if (sidecar_error) {
     std::rethrow_exception(sidecar_error);
   } else if (remembered) {

@@ -26,7 +26,7 @@ std::optional<RememberedOptions> read_remembered_options(const std::string& path
   std::ifstream in(sidecar, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (!in.good() && !in.eof()) throw FileError(sidecar, "cannot be read");
-  const auto json = io::parse_bounded_json(text, sidecar);
+  const auto json = io::parse_bounded_json(text, sidecar, "manifest");
   if (!json.is_object() || !json.contains("manifest") || !json.contains("model_file_bytes"))
     throw FileError(sidecar, "is not a mumoe manifest sidecar (needs 'manifest' and 'model_file_bytes')");
   std::error_code ec;

@@ -62,7 +62,7 @@ std::string symbols_to_bytes(const std::string& token) {
 
 nlohmann::json parse_vocab_json(const std::string& path) {
   const std::string text = read_utf8_file(path);
-  return io::parse_bounded_json(text, path);
+  return io::parse_bounded_json(text, path, "vocabulary");
 }
 
 /// A merges.txt line as its two parts; false when it is not "LEFT RIGHT".

@@ -207,15 +207,20 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
     return cache::AnalysisCache::open(options.cache_path)->get_chunk(id, c).left_to_model.at(0);
   };
   // Chunk 2's checksum as other arithmetic (another machine's kernels) would have left it: a
-  // cache miss — loading extracts that chunk again, on this CPU, and reads the same run.
-  const auto original = checksum_of_chunk(2);
+  // cache miss — loading extracts that chunk again, on this CPU, now with its coefficients
+  // stored (so that reading it no longer depends on reproducing them, issue 45), and reads the
+  // same run.
   sql("UPDATE chunks SET coef_left_to_model = x'0100000000000000' WHERE chunk_index = 2");
   ASSERT_EQ(checksum_of_chunk(2), 1u);
   session = AnalysisSession::open(options);
   EXPECT_EQ(session->run().predictions, predictions);
   EXPECT_EQ(session->run().coefficients[0].values, rows_before);
   session.reset();
-  EXPECT_EQ(checksum_of_chunk(2), original);
+  {
+    const auto chunk = cache::AnalysisCache::open(options.cache_path)->get_chunk(id, 2);
+    EXPECT_FALSE(chunk.leaves_modes_to_model());
+    EXPECT_EQ(chunk.coefficients[0].values.size(), 40u * 16);
+  }
 
   // A runs row whose shapes are not the model's (its expert count and the left mode's offsets
   // rewritten to agree with each other): damage, named with the remedy — not coefficients of
@@ -516,6 +521,58 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
       EXPECT_EQ(a.scores.size(), static_cast<size_t>(a.count * 4));
     }
   }
+}
+
+// Issue 45: on some CPUs and BLAS settings (OpenBLAS's Haswell kernels, two threads) recomputing a
+// dense gate's coefficients did not give the bits the extraction stored a checksum of, the
+// fallback's extraction left them to the model again, and the user got no answer at all. The hook
+// stands in for such a BLAS: every recomputation gives other bits. The run still answers, with
+// the chunks extracted again and their coefficients stored: the model's own values.
+TEST(SessionSoftmax, AMachineWhoseBlasNeverRepeatsItsGatesStillAnswers) {
+  testkit::TempDir dir;
+  auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
+  config.gate_activation = nn::GateActivationKind::Softmax;
+  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 9);
+  SessionOptions options;
+  options.model_path = fixture.model_path;
+  options.data_spec = "features:" + fixture.features_path;
+  options.cache_path = dir.file("analysis.sqlite");
+  options.chunk_size = 40;  // 7 chunks
+  struct HookGuard {
+    HookGuard() {
+      analysis::test_hooks::set_recomputed_gates_hook([](torch::Tensor& values) {
+        values = values.clone();
+        values.view(-1)[0] += 1e-3;  // other bits, as another partition of the product gives
+      });
+    }
+    ~HookGuard() { analysis::test_hooks::set_recomputed_gates_hook({}); }
+  } guard;
+  int64_t id = 0;
+  {
+    auto s = AnalysisSession::open(options);
+    id = s->extract().run_id;
+  }
+  auto session = AnalysisSession::open(options);  // reads the run: every chunk disagrees once
+  const auto& rows = session->run().coefficients[0];
+  ASSERT_EQ(rows.values.size(), 250u * 16);
+  auto model_layer = model::ModelFile::load(fixture.model_path).build_layer("head", torch::kFloat32);
+  const auto features = io::SafetensorsFile::open(fixture.features_path).read("features").to(torch::kFloat32);
+  torch::NoGradGuard no_grad;
+  for (int64_t begin = 0; begin < 250; begin += 40) {
+    const auto a = model_layer->forward(features.slice(0, begin, std::min<int64_t>(250, begin + 40))).coefficients[0];
+    for (int64_t i = 0; i < a.size(0); ++i)
+      for (int64_t n = 0; n < 16; ++n)
+        ASSERT_EQ(rows.values[(begin + i) * 16 + n], static_cast<double>(a[i][n].item<float>()))
+            << "sample " << begin + i << ", expert " << n;
+  }
+  session.reset();
+  const auto cache = cache::AnalysisCache::open(options.cache_path);
+  for (int64_t c = 0; c < 7; ++c) {
+    const auto chunk = cache->get_chunk(id, c);
+    EXPECT_FALSE(chunk.leaves_modes_to_model()) << "chunk " << c;
+    EXPECT_EQ(chunk.coefficients[0].values.size(), static_cast<size_t>(chunk.count * 16)) << "chunk " << c;
+  }
+  EXPECT_NO_THROW(AnalysisSession::open(options)->run());  // and again, now without recomputing
 }
 
 // A layer whose outputs are not finite (gates that overflow float32, so softmax gives NaN; the

@@ -7,12 +7,16 @@
 #include <opencv2/imgcodecs.hpp>
 #include <zlib.h>
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <tuple>
 
 #include "data/dataset.h"
 #include "data/image_data.h"
 #include "data/image_files.h"
 #include "io/errors.h"
+#include "io/image_header.h"
 #include "expect_file_error.h"
 #include "temp_dir.h"
 
@@ -173,22 +177,82 @@ TEST_F(CelebA, AnEmptySplitIsBadData) {
                     "lists no image of the 'valid' split");
 }
 
-// A PNG whose header claims 60000 × 60000 pixels: OpenCV refuses it by assertion, which must
-// come out as an error naming the file, not as a raw cv::Exception.
-TEST(ImageFolder, AHugePngHeaderIsNamed) {
+// Image headers are read before decoding (io/image_header.h), issue 45: a PNG or JPEG claiming
+// 20000 × 20000 pixels used to be decoded (10.5 GB), one of 60000 × 60000 came out as OpenCV's
+// assertion, and a 1 × 5000 strip grew to gigabytes once its short side was scaled up. Each is now
+// refused by name before the decoder allocates anything.
+std::string big_endian32(uint32_t n) {
+  return std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                     static_cast<char>(n)};
+}
+
+std::string png_claiming(uint32_t width, uint32_t height) {
+  std::string ihdr = "IHDR" + big_endian32(width) + big_endian32(height) + std::string("\x08\x02\x00\x00\x00", 5);
+  const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), static_cast<uInt>(ihdr.size()));
+  std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + big_endian32(13) + ihdr + big_endian32(crc);
+  std::string idat = "IDAT" + std::string(64, '\0');
+  return png + big_endian32(64) + idat +
+         big_endian32(crc32(0, reinterpret_cast<const Bytef*>(idat.data()), static_cast<uInt>(idat.size())));
+}
+
+// A JPEG's start: SOI, an APP0 segment, then a baseline frame header (SOF0) with the size.
+std::string jpeg_claiming(uint16_t width, uint16_t height) {
+  auto be16 = [](uint16_t n) { return std::string{static_cast<char>(n >> 8), static_cast<char>(n)}; };
+  return std::string("\xFF\xD8\xFF\xE0", 4) + be16(16) + std::string("JFIF\0\x01\x01\0\0\x01\0\x01\0\0", 14) +
+         std::string("\xFF\xC0", 2) + be16(17) + std::string("\x08", 1) + be16(height) + be16(width) +
+         std::string("\x03\x01\x22\x00\x02\x11\x01\x03\x11\x01", 10) + std::string("\xFF\xD9", 2);
+}
+
+TEST(ImageHeaders, SizesAreReadFromPngJpegAndBmpHeaders) {
+  const auto png = png_claiming(640, 480);
+  auto size = io::parse_image_header(reinterpret_cast<const unsigned char*>(png.data()), png.size());
+  ASSERT_TRUE(size);
+  EXPECT_EQ(size->width, 640);
+  EXPECT_EQ(size->height, 480);
+  const auto jpeg = jpeg_claiming(1920, 1080);
+  size = io::parse_image_header(reinterpret_cast<const unsigned char*>(jpeg.data()), jpeg.size());
+  ASSERT_TRUE(size);
+  EXPECT_EQ(size->width, 1920);
+  EXPECT_EQ(size->height, 1080);
+  // Files OpenCV writes, read back by the header alone.
+  TempDir dir;
+  for (const auto* ext : {".png", ".jpg", ".bmp"}) {
+    const auto path = dir.file(std::string("real") + ext);
+    write_image(path, 37, 21, 5);
+    const auto real = io::check_image_header(path);
+    ASSERT_TRUE(real) << ext;
+    EXPECT_EQ(real->width, 37) << ext;
+    EXPECT_EQ(real->height, 21) << ext;
+  }
+  EXPECT_FALSE(io::parse_image_header(reinterpret_cast<const unsigned char*>("GIF89a"), 6));
+  EXPECT_FALSE(io::parse_image_header(reinterpret_cast<const unsigned char*>(png.data()), 20));  // cut short
+}
+
+TEST(ImageFolder, HostileHeadersAreRefusedByNameBeforeDecoding) {
+  const std::vector<std::tuple<std::string, std::string, std::string>> cases = {
+      {"huge.png", png_claiming(60000, 60000), "pixel limit"},
+      {"big.png", png_claiming(20000, 20000), "pixel limit"},
+      {"big.jpg", jpeg_claiming(20000, 20000), "pixel limit"},
+      {"strip.png", png_claiming(1, 5000), "times as long as it is wide"},
+      {"wide.png", png_claiming(20000, 1), "times as long as it is wide"},
+      {"empty.png", png_claiming(0, 10), "says it is 0×10 pixels"},
+  };
+  for (const auto& [name, bytes, phrase] : cases) {
+    TempDir dir;
+    fs::create_directory(dir.path() / "a");
+    testkit::write_bytes(dir.file("a/" + name), bytes);
+    expect_file_error([&] { data::load_image_folder(dir.path().string()); }, name, phrase);
+    expect_file_error([&] { data::open_image_folder(dir.path().string()); }, name, phrase);
+  }
+}
+
+TEST(ImageFolder, AnUnreadableImageSaysSoInsteadOfCorrupt) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads files whatever their permissions";
   TempDir dir;
   fs::create_directory(dir.path() / "a");
-  auto be32 = [](uint32_t n) {
-    return std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
-                       static_cast<char>(n)};
-  };
-  std::string ihdr = "IHDR" + be32(60000) + be32(60000) + std::string("\x08\x02\x00\x00\x00", 5);
-  const uint32_t crc = crc32(0, reinterpret_cast<const Bytef*>(ihdr.data()), static_cast<uInt>(ihdr.size()));
-  std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + ihdr + be32(crc);
-  std::string idat = "IDAT" + std::string(64, '\0');
-  png += be32(64) + idat + be32(crc32(0, reinterpret_cast<const Bytef*>(idat.data()), static_cast<uInt>(idat.size())));
-  testkit::write_bytes(dir.file("a/huge.png"), png);
-  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "huge.png", "cannot decode the image");
+  write_image(dir.file("a/1.png"), 4, 4, 0);
+  fs::permissions(dir.file("a/1.png"), fs::perms::none);
+  expect_file_error([&] { data::load_image_folder(dir.path().string()); }, "1.png", "Permission denied");
 }
 
 TEST_F(CelebA, StreamsTheSplitWithItsAttributes) {

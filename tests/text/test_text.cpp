@@ -480,7 +480,7 @@ TEST(BpeTokenizer, BadVocabularyFiles) {
     write_bytes(dir.file("vocab.json"), text);
     BpeTokenizer::load(dir.file("vocab.json"), merges);
   };
-  expect_file_error([&] { load_vocab_text("{\"a\": "); }, "vocab.json", "invalid JSON");
+  expect_file_error([&] { load_vocab_text("{\"a\": "); }, "vocab.json", "not valid JSON");
   expect_file_error([&] { load_vocab_text("[1, 2]"); }, "vocab.json", "JSON object");
 
   auto with = [](const std::string& key, const nlohmann::json& value) {
