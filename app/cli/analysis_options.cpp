@@ -119,6 +119,8 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
   t.cache_path = o.session.cache_path;
   t.device = o.session.device;
   t.max_sequences = text.max_sequences;
+  t.n_head = o.model.heads;
+  t.tokenizer = o.model.tokenizer;
   if (!extract) {  // a question that needs no coefficients (the model's own text)
     auto session = analysis::TextAnalysisSession::open(t);
     report_cache_opening(session->cache_report());

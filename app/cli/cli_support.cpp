@@ -94,7 +94,12 @@ void ModelOptions::add_to(CLI::App* app) {
                   "preprocessing): vit_base_patch32_clip_224.openai, vit_base_patch16_224.dino, vit or resnet; "
                   "default: the CLIP preset for a CLIP-style ViT (norm_pre, no patch bias), vit for other ViTs, "
                   "resnet for ResNets");
-  app->add_option("--heads", heads, "A ViT's attention heads (default: width / 64)");
+  app->add_option("--heads", heads,
+                  "Attention heads of a ViT, or of a plain nanoGPT state dict (default: its model_args, else "
+                  "width / 64)");
+  app->add_option("--tokenizer", tokenizer,
+                  "A GPT's tokenizer: byte, gpt2 (GPT-2's BPE, shipped) or a directory with vocab.json + merges.txt "
+                  "(default: the model's own; GPT-2's for a vocabulary of 50,257–50,304)");
   app->add_option("--backbone", backbone,
                   "A TorchScript backbone (torch.jit.trace + save) mapping normalised images [B, 3, S, S] to "
                   "features [B, D]; MODEL is then its μMoE head");

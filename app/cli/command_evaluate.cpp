@@ -28,7 +28,9 @@ struct EvaluateOptions {
 
 int run_evaluate(const EvaluateOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
-  if (is_text_spec(o.data)) return run_evaluate_language_model(o.model.model, o.data, o.validation_fraction, o.device, o.json);
+  if (is_text_spec(o.data))
+    return run_evaluate_language_model(o.model.model, o.data, o.validation_fraction, o.device, o.json,
+                                       {o.model.heads, o.model.tokenizer});
   const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
   auto classifier = model::ClassifierModel::load(file, o.layer);
   const auto data = classifier.prepare(data::load_dataset(o.data));

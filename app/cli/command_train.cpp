@@ -392,6 +392,8 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--layers", o->lm.layers, "GPT or ViT: transformer blocks (default 4)");
   app->add_option("--heads", o->lm.heads, "GPT or ViT: attention heads (default 4)");
   app->add_option("--embd", o->lm.embd, "GPT: width (default 128)");
+  app->add_option("--tokenizer", o->lm.tokenizer,
+                  "GPT: byte (default), gpt2 (GPT-2's BPE, shipped) or a directory with vocab.json + merges.txt");
   app->add_option("--warmup", o->lm.warmup, "GPT: warm-up steps (default 100)");
   app->add_option("--checkpoint-every", o->lm.checkpoint_every, "GPT: steps between checkpoints (default 250)");
   app->add_option("--validation-fraction", o->lm.validation_fraction,

@@ -11,17 +11,35 @@
 #include "io/errors.h"
 #include "model/gpt_file.h"
 #include "nn/backbone_config.h"
-#include "text/byte_tokenizer.h"
+#include "text/tokenizer_choice.h"
 #include "text/text_corpus.h"
 #include "train/lm_training.h"
 
 namespace mumoe::cli {
 namespace {
 
-std::vector<int32_t> tokens_of(const std::vector<std::string>& documents) {
-  std::string joined;
-  for (const auto& d : documents) joined += d + "\n";
-  return text::ByteTokenizer().encode(joined);
+std::vector<int32_t> tokens_of(const std::vector<std::string>& documents, const text::Tokenizer& tokenizer) {
+  std::vector<int32_t> out;
+  for (const auto& d : documents) {
+    const auto ids = tokenizer.encode(d + "\n");
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
+// The GPT of a model file with its tokenizer; generation draws only the tokenizer's ids.
+struct OpenedGpt {
+  nn::MuMoEGpt gpt{nullptr};
+  std::shared_ptr<const text::Tokenizer> tokenizer;
+  model::ModelFile file;
+};
+
+OpenedGpt open_gpt(const std::string& path, const GptOpenOptions& o) {
+  auto file = model::ModelFile::load(path);
+  auto gpt = model::load_gpt(file, o.heads);
+  auto tokenizer = model::open_gpt_tokenizer(file, gpt->config().vocab_size, o.tokenizer);
+  gpt->set_sampled_vocabulary(tokenizer->vocab_size());
+  return {gpt, tokenizer, std::move(file)};
 }
 
 }  // namespace
@@ -30,20 +48,23 @@ bool is_text_spec(const std::string& spec) {
   return spec == "fortunes" || spec.rfind("fortunes:", 0) == 0 || spec.rfind("text:", 0) == 0;
 }
 
-TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed) {
+TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed,
+                            const text::Tokenizer& tokenizer) {
   const auto corpus = text::load_text_spec(spec);
   const auto split = text::split_documents(corpus, validation_fraction, seed);
   TextTokens t;
-  t.train = tokens_of(split.train.documents);
-  t.validation = tokens_of(split.validation.documents);
+  t.train = tokens_of(split.train.documents, tokenizer);
+  t.validation = tokens_of(split.validation.documents, tokenizer);
   t.train_documents = static_cast<int64_t>(split.train.documents.size());
   t.validation_documents = static_cast<int64_t>(split.validation.documents.size());
   return t;
 }
 
 int run_train_language_model(const LanguageModelRequest& r) {
-  const auto tokens = load_text_tokens(r.data, r.validation_fraction, r.seed);
+  const auto tokenizer = text::make_tokenizer(r.tokenizer);
+  const auto tokens = load_text_tokens(r.data, r.validation_fraction, r.seed, *tokenizer);
   nn::GptConfig config;
+  config.vocab_size = tokenizer->vocab_size();
   config.block_size = r.block_size;
   config.n_layer = r.layers;
   config.n_head = r.heads;
@@ -75,7 +96,7 @@ int run_train_language_model(const LanguageModelRequest& r) {
   o.checkpoint_every = r.checkpoint_every;
   o.resume = r.resume;
   nlohmann::json provenance = {{"command", r.command_line},      {"data", r.data},
-                               {"tokenizer", "byte"},            {"train_tokens", tokens.train.size()},
+                               {"tokenizer", tokenizer->name()},            {"train_tokens", tokens.train.size()},
                                {"validation_tokens", tokens.validation.size()},
                                {"validation_fraction", r.validation_fraction},
                                {"steps", r.steps},               {"batch_size", r.batch_size},
@@ -108,7 +129,7 @@ int run_train_language_model(const LanguageModelRequest& r) {
                                       {"perplexity", eval.perplexity},
                                       {"accuracy", eval.accuracy}};
   gpt->to(torch::kCPU);
-  model::save_gpt(r.output, gpt, model::gpt_manifest(gpt, provenance));
+  model::save_gpt(r.output, gpt, model::gpt_manifest(gpt, provenance, tokenizer->name()));
   std::error_code ec;
   std::filesystem::remove(r.output + ".optim.pt", ec);
   if (r.json)
@@ -117,17 +138,16 @@ int run_train_language_model(const LanguageModelRequest& r) {
                      .dump(2)
               << "\n";
   else
-    std::printf("wrote %s after %.0f s; validation loss %.3f nats/byte, perplexity %.2f, next-byte accuracy %.3f\n",
+    std::printf("wrote %s after %.0f s; validation loss %.3f nats/token, perplexity %.2f, next-token accuracy %.3f\n",
                 r.output.c_str(), result.seconds, eval.mean_loss, eval.perplexity, eval.accuracy);
   return kSuccess;
 }
 
 int run_evaluate_language_model(const std::string& model_path, const std::string& data, double validation_fraction,
-                                const std::string& device, bool json) {
-  const auto file = model::ModelFile::load(model_path);
-  auto gpt = model::load_gpt(file);
+                                const std::string& device, bool json, const GptOpenOptions& open) {
+  auto [gpt, tokenizer, file] = open_gpt(model_path, open);
   const auto seed = file.manifest().provenance.value("seed", uint64_t{0});
-  const auto tokens = load_text_tokens(data, validation_fraction, seed);
+  const auto tokens = load_text_tokens(data, validation_fraction, seed, *tokenizer);
   const auto e = train::evaluate_lm(gpt, tokens.validation, 0, 32, device);
   if (json)
     std::cout << nlohmann::json({{"model", model_path}, {"data", data}, {"split", "validation"},
@@ -136,7 +156,7 @@ int run_evaluate_language_model(const std::string& model_path, const std::string
                      .dump(2)
               << "\n";
   else
-    std::printf("%s on %s (validation, %lld bytes): loss %.4f nats/byte, perplexity %.3f, next-byte accuracy %.4f\n",
+    std::printf("%s on %s (validation, %lld tokens): loss %.4f nats/token, perplexity %.3f, next-token accuracy %.4f\n",
                 model_path.c_str(), data.c_str(), static_cast<long long>(e.tokens), e.mean_loss, e.perplexity,
                 e.accuracy);
   return kSuccess;
@@ -145,6 +165,7 @@ int run_evaluate_language_model(const std::string& model_path, const std::string
 namespace {
 
 struct GenerateOptions {
+  GptOpenOptions open;
   std::string model, prompt;
   int64_t tokens = 200, top_k = 40;
   double temperature = 0.8;
@@ -153,12 +174,10 @@ struct GenerateOptions {
 };
 
 int run_generate(const GenerateOptions& o) {
-  const auto file = model::ModelFile::load(o.model);
-  auto gpt = model::load_gpt(file);
-  text::ByteTokenizer tokenizer;
-  const auto prompt = tokenizer.encode(o.prompt.empty() ? std::string("\n") : o.prompt);
+  auto [gpt, tokenizer, file] = open_gpt(o.model, o.open);
+  const auto prompt = tokenizer->encode(o.prompt.empty() ? std::string("\n") : o.prompt);
   const auto generated = gpt->generate(prompt, o.tokens, o.temperature, o.top_k, o.seed);
-  const auto text = tokenizer.decode(generated);
+  const auto text = tokenizer->decode(generated);
   if (o.json)
     // Sampled bytes need not be valid UTF-8: invalid sequences become U+FFFD in the JSON text;
     // "tokens" holds the exact bytes.
@@ -174,12 +193,16 @@ int run_generate(const GenerateOptions& o) {
 
 Command add_generate_command(CLI::App& parent) {
   auto o = std::make_shared<GenerateOptions>();
-  auto* app = parent.add_subcommand("generate", "Sample text from a byte-level μMoE GPT");
+  auto* app = parent.add_subcommand("generate", "Sample text from a μMoE GPT");
   app->add_option("MODEL", o->model, "GPT model file")->required();
   app->add_option("--prompt", o->prompt, "Text to continue");
-  app->add_option("--tokens", o->tokens, "Bytes to generate (default 200)");
+  app->add_option("--tokens", o->tokens, "Tokens to generate (default 200)");
   app->add_option("--temperature", o->temperature, "Sampling temperature (default 0.8; 0 = greedy)");
-  app->add_option("--top-k", o->top_k, "Sample among the k most likely bytes (default 40; 0 = all)");
+  app->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (default 40; 0 = all)");
+  app->add_option("--heads", o->open.heads,
+                  "Attention heads of a plain nanoGPT state dict (default: its model_args, else width / 64)");
+  app->add_option("--tokenizer", o->open.tokenizer,
+                  "byte, gpt2 or a directory with vocab.json + merges.txt (default: the model's own)");
   app->add_option("--seed", o->seed, "Seed (default 0)");
   app->add_flag("--json", o->json, "Print JSON");
   return {app, [o]() { return run_generate(*o); }};

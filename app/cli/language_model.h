@@ -9,17 +9,28 @@
 #include <string>
 #include <vector>
 
+#include "text/tokenizer.h"
+
 namespace mumoe::cli {
 
 /// "fortunes", "fortunes:DIR", "text:FILE", "text:DIR".
 bool is_text_spec(const std::string& spec);
 
-/// A text SPEC split by documents (seeded) and byte-tokenized; documents are joined with "\n".
+/// A text SPEC split by documents (seeded) and tokenized with `tokenizer` (each document ends
+/// with "\n").
 struct TextTokens {
   std::vector<int32_t> train, validation;
   int64_t train_documents = 0, validation_documents = 0;
 };
-TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed);
+TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed,
+                            const text::Tokenizer& tokenizer);
+
+/// How a GPT file is opened by evaluate and generate: the head count of a plain state dict
+/// (--heads; 0: its model_args, else width / 64) and the tokenizer (--tokenizer; "": the model's).
+struct GptOpenOptions {
+  int64_t heads = 0;
+  std::string tokenizer;
+};
 
 /// What `mumoe train` passes on for a text SPEC.
 struct LanguageModelRequest {
@@ -31,6 +42,7 @@ struct LanguageModelRequest {
   /// expert's hidden width (0: parameter-matched to nanoGPT's dense 4C MLP), the buffer capacity
   /// factor and the load-balancing loss weight.
   std::string mlp_router;
+  std::string tokenizer = "byte";  ///< byte, gpt2 or a directory (text/tokenizer_choice.h)
   int64_t mlp_hidden = 0;
   double capacity_factor = 1.0, aux_loss_weight = 0.01;
   uint64_t seed = 0;
@@ -40,6 +52,6 @@ int run_train_language_model(const LanguageModelRequest& request);
 
 /// `mumoe evaluate` for a mumoe-gpt model file on a text SPEC (its validation split).
 int run_evaluate_language_model(const std::string& model, const std::string& data, double validation_fraction,
-                                const std::string& device, bool json);
+                                const std::string& device, bool json, const GptOpenOptions& open = {});
 
 }  // namespace mumoe::cli

@@ -17,7 +17,8 @@ struct ModelOptions {
   std::string class_names; ///< a file of output names (one per line, or JSON)
   std::string key;         ///< the state dict inside a PyTorch checkpoint holding several
   std::string preset;      ///< backbone preset (model/backbone_layout.h)
-  int64_t heads = 0;       ///< a ViT's attention heads (0 = width / 64)
+  int64_t heads = 0;       ///< a ViT's or plain GPT state dict's attention heads (0 = default)
+  std::string tokenizer;   ///< a GPT's tokenizer: byte, gpt2 or DIR ("" = the model's own)
   std::string backbone;    ///< a TorchScript backbone in front of MODEL (a μMoE head)
   int64_t image_size = 0;  ///< a ResNet's or TorchScript backbone's input size (0 = 224)
 

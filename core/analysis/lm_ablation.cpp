@@ -70,11 +70,13 @@ LmAblation::LmAblation(const nn::MuMoEGpt& gpt, const LmEvalSet& set, int64_t la
   for (int64_t k = 0; k < set.tokens(); ++k) ++seen.at(set.target(k));
   class_of_token_.assign(vocab, -1);
   const text::ByteTokenizer bytes;
+  const text::Tokenizer& tokenizer = set.tokenizer ? *set.tokenizer : bytes;
   for (int64_t v = 0; v < vocab; ++v)
     if (seen[v]) {
       class_of_token_[v] = static_cast<int64_t>(baseline_.class_tokens.size());
       baseline_.class_tokens.push_back(static_cast<int32_t>(v));
-      baseline_.class_names.push_back(v < 256 ? bytes.token_text(static_cast<int32_t>(v)) : std::to_string(v));
+      baseline_.class_names.push_back(v < tokenizer.vocab_size() ? tokenizer.token_text(static_cast<int32_t>(v))
+                                                                 : std::to_string(v));
     }
   for (int64_t k = 0; k < set.tokens(); ++k) labels_.push_back(class_of_token_[set.target(k)]);
   std::vector<int64_t> predicted_classes;

@@ -36,7 +36,8 @@ LmEvalSet make_lm_eval_set(std::vector<int32_t> stream, std::vector<int64_t> doc
 }
 
 LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, uint64_t seed, int64_t block_size,
-                           int64_t max_sequences) {
+                           int64_t max_sequences, std::shared_ptr<const text::Tokenizer> tokenizer) {
+  if (!tokenizer) tokenizer = std::make_shared<text::ByteTokenizer>();
   const auto split = text::split_documents(text::load_text_spec(spec), validation_fraction, seed);
   // The same joining as the CLI's training and evaluation (app/cli/language_model.cpp).
   std::string joined;
@@ -45,8 +46,25 @@ LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, 
     starts.push_back(static_cast<int64_t>(joined.size()));
     joined += d + "\n";
   }
-  return make_lm_eval_set(text::ByteTokenizer().encode(joined), std::move(starts), block_size, max_sequences,
-                          split.validation.identity);
+  // Documents start at byte offsets; a BPE stream counts tokens: each start is mapped to the
+  // number of tokens of the text before it (documents are encoded whole, "\n" ends each).
+  std::vector<int32_t> stream;
+  std::vector<int64_t> token_starts;
+  if (tokenizer->name() == "byte") {
+    stream = tokenizer->encode(joined);
+    token_starts = std::move(starts);
+  } else {
+    for (const auto& d : split.validation.documents) {
+      token_starts.push_back(static_cast<int64_t>(stream.size()));
+      const auto ids = tokenizer->encode(d + "\n");
+      stream.insert(stream.end(), ids.begin(), ids.end());
+    }
+  }
+  const auto identity = tokenizer->name() == "byte" ? split.validation.identity
+                                                    : split.validation.identity + "#" + tokenizer->name();
+  auto set = make_lm_eval_set(std::move(stream), std::move(token_starts), block_size, max_sequences, identity);
+  set.tokenizer = std::move(tokenizer);
+  return set;
 }
 
 TokenContext token_context(const LmEvalSet& set, int64_t token, int64_t radius) {
@@ -63,11 +81,13 @@ TokenContext token_context(const LmEvalSet& set, int64_t token, int64_t radius) 
   TokenContext c;
   c.first = std::max(doc_begin, at - radius);
   c.last = std::min(doc_end, at + radius + 1);
-  // Decode the three byte ranges separately so the token's own bytes stay marked even when it is
-  // half a UTF-8 character (then it shows as "\xe2", as escape_for_display renders lone bytes).
+  // Decode the three token ranges separately so the token's own bytes stay marked even when it
+  // is half a UTF-8 character (then it shows as "\xe2", as escape_for_display renders lone bytes).
   const text::ByteTokenizer bytes;
+  const text::Tokenizer& tokenizer = set.tokenizer ? *set.tokenizer : bytes;
   auto text_of = [&](int64_t b, int64_t e) {
-    return text::escape_for_display(bytes.decode(std::vector<int32_t>(set.stream.begin() + b, set.stream.begin() + e)));
+    return text::escape_for_display(
+        tokenizer.decode(std::vector<int32_t>(set.stream.begin() + b, set.stream.begin() + e)));
   };
   c.before = text_of(c.first, at);
   c.token = text_of(at, at + 1);

@@ -7,8 +7,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "text/tokenizer.h"
 
 namespace mumoe::analysis {
 
@@ -22,6 +25,8 @@ struct LmEvalSet {
   int64_t block_size = 0;                  ///< T: tokens per sequence
   int64_t sequences = 0;                   ///< S: sequence s reads stream[s·T, s·T + T)
   std::string identity;                    ///< e.g. "fortunes#validation(0.05,seed=0)#64x128"
+  /// What turns the stream back into text (token contexts, class names); null: bytes.
+  std::shared_ptr<const text::Tokenizer> tokenizer;
 
   int64_t tokens() const { return sequences * block_size; }
   /// The stream offset of analysed token k (k < tokens()).
@@ -41,9 +46,10 @@ LmEvalSet make_lm_eval_set(std::vector<int32_t> stream, std::vector<int64_t> doc
 
 /// The validation split of a text SPEC as `mumoe train` / `mumoe evaluate` make it
 /// (text::split_documents with the model's validation_fraction and seed, documents joined with
-/// "\n", byte tokens), cut by make_lm_eval_set.
+/// "\n", tokens of `tokenizer` — the model's; null: bytes), cut by make_lm_eval_set. The
+/// identity names a tokenizer other than bytes, so that caches keep their runs apart.
 LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, uint64_t seed, int64_t block_size,
-                           int64_t max_sequences);
+                           int64_t max_sequences, std::shared_ptr<const text::Tokenizer> tokenizer = nullptr);
 
 /// A window of ±radius tokens around analysed token k, inside its document and the stream.
 struct TokenContext {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "text/tokenizer.h"
 #include "analysis/lm_steering.h"
 #include "nn/mumoe_gpt.h"
 
@@ -37,10 +38,11 @@ std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32
 torch::Tensor centre_tensor(const SteeringVector& vector);
 
 /// Both generations for one request: unsteered = gpt->generate (exactly `mumoe generate`),
-/// steered = generate_steered with α·centre. Decodes bytes; fills everything but layer_name.
+/// steered = generate_steered with α·centre. Encodes the prompt and decodes both with
+/// `tokenizer` (the model's); fills everything but layer_name.
 /// `progress` counts the tokens of both generations (2 × request.tokens); false cancels
 /// (throws Cancelled).
 SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request,
-                                const nn::TokenProgress& progress = {});
+                                const text::Tokenizer& tokenizer, const nn::TokenProgress& progress = {});
 
 }  // namespace mumoe::analysis

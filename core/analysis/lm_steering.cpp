@@ -143,6 +143,7 @@ std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32
   // The loop of MuMoEGpt::generate itself, with the steered logits.
   nn::SamplingSettings settings;
   settings.vocab_size = config.vocab_size;
+  settings.sampled_vocabulary = gpt->sampled_vocabulary();
   settings.block_size = config.block_size;
   settings.device = gpt->wte()->weight.device();
   settings.max_new_tokens = max_new_tokens;
@@ -155,10 +156,9 @@ std::vector<int32_t> generate_steered(nn::MuMoEGpt& gpt, const std::vector<int32
 }
 
 SteeringResult steer_generation(nn::MuMoEGpt& gpt, const SteeringVector& vector, const SteeringRequest& request,
-                                const nn::TokenProgress& progress) {
+                                const text::Tokenizer& tokenizer, const nn::TokenProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
   if (!std::isfinite(request.alpha)) throw UsageError("alpha must be a finite number");
-  text::ByteTokenizer tokenizer;
   const auto prompt = tokenizer.encode(request.prompt.empty() ? std::string("\n") : request.prompt);
   SteeringResult r;
   r.request = request;

@@ -38,6 +38,7 @@ struct TextAnalysisSession::Impl {
   cache::RunKey key;
   std::optional<RunData> run;
   std::unique_ptr<LmAblation> engine;
+  std::shared_ptr<const text::Tokenizer> tokenizer;  ///< the model's (TextSessionOptions::tokenizer)
 
   std::optional<int64_t> run_id() const { return cache->find_run(key); }
   int64_t complete_run_id() const {
@@ -68,15 +69,10 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   const auto file = model::ModelFile::load(options.model_path);
   if (!looks_like_gpt(file)) throw UsageError(options.model_path + " is not a GPT");
   const auto& m = file.manifest();
-  if (m.architecture_config.is_object() && m.architecture_config.contains("tokenizer") &&
-      m.architecture_config.at("tokenizer") != "byte")
-    throw UsageError(options.model_path + " uses the tokenizer " + m.architecture_config.at("tokenizer").dump() +
-                     "; text analysis supports byte-level GPTs only");
   impl->gpt = model::load_gpt(file, options.n_head);
   auto& gpt = *impl->gpt;
-  if (gpt->config().vocab_size != 256)
-    throw UsageError(options.model_path + " has a vocabulary of " + std::to_string(gpt->config().vocab_size) +
-                     "; text analysis supports byte-level GPTs (256) only");
+  impl->tokenizer = model::open_gpt_tokenizer(file, gpt->config().vocab_size, options.tokenizer);
+  gpt->set_sampled_vocabulary(impl->tokenizer->vocab_size());
   if (options.layer.empty() && gpt->n_layer() > 1)
     throw UsageError("the GPT has " + std::to_string(gpt->n_layer()) +
                      " MLP layers: name one with --layer (0 … " + std::to_string(gpt->n_layer() - 1) + ", or " +
@@ -87,7 +83,8 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
                                                              : m.provenance.value("validation_fraction", 0.05);
   const auto seed = m.provenance.value("seed", uint64_t{0});
-  impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences);
+  impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences,
+                               impl->tokenizer);
   impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
   impl->extraction.batching = options.chunk_batching;
   impl->extraction.device = options.device;
@@ -175,7 +172,8 @@ SteeringVector TextAnalysisSession::steering_vector(int64_t expert, const Centre
 SteeringResult TextAnalysisSession::steer(const SteeringRequest& request,
                                           const std::function<bool(int64_t, int64_t)>& progress) {
   const auto start = Clock::now();
-  auto result = steer_generation(*impl_->gpt, steering_vector(request.expert, request.centre), request, progress);
+  auto result = steer_generation(*impl_->gpt, steering_vector(request.expert, request.centre), request,
+                                 *impl_->tokenizer, progress);
   result.layer_name = impl_->layer_name;
   result.seconds = seconds_since(start);
   return result;

@@ -42,6 +42,9 @@ struct TextSessionOptions {
   /// The split, as the model was trained (read from the manifest's provenance when < 0 / unset).
   double validation_fraction = -1;
   int64_t n_head = 0;  ///< for plain state dicts (see model::load_gpt)
+  /// byte, gpt2 or a directory (text/tokenizer_choice.h); "" = the model's own
+  /// (model::gpt_tokenizer_name: its manifest, else its vocabulary size).
+  std::string tokenizer;
 };
 
 /// True when `model_path` holds a μMoE GPT (a mumoe-gpt file or a plain nanoGPT-μMoE state

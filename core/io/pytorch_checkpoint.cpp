@@ -3,7 +3,9 @@
 #include <caffe2/serialize/inline_container.h>
 #include <torch/torch.h>
 
+#include <cmath>
 #include <fstream>
+#include <optional>
 
 #include "io/errors.h"
 #include "io/file_checks.h"
@@ -73,6 +75,54 @@ std::pair<int32_t, std::string> find_state_dict(const PickleValues& v, const std
   throw FileError(path, "holds several state dicts (" + names() + "): choose one with --key");
 }
 
+// A plain value of the pickle as JSON, or nullopt when it holds anything else (a tensor, a
+// storage, a global): what side_values() keeps. Nesting is bounded, so a cycle built through the
+// memo ends here too; long lists and strings are not kept (they are no configuration).
+std::optional<nlohmann::json> plain_value(const PickleValues& v, int32_t index, int depth = 0) {
+  constexpr int kMaxDepth = 16;
+  constexpr size_t kMaxItems = 4096, kMaxText = 65536;
+  if (depth > kMaxDepth) return std::nullopt;
+  const auto& n = v.at(index);
+  switch (n.kind) {
+    case Kind::None: return nlohmann::json(nullptr);
+    case Kind::Bool: return nlohmann::json(n.integer != 0);
+    case Kind::Int: return nlohmann::json(n.integer);
+    case Kind::Float: return std::isfinite(n.number) ? nlohmann::json(n.number) : nlohmann::json(nullptr);
+    case Kind::String:
+      if (n.text.size() > kMaxText) return std::nullopt;
+      try {  // a string that is not UTF-8 could not be printed as JSON later: not kept
+        (void)nlohmann::json(n.text).dump();
+      } catch (const nlohmann::json::exception&) {
+        return std::nullopt;
+      }
+      return nlohmann::json(n.text);
+    case Kind::Tuple:
+    case Kind::List: {
+      if (n.items.size() > kMaxItems) return std::nullopt;
+      auto out = nlohmann::json::array();
+      for (const auto item : n.items) {
+        auto value = plain_value(v, item, depth + 1);
+        if (!value) return std::nullopt;
+        out.push_back(std::move(*value));
+      }
+      return out;
+    }
+    case Kind::Dict: {
+      if (n.entries.size() > kMaxItems) return std::nullopt;
+      auto out = nlohmann::json::object();
+      for (const auto& [k, value] : n.entries) {
+        const auto& key = v.at(k);
+        if (key.kind != Kind::String) return std::nullopt;
+        auto plain = plain_value(v, value, depth + 1);
+        if (!plain) return std::nullopt;
+        out[key.text] = std::move(*plain);
+      }
+      return out;
+    }
+    default: return std::nullopt;
+  }
+}
+
 int64_t checked_product(const std::vector<int64_t>& sizes, const std::string& path, const std::string& name) {
   int64_t n = 1;
   for (const auto s : sizes) {
@@ -123,6 +173,11 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
 
   const auto [dict, found_key] = find_state_dict(values, key, path);
   out->key_ = found_key;
+  const auto& root = values.at(values.root);
+  if (root.kind == Kind::Dict && dict != values.root)
+    for (const auto& [k, value] : root.entries)
+      if (values.at(k).kind == Kind::String)
+        if (auto plain = plain_value(values, value)) out->side_values_[values.at(k).text] = std::move(*plain);
   std::map<std::string, TensorView> views;  // a repeated key keeps its last value, as in Python
   for (const auto& [k, value] : values.at(dict).entries) {
     const auto& t = values.at(value);

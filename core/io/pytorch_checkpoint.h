@@ -46,6 +46,7 @@ class PytorchCheckpoint final : public TensorArchive {
   std::string format_name() const override { return "PyTorch checkpoint"; }
   /// Where the state dict was found: "" (the whole object) or the top-level key.
   std::string state_dict_key() const override { return key_; }
+  nlohmann::json side_values() const override { return side_values_; }
 
  private:
   struct TensorView {
@@ -59,6 +60,7 @@ class PytorchCheckpoint final : public TensorArchive {
 
   std::string path_;
   std::string key_;
+  nlohmann::json side_values_ = nlohmann::json::object();
   std::map<std::string, std::string> metadata_;
   std::vector<TensorEntry> entries_;
   std::map<std::string, TensorView> views_;

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <map>
+
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +46,12 @@ class TensorArchive {
   /// Where in the file the state dict is: "" (the whole file), or the top-level key of a PyTorch
   /// checkpoint that holds it beside other entries ("model" in nanoGPT's ckpt.pt).
   virtual std::string state_dict_key() const { return ""; }
+  /// The plain values beside the state dict of a checkpoint whose top level is a dict: numbers,
+  /// strings, bools, None, and lists and dicts of them, as JSON (nanoGPT's ckpt.pt:
+  /// {"model_args": {"n_layer": 12, …}, "iter_num": 5000, "config": {…}}). Entries that hold
+  /// tensors (the state dict, an optimizer's state) are left out. An empty object when there is
+  /// nothing such (every safetensors file).
+  virtual nlohmann::json side_values() const { return nlohmann::json::object(); }
 
  protected:
   /// Index of entries() by name (built by the implementations once their entries are final).

@@ -3,10 +3,12 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <optional>
 #include <regex>
 #include <set>
 
 #include "io/errors.h"
+#include "text/tokenizer_choice.h"
 
 namespace mumoe::model {
 namespace {
@@ -156,7 +158,22 @@ nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
   while (has_tensor(names, "transformer.h." + std::to_string(c.n_layer) + ".ln_1.weight")) ++c.n_layer;
   if (c.n_layer == 0) fail("it has no transformer.h.0.ln_1.weight");
   if (n_head < 0) throw UsageError("n_head must be positive (or 0 for the default)");
-  c.n_head = n_head > 0 ? n_head : default_head_count(c.n_embd);
+  // The head count: as given, else what the checkpoint's own model_args say (nanoGPT's ckpt.pt),
+  // else GPT-2's head width of 64. The other model_args must agree with the weights.
+  const auto args = nanogpt_model_args(file);
+  auto arg = [&](const char* key) -> std::optional<int64_t> {
+    if (!args.contains(key)) return std::nullopt;
+    if (!args.at(key).is_number_integer() || args.at(key).get<int64_t>() <= 0)
+      fail(std::string("model_args.") + key + " is " + args.at(key).dump() + ", not a positive integer");
+    return args.at(key).get<int64_t>();
+  };
+  for (const auto& [key, value] : {std::pair<const char*, int64_t>{"n_layer", c.n_layer}, {"n_embd", c.n_embd},
+                                   {"block_size", c.block_size}, {"vocab_size", c.vocab_size}})
+    if (const auto said = arg(key); said && *said != value)
+      fail(std::string("its model_args say ") + key + " = " + std::to_string(*said) + ", but the weights have " +
+           std::to_string(value));
+  const auto args_heads = arg("n_head");
+  c.n_head = n_head > 0 ? n_head : args_heads ? *args_heads : default_head_count(c.n_embd);
   if (c.n_embd % c.n_head != 0)
     throw UsageError("n_head " + std::to_string(c.n_head) + " does not divide n_embd " + std::to_string(c.n_embd) +
                      " of " + file.path());
@@ -181,6 +198,41 @@ nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
   }
   check_layers_fit(file, c);
   return c;
+}
+
+nlohmann::json nanogpt_model_args(const ModelFile& file) {
+  const auto side = file.side_values();
+  if (side.is_object() && side.contains("model_args") && side.at("model_args").is_object()) return side.at("model_args");
+  return nlohmann::json::object();
+}
+
+HeadCountSource gpt_head_count_source(const ModelFile& file, int64_t n_head) {
+  if (!file.inferred()) return HeadCountSource::Manifest;
+  if (n_head > 0) return HeadCountSource::Given;
+  if (nanogpt_model_args(file).contains("n_head")) return HeadCountSource::ModelArgs;
+  return HeadCountSource::Guessed;
+}
+
+std::string gpt_tokenizer_name(const ModelFile& file, int64_t vocab_size, const std::string& choice) {
+  if (!choice.empty()) return choice;
+  const auto& config = file.manifest().architecture_config;
+  if (!file.inferred() && config.is_object() && config.contains("tokenizer") && config.at("tokenizer").is_string())
+    return config.at("tokenizer").get<std::string>();
+  const auto by_vocabulary = text::tokenizer_for_vocabulary(vocab_size);
+  if (by_vocabulary.empty())
+    throw UsageError(file.path() + ": a GPT with a vocabulary of " + std::to_string(vocab_size) +
+                     " tokens names no tokenizer; choose one with --tokenizer byte|gpt2|DIR");
+  return by_vocabulary;
+}
+
+std::shared_ptr<const text::Tokenizer> open_gpt_tokenizer(const ModelFile& file, int64_t vocab_size,
+                                                          const std::string& choice) {
+  auto tokenizer = text::make_tokenizer(gpt_tokenizer_name(file, vocab_size, choice));
+  if (tokenizer->vocab_size() > vocab_size)
+    throw UsageError("the tokenizer " + tokenizer->name() + " has " + std::to_string(tokenizer->vocab_size()) +
+                     " tokens, more than the " + std::to_string(vocab_size) + " rows of " + file.path() +
+                     "'s embedding: it is not the model's tokenizer");
+  return tokenizer;
 }
 
 nn::MuMoEGpt load_gpt_state_dict(const ModelFile& file, int64_t n_head) {

@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "io/safetensors.h"
 #include "model/model_file.h"
 #include "nn/mumoe_gpt.h"
+#include "text/tokenizer.h"
 
 namespace mumoe::model {
 
@@ -55,10 +57,32 @@ int64_t default_head_count(int64_t n_embd);
 /// n_layer from the transformer.h.{i} blocks, experts / ranks / gate activation from the μMoE
 /// layers ModelFile inferred (they must all be the reference's MLP block C → 4C → C with
 /// LayerNorm gating and input LayerNorm). The head count cannot be seen in any shape: `n_head`
-/// > 0 is used as given, 0 means default_head_count(C). A wrong head count loads without error
+/// > 0 is used as given, 0 means the checkpoint's model_args.n_head (nanoGPT's ckpt.pt) or else
+/// default_head_count(C); model_args that disagree with the shapes are a FileError. A wrong head count loads without error
 /// but computes a different attention, so pass the one the model was trained with. dropout
 /// keeps GptConfig's default (it does not affect inference). Throws FileError.
 nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head = 0);
+
+/// nanoGPT's "model_args" saved beside the weights in ckpt.pt (n_layer, n_head, n_embd,
+/// block_size, bias, vocab_size, dropout, layer_type, n_experts), or an empty object.
+nlohmann::json nanogpt_model_args(const ModelFile& file);
+
+/// Where a GPT's head count comes from, for `info` and the Model page: its manifest, the
+/// caller (--heads), the checkpoint's model_args, or the GPT-2 guess of a head width of 64
+/// (which the user is told about: a wrong count computes another attention without error).
+enum class HeadCountSource { Manifest, Given, ModelArgs, Guessed };
+HeadCountSource gpt_head_count_source(const ModelFile& file, int64_t n_head = 0);
+
+/// The name of the tokenizer that turns text into the GPT's tokens: `choice` (--tokenizer) when
+/// given, else the one its manifest names, else the one its vocabulary implies
+/// (text::tokenizer_for_vocabulary: 256 → byte, GPT-2's 50,257…50,304 → gpt2). Throws
+/// UsageError asking for --tokenizer when none of these says.
+std::string gpt_tokenizer_name(const ModelFile& file, int64_t vocab_size, const std::string& choice = "");
+
+/// That tokenizer, loaded (text::make_tokenizer); refused when it has more tokens than the
+/// model's embedding has rows.
+std::shared_ptr<const text::Tokenizer> open_gpt_tokenizer(const ModelFile& file, int64_t vocab_size,
+                                                          const std::string& choice = "");
 
 /// Builds the GPT of a plain state dict: infer_gpt_config + load_gpt_weights (eval mode, CPU).
 nn::MuMoEGpt load_gpt_state_dict(const ModelFile& file, int64_t n_head = 0);

@@ -41,6 +41,9 @@ class ModelFile {
   /// The top-level key of a PyTorch checkpoint under which the state dict was found ("" = the
   /// whole file).
   std::string state_dict_key() const { return file_->state_dict_key(); }
+  /// The plain values saved beside the state dict (io::TensorArchive::side_values): nanoGPT's
+  /// "model_args", a training script's "epoch"; an empty object for a safetensors file.
+  nlohmann::json side_values() const { return file_->side_values(); }
   const Manifest& manifest() const { return manifest_; }
   /// True when the file had no manifest and the layers were inferred from a plain state_dict.
   bool inferred() const { return inferred_; }

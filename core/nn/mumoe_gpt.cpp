@@ -347,6 +347,7 @@ std::vector<int32_t> MuMoEGptImpl::generate(const std::vector<int32_t>& prompt, 
   torch::NoGradGuard no_grad;
   SamplingSettings settings;
   settings.vocab_size = config_.vocab_size;
+  settings.sampled_vocabulary = sampled_vocabulary_;
   settings.block_size = config_.block_size;
   settings.device = wte_->weight.device();
   settings.max_new_tokens = max_new_tokens;

@@ -179,6 +179,11 @@ class MuMoEGptImpl : public torch::nn::Module {
                                 double temperature = 1.0, int64_t top_k = 0, uint64_t seed = 0,
                                 const TokenProgress& progress = {});
 
+  /// The ids generate() may draw: below `tokens` (the tokenizer's vocabulary, where the
+  /// embedding has padding rows past it); 0 (the default): every row.
+  void set_sampled_vocabulary(int64_t tokens) { sampled_vocabulary_ = tokens; }
+  int64_t sampled_vocabulary() const { return sampled_vocabulary_; }
+
   /// Re-initialises every parameter as nanoGPT does: Linear and Embedding weights N(0, 0.02),
   /// biases 0, c_proj weights N(0, 0.02/√(2·n_layer)), LayerNorms (1, 0); the μMoE blocks as
   /// in spec §1 (gating 0). Uses torch's global generator (seed it with torch::manual_seed).
@@ -197,6 +202,7 @@ class MuMoEGptImpl : public torch::nn::Module {
   void check_layer(int64_t layer) const;
 
   GptConfig config_;
+  int64_t sampled_vocabulary_ = 0;
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::ModuleList h_;

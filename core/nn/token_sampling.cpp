@@ -31,6 +31,7 @@ std::vector<int32_t> sample_continuation(const ContextLogits& logits_of, const s
     const std::vector<int64_t> window(begin, context.end());
     const auto idx = torch::tensor(window, torch::kLong).view({1, -1}).to(s.device);
     auto logits = logits_of(idx).select(0, 0).select(0, -1).to(torch::kCPU, torch::kFloat64);
+    if (s.sampled_vocabulary > 0 && s.sampled_vocabulary < logits.size(0)) logits = logits.slice(0, 0, s.sampled_vocabulary);
 
     int64_t next = 0;
     if (s.temperature == 0) {

@@ -19,6 +19,9 @@ using TokenProgress = std::function<bool(int64_t done, int64_t total)>;
 
 struct SamplingSettings {
   int64_t vocab_size = 0;
+  /// > 0: only ids below it are drawn — the tokenizer's vocabulary where the embedding is padded
+  /// past it (nanoGPT pads GPT-2's 50,257 tokens to 50,304 rows, which were never trained).
+  int64_t sampled_vocabulary = 0;
   int64_t block_size = 0;        ///< the context is cropped to the last block_size tokens
   torch::Device device = torch::kCPU;
   int64_t max_new_tokens = 0;    ///< ≥ 0

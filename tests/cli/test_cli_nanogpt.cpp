@@ -1,0 +1,122 @@
+// Issue 44: a nanoGPT GPT-2 with μMoE MLPs opens as what it is. A GPT is built in the test's own
+// PyTorch after the reference's structure (experiments/nanoGPT: blocks x + attn(ln_1(x)),
+// x + mlp(x); the MLP a two-layer μMoE under mlp.MuMoE_layer with the reference's keys), with a
+// head width of 16 (so GPT-2's guess of 64 would compute another attention) and GPT-2's padded
+// vocabulary of 50,304, and saved as train.py saves ckpt.pt — the state dict under "model" beside
+// "model_args", "optimizer", "iter_num", "best_val_loss" and "config". `mumoe generate` must read
+// the head count from model_args, choose GPT-2's tokenizer by itself, and continue a prompt
+// token for token as the PyTorch model does (greedy, among GPT-2's 50,257 real tokens).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "cli_runner.h"
+#include "python_fixture.h"
+#include "temp_dir.h"
+
+using namespace mumoe;
+
+namespace {
+
+const char* kNanoGptScript = R"PY(
+import json, math
+sys.path.insert(0, sys.argv[2])
+import torch.nn as nn
+from reference_models import MuMoEMlp
+C, H, L, V, T, N, R = 48, 3, 2, 50304, 32, 4, 8
+
+class Attention(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.c_attn, s.c_proj = nn.Linear(C, 3 * C), nn.Linear(C, C)
+    def forward(s, x):
+        B, t, _ = x.shape
+        q, k, v = s.c_attn(x).split(C, dim=2)
+        q, k, v = [u.view(B, t, H, C // H).transpose(1, 2) for u in (q, k, v)]
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+        att = att.masked_fill(torch.ones(t, t).tril() == 0, float('-inf')).softmax(-1)
+        return s.c_proj((att @ v).transpose(1, 2).reshape(B, t, C))
+
+class Mlp(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.MuMoE_layer = MuMoEMlp(C, 4 * C, N, R)
+    def forward(s, x): return s.MuMoE_layer(x)
+
+class Block(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.ln_1, s.attn, s.mlp = nn.LayerNorm(C), Attention(), Mlp()
+    def forward(s, x):
+        x = x + s.attn(s.ln_1(x))
+        return x + s.mlp(x)  # the reference's blocks have no ln_2
+
+class GPT(nn.Module):
+    def __init__(s):
+        super().__init__()
+        s.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
+                                           h=nn.ModuleList([Block() for _ in range(L)]), ln_f=nn.LayerNorm(C)))
+        s.lm_head = nn.Linear(C, V, bias=False)
+        s.transformer.wte.weight = s.lm_head.weight  # weight tying, as nanoGPT
+    def forward(s, idx):
+        x = s.transformer.wte(idx) + s.transformer.wpe(torch.arange(idx.shape[1]))
+        for b in s.transformer.h: x = b(x)
+        return s.lm_head(s.transformer.ln_f(x))
+
+model = GPT()
+with torch.no_grad():
+    for name, p in model.named_parameters():
+        if name.endswith('.bias') or 'ln' in name: p.normal_(0, 0.2) if name.endswith('.bias') else p.normal_(1, 0.2)
+    model.transformer.wte.weight.normal_(0, 0.5)
+model.eval()
+args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=True, vocab_size=V, dropout=0.0,
+            layer_type='CPMuMoE', n_experts=N)
+torch.save({'model': model.state_dict(), 'optimizer': torch.optim.AdamW(model.parameters()).state_dict(),
+            'model_args': args, 'iter_num': 5000, 'best_val_loss': torch.tensor(3.25),
+            'config': {'dataset': 'openwebtext', 'learning_rate': 6e-4, 'compile': True}}, 'ckpt.pt')
+# "Hello, world" in GPT-2's own encoding (OpenAI's encoder: "Hello" 15496, "," 11, " world" 995).
+ids = [15496, 11, 995]
+with torch.no_grad():
+    for _ in range(12):
+        logits = model(torch.tensor([ids[-T:]]))[0, -1, :50257]
+        ids.append(int(logits.argmax()))
+json.dump(ids[3:], open('expected.json', 'w'))
+)PY";
+
+TEST(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
+  REQUIRE_PYTHON("torch");
+  testkit::TempDir dir;
+  testkit::write_bytes(dir.file("fixture.py"), "");
+  {
+    const auto path = dir.file("nanogpt.py");
+    testkit::write_bytes(path, std::string("import sys, os, torch\nos.chdir(sys.argv[1])\ntorch.manual_seed(0)\n") +
+                                   kNanoGptScript);
+    const auto command = "'" + testkit::python_interpreter() + "' " + path + " " + dir.path().string() + " " +
+                         MUMOE_SOURCE_DIR + "/tests/support 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  }
+  std::ifstream in(dir.file("expected.json"));
+  const auto expected = nlohmann::json::parse(in).get<std::vector<int32_t>>();
+
+  const auto ckpt = dir.file("ckpt.pt");
+  const auto run = testkit::run_cli("generate " + ckpt + " --prompt 'Hello, world' --tokens 12 --temperature 0 --json");
+  ASSERT_EQ(run.code, 0) << run.out;
+  const auto j = nlohmann::json::parse(run.out.substr(run.out.find('{')));
+  EXPECT_EQ(j.at("tokens").get<std::vector<int32_t>>(), expected) << run.out;
+
+  // Without model_args the head count would be GPT-2's guess (48 / 64 → 1 head): another
+  // attention, another continuation — which --heads 3 corrects.
+  const auto guessed = testkit::run_cli("generate " + ckpt + " --prompt 'Hello, world' --tokens 12 --temperature 0 "
+                                        "--json --heads 1");
+  ASSERT_EQ(guessed.code, 0) << guessed.out;
+  EXPECT_NE(nlohmann::json::parse(guessed.out.substr(guessed.out.find('{'))).at("tokens").get<std::vector<int32_t>>(),
+            expected);
+  // The byte tokenizer cannot be this model's: its ids would be GPT-2's first 256 tokens.
+  const auto bytes = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer byte --json");
+  EXPECT_EQ(bytes.code, 0) << bytes.out;  // allowed (256 ≤ 50,304 rows), if pointless
+  const auto unknown = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer sentencepiece");
+  EXPECT_EQ(unknown.code, 1) << unknown.out;
+}
+
+}  // namespace
