@@ -68,7 +68,10 @@ model = GPT()
 with torch.no_grad():
     for name, p in model.named_parameters():
         if name.endswith('.bias') or 'ln' in name: p.normal_(0, 0.2) if name.endswith('.bias') else p.normal_(1, 0.2)
-    model.transformer.wte.weight.normal_(0, 0.5)
+    model.transformer.wte.weight.normal_(0, 0.3)
+    for b in model.transformer.h:  # attention strong enough that its head count shows in the text
+        b.attn.c_attn.weight.normal_(0, 0.6)
+        b.attn.c_proj.weight.normal_(0, 0.4)
 model.eval()
 args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=True, vocab_size=V, dropout=0.0,
             layer_type='CPMuMoE', n_experts=N)
