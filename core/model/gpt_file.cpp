@@ -173,6 +173,11 @@ nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
       fail(std::string("its model_args say ") + key + " = " + std::to_string(*said) + ", but the weights have " +
            std::to_string(value));
   const auto args_heads = arg("n_head");
+  // nanoGPT's bias=False (its train.py default): no biases in the LayerNorms and attention Linears.
+  c.bias = has_tensor(names, "transformer.h.0.ln_1.bias");
+  if (args.contains("bias") && args.at("bias").is_boolean() && args.at("bias").get<bool>() != c.bias)
+    fail(std::string("its model_args say bias = ") + (c.bias ? "False" : "True") + ", but the weights " +
+         (c.bias ? "have" : "lack") + " transformer.h.0.ln_1.bias");
   c.n_head = n_head > 0 ? n_head : args_heads ? *args_heads : default_head_count(c.n_embd);
   if (c.n_embd % c.n_head != 0)
     throw UsageError("n_head " + std::to_string(c.n_head) + " does not divide n_embd " + std::to_string(c.n_embd) +

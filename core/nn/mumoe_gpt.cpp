@@ -15,9 +15,7 @@ namespace {
 // nanoGPT's LayerNorm uses eps 1e-5, as does the μMoE block's input LayerNorm.
 constexpr double kLayerNormEps = 1e-5;
 
-torch::nn::LayerNorm layer_norm(int64_t width) {
-  return torch::nn::LayerNorm(torch::nn::LayerNormOptions({width}).eps(kLayerNormEps));
-}
+GptLayerNorm layer_norm(int64_t width, bool bias) { return GptLayerNorm(width, bias); }
 
 void require(bool ok, const std::string& message) {
   if (!ok) throw UsageError("invalid GPT configuration: " + message);
@@ -102,6 +100,7 @@ nlohmann::json to_json(const GptConfig& c) {
                       {"n_layer", c.n_layer},       {"n_head", c.n_head},
                       {"n_embd", c.n_embd},         {"experts", c.experts},
                       {"dropout", c.dropout}};
+  if (!c.bias) j["bias"] = false;  // written only when false: files of before it stay as they were
   if (c.router_mlp) {
     j["mlp"] = "router";
     return j;
@@ -143,6 +142,8 @@ GptConfig gpt_config_from_json(const nlohmann::json& j, const std::optional<MoEL
     }
     key = "dropout";
     c.dropout = j.value(key, c.dropout);
+    key = "bias";
+    c.bias = j.value(key, true);
     if (router) {
       c.validate();
       return c;
@@ -167,13 +168,28 @@ GptConfig gpt_config_from_json(const nlohmann::json& j, const std::optional<MoEL
 
 // ---------------------------------------------------------------------------------------------
 
-CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout)
+GptLayerNormImpl::GptLayerNormImpl(int64_t width, bool bias) {
+  weight = register_parameter("weight", torch::ones({width}));
+  if (bias) this->bias = register_parameter("bias", torch::zeros({width}));
+}
+
+torch::Tensor GptLayerNormImpl::forward(const torch::Tensor& x) {
+  return torch::layer_norm(x, {weight.size(0)}, weight, bias, kLayerNormEps);
+}
+
+void GptLayerNormImpl::reset_parameters() {
+  torch::NoGradGuard no_grad;
+  weight.fill_(1.0);
+  if (bias.defined()) bias.zero_();
+}
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout, bool bias)
     : n_embd_(n_embd), n_head_(n_head), dropout_(dropout) {
   if (n_head <= 0 || n_embd % n_head != 0)
     throw UsageError("attention: n_head " + std::to_string(n_head) + " must divide n_embd " +
                      std::to_string(n_embd));
-  c_attn_ = register_module("c_attn", torch::nn::Linear(n_embd, 3 * n_embd));
-  c_proj_ = register_module("c_proj", torch::nn::Linear(n_embd, n_embd));
+  c_attn_ = register_module("c_attn", torch::nn::Linear(torch::nn::LinearOptions(n_embd, 3 * n_embd).bias(bias)));
+  c_proj_ = register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(n_embd, n_embd).bias(bias)));
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
@@ -199,13 +215,13 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
 // ---------------------------------------------------------------------------------------------
 
 GptBlockImpl::GptBlockImpl(const GptConfig& config) : dropout_(config.dropout) {
-  ln_1_ = register_module("ln_1", layer_norm(config.n_embd));
-  attn_ = register_module("attn", CausalSelfAttention(config.n_embd, config.n_head, config.dropout));
+  ln_1_ = register_module("ln_1", layer_norm(config.n_embd, config.bias));
+  attn_ = register_module("attn", CausalSelfAttention(config.n_embd, config.n_head, config.dropout, config.bias));
   // nanoGPT's MLP module only wraps the μMoE block (its dropout has no parameters), so a plain
   // container gives the key "mlp.MuMoE_layer.…".
   if (config.router_mlp) {
     // nanoGPT's dense block: ln_2 before the MLP, which the router layer replaces.
-    ln_2_ = register_module("ln_2", layer_norm(config.n_embd));
+    ln_2_ = register_module("ln_2", layer_norm(config.n_embd, config.bias));
     router_mlp_ = register_module("mlp", MoELayer(*config.router_mlp));
     return;
   }
@@ -237,7 +253,7 @@ MuMoEGptImpl::MuMoEGptImpl(GptConfig config) : config_(std::move(config)) {
   wpe_ = transformer->register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
   for (int64_t i = 0; i < config_.n_layer; ++i) h_->push_back(GptBlock(config_));
   transformer->register_module("h", h_);
-  ln_f_ = transformer->register_module("ln_f", layer_norm(config_.n_embd));
+  ln_f_ = transformer->register_module("ln_f", layer_norm(config_.n_embd, config_.bias));
   reset_parameters();
 }
 
@@ -251,9 +267,9 @@ void MuMoEGptImpl::reset_parameters() {
     auto b = block(i);
     b->ln_1()->reset_parameters();
     b->attn()->c_attn()->weight.normal_(0.0, 0.02);
-    b->attn()->c_attn()->bias.zero_();
+    if (config_.bias) b->attn()->c_attn()->bias.zero_();
     b->attn()->c_proj()->weight.normal_(0.0, proj_std);
-    b->attn()->c_proj()->bias.zero_();
+    if (config_.bias) b->attn()->c_proj()->bias.zero_();
     if (b->has_router_mlp()) {
       // As nanoGPT initialises its dense MLP (c_fc, c_proj): N(0, 0.02), the projection into the
       // residual stream scaled down, biases 0 — not torch.nn.Linear's U(±1/√fan_in), whose

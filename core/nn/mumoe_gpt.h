@@ -54,6 +54,10 @@ struct GptConfig {
   int64_t cp_rank = 128;
   std::vector<int64_t> tr_ranks;
   double dropout = 0.1;  ///< embeddings, attention weights, attention output, MLP output
+  /// nanoGPT's `bias`: biases in the attention's Linears and the LayerNorms (ln_1, ln_2, ln_f).
+  /// False is the default of nanoGPT's train.py; the μMoE block's own input LayerNorm and bias
+  /// row are there either way (the reference's MuMoE layer).
+  bool bias = true;
   GateActivationKind gate_activation = GateActivationKind::Entmax15;
   /// When set, every MLP block is this router layer after ln_2 instead of a μMoE block (see the
   /// header); make it with gpt_router_mlp_config. Its experts must equal `experts`, it must map
@@ -86,11 +90,25 @@ GptConfig gpt_config_from_json(const nlohmann::json& json,
 MoELayerConfig gpt_router_mlp_config(RouterKind router, int64_t n_embd, int64_t block_size, int64_t experts,
                                      int64_t expert_hidden, double capacity_factor = 1.0);
 
+/// nanoGPT's LayerNorm: a weight and, with `bias`, a bias ("weight", "bias"); eps 1e-5. LibTorch
+/// 1.13's LayerNorm cannot leave out the bias alone.
+class GptLayerNormImpl : public torch::nn::Module {
+ public:
+  GptLayerNormImpl(int64_t width, bool bias);
+  torch::Tensor forward(const torch::Tensor& x);
+  /// weight 1, bias 0.
+  void reset_parameters();
+
+  torch::Tensor weight;
+  torch::Tensor bias;  ///< undefined without a bias
+};
+TORCH_MODULE(GptLayerNorm);
+
 /// nanoGPT's CausalSelfAttention, written out (no fused kernel: LibTorch 1.13 has none):
 /// q, k, v from one c_attn projection, per head softmax(q kᵀ/√d + causal mask) v, c_proj.
 class CausalSelfAttentionImpl : public torch::nn::Module {
  public:
-  CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout);
+  CausalSelfAttentionImpl(int64_t n_embd, int64_t n_head, double dropout, bool bias = true);
   /// x [B, T, C] → [B, T, C]. Position t attends to positions ≤ t only.
   torch::Tensor forward(const torch::Tensor& x);
 
@@ -121,21 +139,21 @@ class GptBlockImpl : public torch::nn::Module {
   /// or the router layer's for ln_2(h). Its aux_loss is the router's load-balancing loss.
   BlockOutput mlp_branch(const torch::Tensor& h, const ExpertAblation& ablation = {});
 
-  torch::nn::LayerNorm ln_1() const { return ln_1_; }
+  GptLayerNorm ln_1() const { return ln_1_; }
   CausalSelfAttention attn() const { return attn_; }
   /// The μMoE block registered as "mlp.MuMoE_layer" (empty in a router GPT).
   MuMoEBlock mlp() const { return mlp_; }
   /// The router MLP registered as "mlp" and its LayerNorm "ln_2" (empty in a μMoE GPT).
   MoELayer router_mlp() const { return router_mlp_; }
-  torch::nn::LayerNorm ln_2() const { return ln_2_; }
+  GptLayerNorm ln_2() const { return ln_2_; }
   bool has_router_mlp() const { return !router_mlp_.is_empty(); }
 
  private:
   double dropout_;
-  torch::nn::LayerNorm ln_1_{nullptr};
+  GptLayerNorm ln_1_{nullptr};
   CausalSelfAttention attn_{nullptr};
   MuMoEBlock mlp_{nullptr};
-  torch::nn::LayerNorm ln_2_{nullptr};
+  GptLayerNorm ln_2_{nullptr};
   MoELayer router_mlp_{nullptr};
 };
 TORCH_MODULE(GptBlock);
@@ -195,7 +213,7 @@ class MuMoEGptImpl : public torch::nn::Module {
   GptBlock block(int64_t layer) const;
   torch::nn::Embedding wte() const { return wte_; }
   torch::nn::Embedding wpe() const { return wpe_; }
-  torch::nn::LayerNorm ln_f() const { return ln_f_; }
+  GptLayerNorm ln_f() const { return ln_f_; }
 
  private:
   torch::Tensor embed(const torch::Tensor& idx);
@@ -206,7 +224,7 @@ class MuMoEGptImpl : public torch::nn::Module {
   torch::nn::Embedding wte_{nullptr};
   torch::nn::Embedding wpe_{nullptr};
   torch::nn::ModuleList h_;
-  torch::nn::LayerNorm ln_f_{nullptr};
+  GptLayerNorm ln_f_{nullptr};
 };
 TORCH_MODULE(MuMoEGpt);
 
