@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 #include "cli_runner.h"
@@ -126,6 +127,14 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
             expected);
   const auto unknown = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer sentencepiece");
   EXPECT_EQ(unknown.code, 1) << unknown.out;
+  // A damaged tokenizer file of the user's is bad input, named.
+  const auto tokenizer_dir = dir.file("tokenizer");
+  std::filesystem::create_directory(tokenizer_dir);
+  testkit::write_bytes(tokenizer_dir + "/vocab.json", "{\"!\": 0, \"a\": ");
+  testkit::write_bytes(tokenizer_dir + "/merges.txt", "#version: 0.2\n");
+  const auto damaged = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer " + tokenizer_dir);
+  EXPECT_EQ(damaged.code, 2) << damaged.out;
+  EXPECT_NE(damaged.out.find(tokenizer_dir + "/vocab.json"), std::string::npos) << damaged.out;
 }
 
 // nanoGPT's own bias option: with biases, and without (train.py's default).
