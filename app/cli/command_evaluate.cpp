@@ -23,6 +23,7 @@ struct EvaluateOptions {
   std::string data = "fashion-mnist:test", ablate, device = "cpu", layer;
   int64_t batch_size = 500;
   double validation_fraction = 0.05;
+  int64_t max_tokens = 1 << 20;
   bool json = false;
 };
 
@@ -30,7 +31,7 @@ int run_evaluate(const EvaluateOptions& o) {
   const auto ablation = o.ablate.empty() ? nn::ExpertAblation{} : parse_ablation(o.ablate);
   if (is_text_spec(o.data))
     return run_evaluate_language_model(o.model.model, o.data, o.validation_fraction, o.device, o.json,
-                                       {o.model.heads, o.model.tokenizer});
+                                       {o.model.heads, o.model.tokenizer, o.max_tokens});
   const auto file = model::ModelFile::load(o.model.model, o.model.overrides());
   auto classifier = model::ClassifierModel::load(file, o.layer);
   const auto data = classifier.prepare(data::load_dataset(o.data));
@@ -73,6 +74,10 @@ Command add_evaluate_command(CLI::App& parent) {
   o->model.add_to(app);
   app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
   app->add_option("--layer", o->layer, "μMoE layer of a multi-layer model file");
+  app->add_option("--max-tokens", o->max_tokens,
+                  "GPT models on tokens:FILE (nanoGPT's val.bin): evaluate the stream's first N tokens (default "
+                  "1,048,576; 0 = all)")
+      ->check(CLI::NonNegativeNumber);
   app->add_option("--validation-fraction", o->validation_fraction,
                   "GPT on a text SPEC: the held-out share of documents it was trained with (default 0.05)");
   app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");

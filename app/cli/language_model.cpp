@@ -11,6 +11,7 @@
 #include "io/errors.h"
 #include "model/gpt_file.h"
 #include "nn/backbone_config.h"
+#include "text/token_file.h"
 #include "text/tokenizer_choice.h"
 #include "text/text_corpus.h"
 #include "train/lm_training.h"
@@ -45,7 +46,8 @@ OpenedGpt open_gpt(const std::string& path, const GptOpenOptions& o) {
 }  // namespace
 
 bool is_text_spec(const std::string& spec) {
-  return spec == "fortunes" || spec.rfind("fortunes:", 0) == 0 || spec.rfind("text:", 0) == 0;
+  return spec == "fortunes" || spec.rfind("fortunes:", 0) == 0 || spec.rfind("text:", 0) == 0 ||
+         text::is_token_spec(spec);
 }
 
 TextTokens load_text_tokens(const std::string& spec, double validation_fraction, uint64_t seed,
@@ -147,10 +149,15 @@ int run_evaluate_language_model(const std::string& model_path, const std::string
                                 const std::string& device, bool json, const GptOpenOptions& open) {
   auto [gpt, tokenizer, file] = open_gpt(model_path, open);
   const auto seed = file.manifest().provenance.value("seed", uint64_t{0});
-  const auto tokens = load_text_tokens(data, validation_fraction, seed, *tokenizer);
+  TextTokens tokens;
+  if (text::is_token_spec(data))  // already tokens: the stream's first max_tokens, all of them evaluated
+    tokens.validation = text::read_token_spec(data, open.max_tokens, tokenizer->vocab_size()).tokens;
+  else
+    tokens = load_text_tokens(data, validation_fraction, seed, *tokenizer);
   const auto e = train::evaluate_lm(gpt, tokens.validation, 0, 32, device);
   if (json)
-    std::cout << nlohmann::json({{"model", model_path}, {"data", data}, {"split", "validation"},
+    std::cout << nlohmann::json({{"model", model_path}, {"data", data},
+                                 {"split", text::is_token_spec(data) ? "stream" : "validation"},
                                  {"tokens", e.tokens}, {"mean_loss", e.mean_loss}, {"perplexity", e.perplexity},
                                  {"accuracy", e.accuracy}})
                      .dump(2)

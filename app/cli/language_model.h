@@ -13,7 +13,7 @@
 
 namespace mumoe::cli {
 
-/// "fortunes", "fortunes:DIR", "text:FILE", "text:DIR".
+/// "fortunes", "fortunes:DIR", "text:FILE", "text:DIR", "tokens:FILE" (text/token_file.h).
 bool is_text_spec(const std::string& spec);
 
 /// A text SPEC split by documents (seeded) and tokenized with `tokenizer` (each document ends
@@ -30,6 +30,8 @@ TextTokens load_text_tokens(const std::string& spec, double validation_fraction,
 struct GptOpenOptions {
   int64_t heads = 0;
   std::string tokenizer;
+  /// tokens:FILE data: how many of the stream's first tokens are evaluated (0: all).
+  int64_t max_tokens = 1 << 20;
 };
 
 /// What `mumoe train` passes on for a text SPEC.

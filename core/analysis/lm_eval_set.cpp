@@ -5,6 +5,7 @@
 #include "io/errors.h"
 #include "text/byte_tokenizer.h"
 #include "text/text_corpus.h"
+#include "text/token_file.h"
 #include "text/utf8.h"
 
 namespace mumoe::analysis {
@@ -38,6 +39,14 @@ LmEvalSet make_lm_eval_set(std::vector<int32_t> stream, std::vector<int64_t> doc
 LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, uint64_t seed, int64_t block_size,
                            int64_t max_sequences, std::shared_ptr<const text::Tokenizer> tokenizer) {
   if (!tokenizer) tokenizer = std::make_shared<text::ByteTokenizer>();
+  if (text::is_token_spec(spec)) {
+    // Already tokens (nanoGPT's val.bin): only what the sequences need is read; one document.
+    const int64_t needed = max_sequences > 0 ? max_sequences * block_size + 1 : 0;
+    auto stream = text::read_token_spec(spec, needed, tokenizer->vocab_size());
+    auto set = make_lm_eval_set(std::move(stream.tokens), {0}, block_size, max_sequences, stream.identity);
+    set.tokenizer = std::move(tokenizer);
+    return set;
+  }
   const auto split = text::split_documents(text::load_text_spec(spec), validation_fraction, seed);
   // The same joining as the CLI's training and evaluation (app/cli/language_model.cpp).
   std::string joined;

@@ -93,7 +93,19 @@ with torch.no_grad():
     for _ in range(12):
         logits = model(torch.tensor([ids[-T:]]))[0, -1, :50257]
         ids.append(int(logits.argmax()))
-json.dump(ids[3:], open('expected.json', 'w'))
+# nanoGPT's val.bin (uint16, little-endian) and the loss over consecutive windows of T tokens, the
+# last one shorter, as nanoGPT-style evaluation cuts a stream.
+import array
+stream = torch.randint(0, 50257, (300,)).tolist()
+array.array('H', stream).tofile(open('val.bin', 'wb'))
+loss, count = 0.0, 0
+with torch.no_grad():
+    for start in range(0, len(stream) - 1, T):
+        window = stream[start:start + T + 1]
+        logits = model(torch.tensor([window[:-1]]))[0].double()
+        loss += float(nn.functional.cross_entropy(logits, torch.tensor(window[1:]), reduction='sum'))
+        count += len(window) - 1
+json.dump({'continuation': ids[3:], 'val_loss': loss / count, 'val_tokens': count}, open('expected.json', 'w'))
 )PY";
 
 class NanoGpt : public ::testing::TestWithParam<const char*> {};
@@ -110,7 +122,8 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
   }
   std::ifstream in(dir.file("expected.json"));
-  const auto expected = nlohmann::json::parse(in).get<std::vector<int32_t>>();
+  const auto reference = nlohmann::json::parse(in);
+  const auto expected = reference.at("continuation").get<std::vector<int32_t>>();
 
   const auto ckpt = dir.file("ckpt.pt");
   const auto run = testkit::run_cli("generate " + ckpt + " --prompt 'Hello, world' --tokens 12 --temperature 0 --json");
@@ -125,6 +138,18 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
   ASSERT_EQ(guessed.code, 0) << guessed.out;
   EXPECT_NE(nlohmann::json::parse(guessed.out.substr(guessed.out.find('{'))).at("tokens").get<std::vector<int32_t>>(),
             expected);
+  // nanoGPT's own token stream, read as it is (tokens:FILE): the loss PyTorch computes.
+  const auto val = "tokens:" + dir.file("val.bin");
+  const auto evaluated = testkit::run_cli("evaluate " + ckpt + " --data " + val + " --json");
+  ASSERT_EQ(evaluated.code, 0) << evaluated.out;
+  const auto e = nlohmann::json::parse(evaluated.out.substr(evaluated.out.find('{')));
+  EXPECT_EQ(e.at("tokens").get<int64_t>(), reference.at("val_tokens").get<int64_t>());
+  EXPECT_NEAR(e.at("mean_loss").get<double>(), reference.at("val_loss").get<double>(),
+              1e-5 * reference.at("val_loss").get<double>());
+  const auto gallery = testkit::run_cli("gallery " + ckpt + " --data " + val + " --layer 1 --expert 0 --max-sequences 4 "
+                                        "--cache " + dir.file("cache.sqlite") + " --quiet --json");
+  EXPECT_EQ(gallery.code, 0) << gallery.out;
+
   const auto unknown = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer sentencepiece");
   EXPECT_EQ(unknown.code, 1) << unknown.out;
   // A damaged tokenizer file of the user's is bad input, named.

@@ -25,6 +25,7 @@
 #include "text/gpt2_pretokenizer.h"
 #include "text/splitmix64.h"
 #include "text/text_corpus.h"
+#include "text/token_file.h"
 #include "text/tokenizer_choice.h"
 #include "text/utf8.h"
 
@@ -622,6 +623,28 @@ TEST(Gpt2Tokenizer, ABadTokenizerFileIsNamed) {
   ::setenv("MUMOE_GPT2_TOKENIZER", dir.file("missing").c_str(), 1);
   expect_file_error([&] { make_tokenizer("gpt2"); }, "missing", "MUMOE_GPT2_TOKENIZER");
   ::unsetenv("MUMOE_GPT2_TOKENIZER");
+}
+
+// nanoGPT's train.bin / val.bin (issue 44): little-endian uint16 ids, only the prefix asked for.
+TEST(TokenFile, ReadsAPrefixOfAUint16StreamAndNamesWhatIsWrong) {
+  TempDir dir;
+  const auto path = dir.file("val.bin");
+  write_bytes(path, std::string("\x01\x00\x00\x01\xff\xff\x10\x27", 8));  // 1, 256, 65535, 10000
+  auto all = read_token_spec("tokens:" + path, 0);
+  EXPECT_EQ(all.tokens, (std::vector<int32_t>{1, 256, 65535, 10000}));
+  EXPECT_EQ(all.file_tokens, 4);
+  auto prefix = read_token_spec("tokens:" + path, 2, 50304);
+  EXPECT_EQ(prefix.tokens, (std::vector<int32_t>{1, 256}));
+  EXPECT_NE(prefix.identity, all.identity);
+  expect_file_error([&] { read_token_spec("tokens:" + path, 0, 50304); }, "val.bin",
+                    "token 2 is id 65535, outside the model's vocabulary of 50304");
+  write_bytes(path, std::string("\x01\x00\x02", 3));
+  expect_file_error([&] { read_token_spec("tokens:" + path, 0); }, "val.bin", "odd number");
+  write_bytes(path, "");
+  expect_file_error([&] { read_token_spec("tokens:" + path, 0); }, "val.bin", "is empty");
+  expect_file_error([&] { read_token_spec("tokens:" + dir.file("missing.bin"), 0); }, "missing.bin", "does not exist");
+  EXPECT_TRUE(is_token_spec("tokens:x"));
+  EXPECT_FALSE(is_token_spec("text:x"));
 }
 
 }  // namespace
