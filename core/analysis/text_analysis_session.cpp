@@ -79,6 +79,9 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
                      nn::gpt_mlp_layer_name(gpt->config(), 0) + " … " +
                      nn::gpt_mlp_layer_name(gpt->config(), gpt->n_layer() - 1) + ")");
   impl->layer = options.layer.empty() ? 0 : gpt_layer_index(options.layer, gpt->n_layer());
+  if (gpt->config().has_dense_mlp(impl->layer))
+    throw UsageError("layer " + std::to_string(impl->layer) + " of " + options.model_path +
+                     " has a plain MLP: it has no experts to analyse; choose a μMoE layer");
   impl->layer_name = nn::gpt_mlp_layer_name(gpt->config(), impl->layer);
   const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
                                                              : m.provenance.value("validation_fraction", 0.05);

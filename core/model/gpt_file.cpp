@@ -30,7 +30,8 @@ void check_layers_fit(const ModelFile& file, const nn::GptConfig& config) {
   std::set<std::string> seen;
   for (const auto& layer : file.manifest().layers) {
     bool known = false;
-    for (int64_t i = 0; i < config.n_layer && !known; ++i) known = layer.name == layer_name(config, i);
+    for (int64_t i = 0; i < config.n_layer && !known; ++i)
+      known = !config.has_dense_mlp(i) && layer.name == layer_name(config, i);
     if (!known || layer.prefix != layer.name + ".")
       throw FileError(file.path(), "layer '" + layer.name + "' is not the MLP block of one of the " +
                                        std::to_string(config.n_layer) + " GPT layers");
@@ -40,7 +41,7 @@ void check_layers_fit(const ModelFile& file, const nn::GptConfig& config) {
     seen.insert(layer.name);
   }
   for (int64_t i = 0; i < config.n_layer; ++i)
-    if (!seen.count(layer_name(config, i)))
+    if (!config.has_dense_mlp(i) && !seen.count(layer_name(config, i)))
       throw FileError(file.path(), "the GPT's MLP layer '" + layer_name(config, i) + "' is missing");
 }
 
@@ -64,6 +65,7 @@ Manifest gpt_manifest(const nn::MuMoEGpt& gpt, nlohmann::json provenance, const 
   m.architecture = kGptArchitecture;
   m.architecture_config = {{"gpt", nn::to_json(config)}, {"tokenizer", tokenizer}};
   for (int64_t i = 0; i < config.n_layer; ++i) {
+    if (config.has_dense_mlp(i)) continue;  // a plain MLP: no μMoE layer to list
     if (config.router_mlp)
       m.layers.push_back({layer_name(config, i), nn::gpt_mlp_prefix(config, i), {}, false, config.router_mlp});
     else
@@ -183,11 +185,23 @@ nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
     throw UsageError("n_head " + std::to_string(c.n_head) + " does not divide n_embd " + std::to_string(c.n_embd) +
                      " of " + file.path());
 
-  // The MLP blocks' sizes come from the μMoE layers ModelFile found by their gating weights.
+  // Each block's MLP is a μMoE block (found by ModelFile by its gating weights) or nanoGPT's
+  // plain MLP (mlp.c_fc.1.weight); the μMoE blocks' sizes come from the first of them.
   const ModelLayer* first = nullptr;
-  for (const auto& layer : file.manifest().layers)
-    if (layer.name == layer_name(0)) first = &layer;
-  if (!first) not_a_gpt(file, "it has no μMoE MLP block " + layer_name(0));
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const ModelLayer* found = nullptr;
+    for (const auto& layer : file.manifest().layers)
+      if (layer.name == layer_name(i)) found = &layer;
+    if (found) {
+      if (!first) first = found;
+    } else if (has_tensor(names, "transformer.h." + std::to_string(i) + ".mlp.c_fc.1.weight")) {
+      c.dense_mlp_layers.push_back(i);
+    } else {
+      fail("block " + std::to_string(i) + "'s MLP is neither a μMoE block (" + layer_name(i) +
+           ".projs.0) nor a plain MLP (transformer.h." + std::to_string(i) + ".mlp.c_fc.1.weight)");
+    }
+  }
+  if (!first) not_a_gpt(file, "it has no μMoE MLP block");
   const auto& mlp = first->config;
   if (mlp.hierarchy() != 1)
     fail(layer_name(0) + " has " + std::to_string(mlp.hierarchy()) + " expert modes; the GPT supports one");

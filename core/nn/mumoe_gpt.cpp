@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -44,6 +45,11 @@ void GptConfig::validate() const {
                                     std::to_string(n_embd) + ")");
   require(experts > 0, "experts must be positive");
   require(dropout >= 0 && dropout < 1, "dropout must be in [0, 1)");
+  for (size_t i = 0; i < dense_mlp_layers.size(); ++i)
+    require(dense_mlp_layers[i] >= 0 && dense_mlp_layers[i] < n_layer &&
+                (i == 0 || dense_mlp_layers[i] > dense_mlp_layers[i - 1]),
+            "dense_mlp_layers must be distinct layers 0–" + std::to_string(n_layer - 1) + " in ascending order");
+  require(dense_mlp_layers.empty() || !router_mlp, "a router GPT has no plain MLPs");
   if (router_mlp) {
     const auto& r = *router_mlp;
     r.validate();
@@ -76,6 +82,10 @@ MoELayerConfig gpt_router_mlp_config(RouterKind router, int64_t n_embd, int64_t 
   return c;
 }
 
+bool GptConfig::has_dense_mlp(int64_t layer) const {
+  return std::binary_search(dense_mlp_layers.begin(), dense_mlp_layers.end(), layer);
+}
+
 LayerConfig GptConfig::mlp_config() const {
   LayerConfig c;
   c.factorization = factorization;
@@ -101,6 +111,7 @@ nlohmann::json to_json(const GptConfig& c) {
                       {"n_embd", c.n_embd},         {"experts", c.experts},
                       {"dropout", c.dropout}};
   if (!c.bias) j["bias"] = false;  // written only when false: files of before it stay as they were
+  if (!c.dense_mlp_layers.empty()) j["dense_mlp_layers"] = c.dense_mlp_layers;
   if (c.router_mlp) {
     j["mlp"] = "router";
     return j;
@@ -144,6 +155,8 @@ GptConfig gpt_config_from_json(const nlohmann::json& j, const std::optional<MoEL
     c.dropout = j.value(key, c.dropout);
     key = "bias";
     c.bias = j.value(key, true);
+    key = "dense_mlp_layers";
+    c.dense_mlp_layers = j.value(key, std::vector<int64_t>{});
     if (router) {
       c.validate();
       return c;
@@ -214,7 +227,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x) {
 
 // ---------------------------------------------------------------------------------------------
 
-GptBlockImpl::GptBlockImpl(const GptConfig& config) : dropout_(config.dropout) {
+GptBlockImpl::GptBlockImpl(const GptConfig& config, int64_t layer) : dropout_(config.dropout) {
   ln_1_ = register_module("ln_1", layer_norm(config.n_embd, config.bias));
   attn_ = register_module("attn", CausalSelfAttention(config.n_embd, config.n_head, config.dropout, config.bias));
   // nanoGPT's MLP module only wraps the μMoE block (its dropout has no parameters), so a plain
@@ -226,6 +239,15 @@ GptBlockImpl::GptBlockImpl(const GptConfig& config) : dropout_(config.dropout) {
     return;
   }
   auto mlp = register_module("mlp", std::make_shared<torch::nn::Module>());
+  if (config.has_dense_mlp(layer)) {
+    // The reference's plain MLP carries its LayerNorm inside c_fc (its blocks have no ln_2).
+    const auto C = config.n_embd;
+    dense_fc_ = mlp->register_module(
+        "c_fc", torch::nn::Sequential(layer_norm(C, config.bias),
+                                      torch::nn::Linear(torch::nn::LinearOptions(C, 4 * C).bias(config.bias))));
+    dense_proj_ = mlp->register_module("c_proj", torch::nn::Linear(torch::nn::LinearOptions(4 * C, C).bias(config.bias)));
+    return;
+  }
   mlp_ = mlp->register_module("MuMoE_layer", MuMoEBlock(config.mlp_config()));
 }
 
@@ -235,6 +257,13 @@ torch::Tensor GptBlockImpl::attention_residual(const torch::Tensor& x) {
 
 BlockOutput GptBlockImpl::mlp_branch(const torch::Tensor& h, const ExpertAblation& ablation) {
   if (router_mlp_) return router_mlp_->forward_block(ln_2_->forward(h), ablation);
+  if (dense_fc_) {
+    if (!ablation.experts_per_mode.empty() && !ablation.experts_per_mode.front().empty())
+      throw UsageError("a plain MLP has no experts to ablate");
+    BlockOutput out;
+    out.output = dense_proj_->forward(torch::gelu(dense_fc_->forward(h)));
+    return out;
+  }
   return mlp_->forward(h, ablation);
 }
 
@@ -251,7 +280,7 @@ MuMoEGptImpl::MuMoEGptImpl(GptConfig config) : config_(std::move(config)) {
   auto transformer = register_module("transformer", std::make_shared<torch::nn::Module>());
   wte_ = transformer->register_module("wte", torch::nn::Embedding(config_.vocab_size, config_.n_embd));
   wpe_ = transformer->register_module("wpe", torch::nn::Embedding(config_.block_size, config_.n_embd));
-  for (int64_t i = 0; i < config_.n_layer; ++i) h_->push_back(GptBlock(config_));
+  for (int64_t i = 0; i < config_.n_layer; ++i) h_->push_back(GptBlock(config_, i));
   transformer->register_module("h", h_);
   ln_f_ = transformer->register_module("ln_f", layer_norm(config_.n_embd, config_.bias));
   reset_parameters();
@@ -282,6 +311,14 @@ void MuMoEGptImpl::reset_parameters() {
         if (key == "experts_b1" || key == "experts_b2") p.value().zero_();
         else if (key == "router" || (key == "experts_w1" && two_layer)) p.value().normal_(0.0, 0.02);
         else p.value().normal_(0.0, proj_std);  // the layer writing into the residual stream
+      }
+    } else if (b->has_dense_mlp()) {
+      // nanoGPT's plain MLP: N(0, 0.02), the projection into the residual stream scaled down.
+      for (auto& p : b->named_parameters()) {
+        if (p.key().rfind("mlp.", 0) != 0) continue;
+        if (p.key().find(".bias") != std::string::npos) p.value().zero_();
+        else if (p.key() == "mlp.c_fc.0.weight") p.value().fill_(1.0);
+        else p.value().normal_(0.0, p.key() == "mlp.c_proj.weight" ? proj_std : 0.02);
       }
     } else {
       b->mlp()->reset_parameters();
@@ -334,7 +371,7 @@ GptOutput MuMoEGptImpl::forward(const torch::Tensor& idx, const std::vector<Expe
     if (keep_mlp_inputs) out.mlp_inputs.push_back(h);
     auto mlp = b->mlp_residual(h, l < static_cast<int64_t>(ablation.size()) ? ablation[l] : ExpertAblation{});
     x = mlp.output;
-    out.coefficients.push_back(mlp.coefficients.front());
+    out.coefficients.push_back(mlp.coefficients.empty() ? torch::Tensor() : mlp.coefficients.front());
     if (mlp.aux_loss.defined()) out.aux_loss = out.aux_loss + mlp.aux_loss;
   }
   out.aux_loss = out.aux_loss / static_cast<double>(config_.n_layer);

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 #include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/modules/embedding.h>
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/normalization.h>
@@ -58,6 +59,11 @@ struct GptConfig {
   /// False is the default of nanoGPT's train.py; the μMoE block's own input LayerNorm and bias
   /// row are there either way (the reference's MuMoE layer).
   bool bias = true;
+  /// Layers whose MLP is nanoGPT's plain one (the reference's `layer_type` linear: mlp.c_fc =
+  /// LayerNorm + Linear C → 4C, GELU, mlp.c_proj 4C → C) instead of a μMoE block; ascending. A
+  /// GPT whose every MLP is plain has nothing to analyse but runs (evaluate, generate).
+  std::vector<int64_t> dense_mlp_layers;
+  bool has_dense_mlp(int64_t layer) const;
   GateActivationKind gate_activation = GateActivationKind::Entmax15;
   /// When set, every MLP block is this router layer after ln_2 instead of a μMoE block (see the
   /// header); make it with gpt_router_mlp_config. Its experts must equal `experts`, it must map
@@ -129,7 +135,8 @@ TORCH_MODULE(CausalSelfAttention);
 /// router MLP "mlp".
 class GptBlockImpl : public torch::nn::Module {
  public:
-  explicit GptBlockImpl(const GptConfig& config);
+  /// Block `layer` of a GPT of `config` (its MLP: μMoE, router or plain, as config says).
+  explicit GptBlockImpl(const GptConfig& config, int64_t layer = 0);
 
   /// x + attn(ln_1(x)): the residual stream the MLP block reads.
   torch::Tensor attention_residual(const torch::Tensor& x);
@@ -145,6 +152,9 @@ class GptBlockImpl : public torch::nn::Module {
   MuMoEBlock mlp() const { return mlp_; }
   /// The router MLP registered as "mlp" and its LayerNorm "ln_2" (empty in a μMoE GPT).
   MoELayer router_mlp() const { return router_mlp_; }
+  /// True when the MLP is nanoGPT's plain one (GptConfig::dense_mlp_layers): mlp_branch then
+  /// returns no coefficients.
+  bool has_dense_mlp() const { return !dense_fc_.is_empty(); }
   GptLayerNorm ln_2() const { return ln_2_; }
   bool has_router_mlp() const { return !router_mlp_.is_empty(); }
 
@@ -155,13 +165,16 @@ class GptBlockImpl : public torch::nn::Module {
   MuMoEBlock mlp_{nullptr};
   GptLayerNorm ln_2_{nullptr};
   MoELayer router_mlp_{nullptr};
+  torch::nn::Sequential dense_fc_{nullptr};  ///< "mlp.c_fc": LayerNorm "0", Linear "1"
+  torch::nn::Linear dense_proj_{nullptr};    ///< "mlp.c_proj"
 };
 TORCH_MODULE(GptBlock);
 
 /// What MuMoEGpt::forward returns.
 struct GptOutput {
   torch::Tensor logits;  ///< [B, T, V]
-  /// Per layer, the MLP block's expert coefficients [B, T, N] as used (ablated experts are 0).
+  /// Per layer, the MLP block's expert coefficients [B, T, N] as used (ablated experts are 0);
+  /// undefined for a plain MLP.
   std::vector<torch::Tensor> coefficients;
   /// Per layer, the MLP block's input (the residual stream after attention) [B, T, C]; filled
   /// only when forward is asked to keep them.

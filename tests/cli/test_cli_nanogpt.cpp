@@ -26,7 +26,8 @@ sys.path.insert(0, sys.argv[2])
 import torch.nn as nn
 from reference_models import MuMoEMlp
 C, H, L, V, T, N, R = 48, 3, 2, 50304, 32, 4, 8
-BIAS = sys.argv[3] == 'bias'
+BIAS = sys.argv[3] != 'no-bias'
+MIXED = sys.argv[3] == 'mixed'  # block 0's MLP the reference's plain one (layer_type linear)
 
 class LayerNorm(nn.Module):  # nanoGPT's: the bias is optional (bias=False is train.py's default)
     def __init__(s):
@@ -53,10 +54,17 @@ class Mlp(nn.Module):
         s.MuMoE_layer = MuMoEMlp(C, 4 * C, N, R)
     def forward(s, x): return s.MuMoE_layer(x)
 
-class Block(nn.Module):
+class PlainMlp(nn.Module):  # the reference's MLP: its LayerNorm inside c_fc, no ln_2
     def __init__(s):
         super().__init__()
-        s.ln_1, s.attn, s.mlp = LayerNorm(), Attention(), Mlp()
+        s.c_fc = nn.Sequential(LayerNorm(), nn.Linear(C, 4 * C, bias=BIAS))
+        s.c_proj = nn.Linear(4 * C, C, bias=BIAS)
+    def forward(s, x): return s.c_proj(nn.functional.gelu(s.c_fc(x)))
+
+class Block(nn.Module):
+    def __init__(s, plain=False):
+        super().__init__()
+        s.ln_1, s.attn, s.mlp = LayerNorm(), Attention(), PlainMlp() if plain else Mlp()
     def forward(s, x):
         x = x + s.attn(s.ln_1(x))
         return x + s.mlp(x)  # the reference's blocks have no ln_2
@@ -65,7 +73,8 @@ class GPT(nn.Module):
     def __init__(s):
         super().__init__()
         s.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
-                                           h=nn.ModuleList([Block() for _ in range(L)]), ln_f=LayerNorm()))
+                                           h=nn.ModuleList([Block(MIXED and i == 0) for i in range(L)]),
+                                           ln_f=LayerNorm()))
         s.lm_head = nn.Linear(C, V, bias=False)
         s.transformer.wte.weight = s.lm_head.weight  # weight tying, as nanoGPT
     def forward(s, idx):
@@ -83,7 +92,7 @@ with torch.no_grad():
         b.attn.c_proj.weight.normal_(0, 0.4)
 model.eval()
 args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=BIAS, vocab_size=V, dropout=0.0,
-            layer_type='CPMuMoE', n_experts=N)
+            layer_type='mixed' if MIXED else 'CPMuMoE', n_experts=N)
 torch.save({'model': model.state_dict(), 'optimizer': torch.optim.AdamW(model.parameters()).state_dict(),
             'model_args': args, 'iter_num': 5000, 'best_val_loss': torch.tensor(3.25),
             'config': {'dataset': 'openwebtext', 'learning_rate': 6e-4, 'compile': True}}, 'ckpt.pt')
@@ -162,7 +171,8 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
   EXPECT_NE(damaged.out.find(tokenizer_dir + "/vocab.json"), std::string::npos) << damaged.out;
 }
 
-// nanoGPT's own bias option: with biases, and without (train.py's default).
-INSTANTIATE_TEST_SUITE_P(BiasOrNot, NanoGpt, ::testing::Values("bias", "no-bias"));
+// nanoGPT's own bias option: with biases, and without (train.py's default); and a GPT whose first
+// block has the reference's plain MLP beside μMoE ones.
+INSTANTIATE_TEST_SUITE_P(Variants, NanoGpt, ::testing::Values("bias", "no-bias", "mixed"));
 
 }  // namespace
