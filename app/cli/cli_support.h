@@ -4,6 +4,8 @@
 // file and what is wrong), 130 cancelled by Ctrl-C (what was saved stays valid).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
@@ -13,6 +15,12 @@
 #include "nn/expert_ablation.h"
 
 namespace mumoe::cli {
+
+/// `j` as the CLI prints it (indent 2). Strings from files — class-folder names, labels, text —
+/// need not be UTF-8: invalid bytes become U+FFFD instead of failing the whole output.
+inline std::string json_text(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 enum ExitCode { kSuccess = 0, kUsage = 1, kBadInput = 2, kInterrupted = 130 };
 

@@ -64,7 +64,7 @@ int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
     j["layer"] = session->layer_name();
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   const auto& b = r.baseline;
@@ -133,7 +133,7 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
       j["mean_polysemanticity"] = analysis::number_or_null(mean_polysemanticity);
       j["experts_with_effect"] = with_effect;
     }
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << std::fixed << std::setprecision(4) << a->layer_name() << ": "
@@ -200,7 +200,7 @@ int run_ablate(AblateOptions& o) {
       j["from_cache"] = answer.from_cache;
       j["compute_seconds"] = sweep.seconds;
       j["seconds"] = answer.seconds;
-      std::cout << j.dump(2) << "\n";
+      std::cout << json_text(j) << "\n";
       return kSuccess;
     }
     std::cout << std::fixed << std::setprecision(4) << "swept " << sweep.experts.size() << " experts of mode " << o.mode
@@ -223,7 +223,7 @@ int run_ablate(AblateOptions& o) {
     j["experts"] = nlohmann::json::array({analysis::to_json(answer.value)});
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << "experts " << o.experts << " of mode " << o.mode << " ablated (" << o.method

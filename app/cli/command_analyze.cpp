@@ -36,7 +36,7 @@ int run_analyze(AnalysisCliOptions& o) {
                                  {"dead_experts", stats.dead_experts},
                                  {"mean_active_experts", stats.mean_active_experts},
                                  {"seconds", seconds}})
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
     return kSuccess;
   }

@@ -36,7 +36,7 @@ int run_cache(const CacheOptions& o, bool repair) {
                         {"results", report.results}, {"sound", report.sound()}, {"repaired", repair},
                         {"problems", problems}};
     if (opened.set_aside) j["set_aside"] = {{"path", opened.set_aside_path}, {"reason", opened.set_aside_reason}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     if (opened.set_aside)
       std::cout << "the file was unusable as a whole (" << opened.set_aside_reason << "): moved to "

@@ -92,7 +92,7 @@ int run_compare(CompareOptions& o) {
     }
   }
   if (o.analysis.json)
-    std::cout << out.dump(2) << "\n";
+    std::cout << json_text(out) << "\n";
   else
     print_table(rows);
   return failures ? kBadInput : kSuccess;

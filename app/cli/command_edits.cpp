@@ -30,7 +30,7 @@ int run_edits(const EditsOptions& o) {
     auto j = stack.to_json();
     j["model"] = o.model;
     j["session"] = o.session;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   if (stack.all().empty()) std::cout << "no edits for " << o.model << " in " << o.session << "\n";

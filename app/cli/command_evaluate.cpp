@@ -52,7 +52,7 @@ int run_evaluate(const EvaluateOptions& o) {
                                  {"per_class_count", e.per_class_count},
                                  {"ablated", o.ablate},
                                  {"seconds", seconds}})
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
     return 0;
   }

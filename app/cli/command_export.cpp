@@ -76,7 +76,7 @@ int run_export(const ExportOptions& o) {
     auto j = editing::to_json(report);
     j["model"] = o.model.model;
     j["verify_data"] = spec;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "wrote " << report.output << " (" << editing::to_string(report.layout) << " layout, " << report.edits
               << (report.edits == 1 ? " edit" : " edits") << " folded); reloaded and compared on "

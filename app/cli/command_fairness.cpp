@@ -35,7 +35,7 @@ int run_fairness(const FairnessOptions& o) {
     j["sensitive"] = task.sensitive;
     j["subpopulation"] = task.subpopulation.text();
     j["target_names"] = study.target_names();
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << o.bias.model << " on " << o.bias.data << ": output " << task.target << ", sensitive attribute "

@@ -80,7 +80,7 @@ int run_forward(const ForwardOptions& o) {
                         {"ablated", o.ablate},
                         {"device", o.device},
                         {"seconds", seconds}};
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "wrote " << o.output << ": output " << result.output.sizes() << " and "
               << result.coefficients.size() << " coefficient tensor(s) from layer '" << layer.name

@@ -63,7 +63,7 @@ int run_text_gallery(GalleryOptions& o) {
     j["tokens"] = session->eval_set().tokens();
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << session->layer_name() << ", expert " << g.request.expert << ": " << g.items.size() << " of "
@@ -121,7 +121,7 @@ int run_block_gallery(GalleryOptions& o) {
     j["images"] = a->samples();
     j["patch_grid"] = a->grid();
     if (!o.output.empty()) j["output"] = o.output;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << a->layer_name() << ", expert " << o.request.expert << ": " << g.items.size() << " of " << g.eligible
@@ -153,7 +153,7 @@ int run_gallery(GalleryOptions& o) {
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
     if (!o.output.empty()) j["output"] = o.output;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << "expert " << g.request.expert << " (mode " << g.request.mode << "): " << g.items.size() << " of "

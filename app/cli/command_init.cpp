@@ -55,7 +55,7 @@ int run_init(const InitOptions& o) {
                                  {"variant", c.variant_name()},
                                  {"layer", o.name},
                                  {"parameters", nn::count_parameters(c).total()}})
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
     return 0;
   }

@@ -118,7 +118,7 @@ int run_rewrite(RewriteOptions& o) {
     export_json = editing::to_json(editing::export_edited_model(source, all_edits, verify_data, request));
   }
   if (!o.edits_out.empty())
-    write_text_atomically(o.edits_out, nlohmann::json({{"edits", editing::to_json(all_edits)}}).dump(2) + "\n");
+    write_text_atomically(o.edits_out, nlohmann::json({{"edits", editing::to_json(all_edits)}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 #ifdef MUMOE_WITH_ANALYSIS
   if (store) {
     stack.push(edit);
@@ -147,7 +147,7 @@ int run_rewrite(RewriteOptions& o) {
       j["baselines"] = b;
     }
     if (!export_json.is_null()) j["export"] = export_json;
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   for (const auto& e : prior) std::cout << "applied before (session): " << e.describe() << "\n";

@@ -33,7 +33,7 @@ int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, c
     auto j = analysis::to_json(s);
     j["class_names"] = names;
     j.update(extra);
-    std::cout << j.dump(2) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << std::fixed << std::setprecision(3) << "expert mode " << s.mode << ": " << s.experts.size()

@@ -137,7 +137,7 @@ int run_train_language_model(const LanguageModelRequest& r) {
   if (r.json)
     std::cout << nlohmann::json({{"output", r.output}, {"seconds", result.seconds},
                                  {"validation", provenance["validation_metrics"]}})
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   else
     std::printf("wrote %s after %.0f s; validation loss %.3f nats/token, perplexity %.2f, next-token accuracy %.3f\n",
@@ -160,7 +160,7 @@ int run_evaluate_language_model(const std::string& model_path, const std::string
                                  {"split", text::is_token_spec(data) ? "stream" : "validation"},
                                  {"tokens", e.tokens}, {"mean_loss", e.mean_loss}, {"perplexity", e.perplexity},
                                  {"accuracy", e.accuracy}})
-                     .dump(2)
+                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
               << "\n";
   else
     std::printf("%s on %s (validation, %lld tokens): loss %.4f nats/token, perplexity %.3f, next-token accuracy %.4f\n",

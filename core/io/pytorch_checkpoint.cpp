@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <optional>
 
@@ -142,6 +143,15 @@ bool looks_like_zip(const std::string& path) {
   return in.read(magic, 4) && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4;
 }
 
+bool looks_like_legacy_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char head[13] = {};
+  if (!in.read(reinterpret_cast<char*>(head), sizeof head)) return false;
+  // PROTO n, then LONG1 of 10 bytes: the magic number little-endian (6c fc 9c 46 f9 20 6a a8 50 19).
+  static const unsigned char magic[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  return head[0] == 0x80 && head[1] >= 2 && head[2] == 0x8a && head[3] == 10 && std::memcmp(head + 4, magic, 9) == 0;
+}
+
 PytorchCheckpoint::~PytorchCheckpoint() = default;
 
 std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& path, const std::string& key) {
@@ -169,6 +179,11 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
     throw FileError(path, std::string("data.pkl: ") + e.what());
   } catch (const c10::Error& e) {
     throw FileError(path, "damaged checkpoint archive: " + first_line(e.what_without_backtrace()));
+  } catch (const std::logic_error& e) {
+    // LibTorch's archive reader parses the "version" record with std::stoull, whose out_of_range
+    // or invalid_argument would otherwise reach the user as a bare "stoull".
+    throw FileError(path, std::string("damaged checkpoint archive: its version record cannot be read (") + e.what() +
+                              ")");
   }
 
   const auto [dict, found_key] = find_state_dict(values, key, path);

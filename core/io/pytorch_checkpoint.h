@@ -77,4 +77,9 @@ void write_pytorch_checkpoint(const std::string& path, const std::vector<NamedTe
 /// True when the file starts like a zip archive (what torch.save writes).
 bool looks_like_zip(const std::string& path);
 
+/// True when the file starts like torch.save's legacy format (PyTorch < 1.6, or
+/// _use_new_zipfile_serialization=False): a pickle (protocol 2+, 0x80 NN) whose first value is
+/// the legacy magic number 0x1950a86a20f9469cfc6c.
+bool looks_like_legacy_checkpoint(const std::string& path);
+
 }  // namespace mumoe::io

@@ -30,6 +30,9 @@ void TensorArchive::index_entries() {
 std::shared_ptr<const TensorArchive> open_tensor_archive(const std::string& path, const std::string& key) {
   require_regular_file(path);
   if (looks_like_zip(path)) return PytorchCheckpoint::open(path, key);
+  if (looks_like_legacy_checkpoint(path))
+    throw FileError(path, "is a PyTorch checkpoint in the legacy format of PyTorch < 1.6 (a bare pickle, not a zip), "
+                          "which is not read: load it and torch.save it again with a current PyTorch");
   if (!key.empty())
     throw UsageError("--key picks a state dict inside a PyTorch checkpoint, but " + path + " is not one");
   return std::make_shared<SafetensorsFile>(SafetensorsFile::open(path));

@@ -177,6 +177,12 @@ void ModelFile::load_into(torch::nn::Module& module,
                                     "; parameters must be F32, F64, F16 or BF16");
       if (!torch::isfinite(value).all().item<bool>())
         throw FileError(path(), "tensor '" + stored + "' contains NaN or infinite values");
+      // A variance below 0 makes BatchNorm divide by the square root of a negative number: every
+      // output NaN (issue 45). Refused here, by name, instead of computed.
+      if (stored.size() >= 11 && stored.compare(stored.size() - 11, 11, "running_var") == 0 &&
+          (value < 0).any().item<bool>())
+        throw FileError(path(), "tensor '" + stored + "' holds a negative variance (" +
+                                    std::to_string(value.min().item<double>()) + "): not a BatchNorm's running statistics");
     }
     target.copy_(value.to(target.dtype()).reshape(target.sizes()));
   };

@@ -524,4 +524,52 @@ TEST_F(HostileInput, NonFiniteLambdaAndNoVerifiedSamplesAreUsageErrors) {
                 1, "--verify-samples");
 }
 
+// Issue 45, silent wrong answers and messages: a negative BatchNorm variance made every output NaN
+// with exit 0; a legacy (pre-1.6) checkpoint was "not a safetensors file"; a class folder whose
+// name is not UTF-8 made every --json output fail.
+TEST_F(HostileInput, NegativeVariancesLegacyCheckpointsAndNonUtf8NamesAreHandledByName) {
+  const auto source = io::SafetensorsFile::open(fixture_.model_path);
+  std::vector<io::NamedTensor> tensors;
+  std::string variance;
+  for (const auto& entry : source.entries()) {
+    auto t = source.read(entry.name);
+    if (entry.name.size() > 11 && entry.name.compare(entry.name.size() - 11, 11, "running_var") == 0) {
+      t = t.clone();
+      t[0] = -0.5;
+      variance = entry.name;
+    }
+    tensors.push_back({entry.name, t});
+  }
+  ASSERT_FALSE(variance.empty()) << "the fixture's head has BatchNorm gating";
+  const auto bad = dir_.file("negative-variance.safetensors");
+  io::write_safetensors(bad, tensors, source.metadata());
+  expect_exit(testkit::run_cli("forward " + bad + " --input " + fixture_.features_path + " --tensor features --output " +
+                               dir_.file("out.safetensors")),
+              2, "tensor '" + variance + "' holds a negative variance");
+
+  // torch.save's legacy format, as PyTorch < 1.6 wrote it (and still does on request).
+  const auto legacy = dir_.file("legacy.pth");
+  const auto python = testkit::run_shell(
+      "/usr/bin/python3 -c \"import torch; torch.save({'w': torch.zeros(2)}, '" + legacy +
+      "', _use_new_zipfile_serialization=False)\" 2>&1");
+  if (python.code == 0) expect_exit(testkit::run_cli("info " + legacy), 2, "legacy format of PyTorch < 1.6");
+
+  // A class folder named with a byte that is not UTF-8 (among the demo's ten classes): the JSON
+  // says U+FFFD, nothing fails.
+  const auto folder = dir_.file("images");
+  const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  const auto images = testkit::run_shell(
+      "/usr/bin/python3 -c \"import os, sys; from PIL import Image\n"
+      "for c in [b'c%d' % i for i in range(9)] + [b'bad\\xffname']:\n"
+      "  d = os.path.join(os.fsencode(sys.argv[1]), c); os.makedirs(d)\n"
+      "  Image.new('L', (28, 28), 100).save(os.fsdecode(os.path.join(d, b'1.png')))\" '" + folder + "' 2>&1");
+  if (images.code != 0) GTEST_SKIP() << "no PIL to write the images: " << images.out;
+  const auto evaluated = testkit::run_cli("evaluate " + demo + " --data folder:" + folder + " --json");
+  EXPECT_EQ(evaluated.code, 0) << evaluated.out;
+  const auto brace = evaluated.out.find('{');
+  ASSERT_NE(brace, std::string::npos) << evaluated.out;
+  const auto j = nlohmann::json::parse(evaluated.out.substr(brace));
+  EXPECT_EQ(j.at("class_names").at(0), "bad\xef\xbf\xbdname") << j.dump();  // U+FFFD for the byte 0xFF
+}
+
 }  // namespace
