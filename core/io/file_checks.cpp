@@ -9,9 +9,9 @@
 #include "io/errors.h"
 
 namespace mumoe::io {
-namespace {
 
-const char* kind_of(mode_t mode) {
+const char* non_regular_kind(unsigned int st_mode) {
+  const auto mode = static_cast<mode_t>(st_mode);
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
   if (S_ISCHR(mode)) return "a character device";
@@ -20,8 +20,6 @@ const char* kind_of(mode_t mode) {
   return "not a regular file";
 }
 
-}  // namespace
-
 void require_regular_file(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
@@ -29,7 +27,7 @@ void require_regular_file(const std::string& path) {
     if (err == ENOENT) throw FileError(path, "does not exist");
     throw FileError(path, std::string("cannot be read: ") + std::strerror(err));
   }
-  if (!S_ISREG(st.st_mode)) throw FileError(path, std::string("is ") + kind_of(st.st_mode) + ", not a regular file");
+  if (!S_ISREG(st.st_mode)) throw FileError(path, std::string("is ") + non_regular_kind(st.st_mode) + ", not a regular file");
 }
 
 bool regular_file_exists(const std::string& path) {

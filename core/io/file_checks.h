@@ -39,6 +39,10 @@ struct NamedInput {
 void refuse_output_over_inputs(const std::string& output, const std::string& option,
                                const std::vector<NamedInput>& inputs);
 
+/// "a directory", "a FIFO (named pipe)", "a character device", … for a stat() mode (st_mode)
+/// that is not a regular file: how the checks name what they refuse.
+const char* non_regular_kind(unsigned int st_mode);
+
 /// `text` with control characters (bytes < 0x20 and 0x7f, ESC included) written as \n, \t or
 /// \xHH and backslashes doubled, so it is safe to print on a terminal. UTF-8 text passes unchanged.
 std::string printable(const std::string& text);

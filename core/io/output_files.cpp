@@ -33,15 +33,6 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-const char* node_kind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // ---- The signal-cleanup registry --------------------------------------------------------------
 // Fixed storage, so that the handler touches no allocator: a slot is free (0), being filled (1)
 // or live (2); the handler unlinks the live ones. 64 temporaries at once is far more than any
@@ -87,7 +78,7 @@ void require_replaceable(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return;  // absent (or a dangling link: rename replaces it)
   if (!S_ISREG(st.st_mode))
-    throw FileError(path, std::string("is ") + node_kind(st.st_mode) +
+    throw FileError(path, std::string("is ") + non_regular_kind(st.st_mode) +
                               ", not a regular file: mumoe writes only regular files; choose a file path");
 }
 

@@ -130,13 +130,8 @@ TEST_F(Session, StoredCoefficientsAreTheModelsOwnAndScoresTheFloat64Layer) {
   EXPECT_GT(nonzero, 250);  // the gates are not trivially zero
 }
 
-// A softmax gate's coefficients (every one > 0) are not stored but left to the model: each chunk
-// keeps their checksum only, and loading the run recomputes them — still the model's float32
-// values bit for bit, checked against the layer run here as users run it. A checksum that does
-// not match (a cache from another machine) makes loading extract that chunk again; without the
-// model, a loader cannot make them up; a run's shapes that are not the model's are damage.
-TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactly) {
-  testkit::TempDir dir;
+// A softmax-gated CP head (16 experts, 4 classes) on 250 samples in `dir`, read in 7 chunks of 40.
+SessionOptions softmax_head_session(const testkit::TempDir& dir) {
   auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
   config.gate_activation = nn::GateActivationKind::Softmax;
   const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 9);
@@ -145,6 +140,18 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
   options.data_spec = "features:" + fixture.features_path;
   options.cache_path = dir.file("analysis.sqlite");
   options.chunk_size = 40;  // 7 chunks
+  return options;
+}
+
+// A softmax gate's coefficients (every one > 0) are not stored but left to the model: each chunk
+// keeps their checksum only, and loading the run recomputes them — still the model's float32
+// values bit for bit, checked against the layer run here as users run it. A checksum that does
+// not match (a cache from another machine) makes loading extract that chunk again; without the
+// model, a loader cannot make them up; a run's shapes that are not the model's are damage.
+TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactly) {
+  testkit::TempDir dir;
+  const auto options = softmax_head_session(dir);
+  const auto fixture_path = options.data_spec.substr(9);
   int64_t id = 0;
   {
     auto s = AnalysisSession::open(options);
@@ -169,8 +176,8 @@ TEST(SessionSoftmax, ADenseGatesCoefficientsAreLeftToTheModelAndRecomputedExactl
 
   auto session = AnalysisSession::open(options);
   const auto& run = session->run();
-  auto model_layer = model::ModelFile::load(fixture.model_path).build_layer("head", torch::kFloat32);
-  const auto features = io::SafetensorsFile::open(fixture.features_path).read("features").to(torch::kFloat32);
+  auto model_layer = model::ModelFile::load(options.model_path).build_layer("head", torch::kFloat32);
+  const auto features = io::SafetensorsFile::open(fixture_path).read("features").to(torch::kFloat32);
   torch::NoGradGuard no_grad;
   const auto& rows = run.coefficients[0];
   ASSERT_EQ(rows.values.size(), 250u * 16);
@@ -530,14 +537,8 @@ TEST(Extraction, TheWriterThreadsArithmeticStoresTheCallingThreadsBits) {
 // the chunks extracted again and their coefficients stored: the model's own values.
 TEST(SessionSoftmax, AMachineWhoseBlasNeverRepeatsItsGatesStillAnswers) {
   testkit::TempDir dir;
-  auto config = testkit::head_config(nn::Factorization::CP, {16}, 4);
-  config.gate_activation = nn::GateActivationKind::Softmax;
-  const auto fixture = testkit::write_analysis_fixture(dir.path().string(), config, 250, 9);
-  SessionOptions options;
-  options.model_path = fixture.model_path;
-  options.data_spec = "features:" + fixture.features_path;
-  options.cache_path = dir.file("analysis.sqlite");
-  options.chunk_size = 40;  // 7 chunks
+  const auto options = softmax_head_session(dir);
+  const auto fixture_path = options.data_spec.substr(9);
   struct HookGuard {
     HookGuard() {
       analysis::test_hooks::set_recomputed_gates_hook([](torch::Tensor& values) {
@@ -555,8 +556,8 @@ TEST(SessionSoftmax, AMachineWhoseBlasNeverRepeatsItsGatesStillAnswers) {
   auto session = AnalysisSession::open(options);  // reads the run: every chunk disagrees once
   const auto& rows = session->run().coefficients[0];
   ASSERT_EQ(rows.values.size(), 250u * 16);
-  auto model_layer = model::ModelFile::load(fixture.model_path).build_layer("head", torch::kFloat32);
-  const auto features = io::SafetensorsFile::open(fixture.features_path).read("features").to(torch::kFloat32);
+  auto model_layer = model::ModelFile::load(options.model_path).build_layer("head", torch::kFloat32);
+  const auto features = io::SafetensorsFile::open(fixture_path).read("features").to(torch::kFloat32);
   torch::NoGradGuard no_grad;
   for (int64_t begin = 0; begin < 250; begin += 40) {
     const auto a = model_layer->forward(features.slice(0, begin, std::min<int64_t>(250, begin + 40))).coefficients[0];
