@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -53,10 +54,11 @@ void refuse_output_over_inputs(const std::string& output, const std::string& opt
                        " of this command; writing there would destroy it: choose another output path");
 }
 
-std::string printable(const std::string& text) {
+std::string printable(const std::string& text, std::size_t max_bytes) {
   std::string out;
-  out.reserve(text.size());
-  for (const unsigned char c : text) {
+  const bool cut = text.size() > max_bytes;
+  out.reserve(std::min(text.size(), max_bytes) + 32);
+  for (const unsigned char c : cut ? text.substr(0, max_bytes) : text) {
     if (c == '\\') {
       out += "\\\\";
     } else if (c == '\n') {
@@ -71,6 +73,7 @@ std::string printable(const std::string& text) {
       out += static_cast<char>(c);
     }
   }
+  if (cut) out += "… (" + std::to_string(text.size()) + " bytes)";
   return out;
 }
 

@@ -45,6 +45,8 @@ const char* non_regular_kind(unsigned int st_mode);
 
 /// `text` with control characters (bytes < 0x20 and 0x7f, ESC included) written as \n, \t or
 /// \xHH and backslashes doubled, so it is safe to print on a terminal. UTF-8 text passes unchanged.
-std::string printable(const std::string& text);
+/// Beyond `max_bytes` of the text it is cut with "… (N bytes)": a name from a hostile file (a
+/// 100 MB tensor key) must not become a message of hundreds of megabytes.
+std::string printable(const std::string& text, std::size_t max_bytes = 4096);
 
 }  // namespace mumoe::io

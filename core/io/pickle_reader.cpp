@@ -47,7 +47,11 @@ class Machine {
           out.nodes = std::move(nodes_);
           return out;
         }
-        case '(': marks_.push_back(stack_.size()); break;  // MARK
+        case '(':  // MARK
+          if (static_cast<int64_t>(marks_.size()) >= limits_.max_values)
+            fail(pos_, "more than " + std::to_string(limits_.max_values) + " open MARKs");
+          marks_.push_back(stack_.size());
+          break;
         case 'N': push(make(Kind::None)); break;
         case 0x88: push_bool(true); break;   // NEWTRUE
         case 0x89: push_bool(false); break;  // NEWFALSE
@@ -266,7 +270,12 @@ class Machine {
     nodes_.back().kind = kind;
     return static_cast<int32_t>(nodes_.size() - 1);
   }
-  void push(int32_t i) { stack_.push_back(i); }
+  // The stack counts against the same bound as the values: DUP and GET push without making one.
+  void push(int32_t i) {
+    if (static_cast<int64_t>(stack_.size()) >= limits_.max_values)
+      fail(pos_, "a stack of more than " + std::to_string(limits_.max_values) + " entries");
+    stack_.push_back(i);
+  }
   void push_bool(bool v) {
     const auto n = make(Kind::Bool);
     nodes_[n].integer = v;

@@ -53,7 +53,8 @@ struct PickleValues {
   const PickleNode& at(int32_t index) const { return nodes.at(static_cast<size_t>(index)); }
 };
 
-/// Limits that bound what a pickle can make the reader allocate.
+/// Limits that bound what a pickle can make the reader allocate: values made, memo entries, the
+/// stack's and the open MARKs' depth (both bounded by max_values) and string lengths.
 struct PickleLimits {
   int64_t max_values = 20'000'000;
   int64_t max_memo = 20'000'000;

@@ -78,11 +78,13 @@ std::pair<int32_t, std::string> find_state_dict(const PickleValues& v, const std
 
 // A plain value of the pickle as JSON, or nullopt when it holds anything else (a tensor, a
 // storage, a global): what side_values() keeps. Nesting is bounded, so a cycle built through the
-// memo ends here too; long lists and strings are not kept (they are no configuration).
-std::optional<nlohmann::json> plain_value(const PickleValues& v, int32_t index, int depth = 0) {
+// memo ends here too; long lists and strings are not kept (they are no configuration). `budget`
+// counts the values built over all calls: the memo lets a pickle share one list many times at
+// every level, which expanded would grow exponentially — past the budget, nothing more is kept.
+std::optional<nlohmann::json> plain_value(const PickleValues& v, int32_t index, int64_t& budget, int depth = 0) {
   constexpr int kMaxDepth = 16;
   constexpr size_t kMaxItems = 4096, kMaxText = 65536;
-  if (depth > kMaxDepth) return std::nullopt;
+  if (depth > kMaxDepth || --budget < 0) return std::nullopt;
   const auto& n = v.at(index);
   switch (n.kind) {
     case Kind::None: return nlohmann::json(nullptr);
@@ -102,7 +104,7 @@ std::optional<nlohmann::json> plain_value(const PickleValues& v, int32_t index, 
       if (n.items.size() > kMaxItems) return std::nullopt;
       auto out = nlohmann::json::array();
       for (const auto item : n.items) {
-        auto value = plain_value(v, item, depth + 1);
+        auto value = plain_value(v, item, budget, depth + 1);
         if (!value) return std::nullopt;
         out.push_back(std::move(*value));
       }
@@ -114,7 +116,7 @@ std::optional<nlohmann::json> plain_value(const PickleValues& v, int32_t index, 
       for (const auto& [k, value] : n.entries) {
         const auto& key = v.at(k);
         if (key.kind != Kind::String) return std::nullopt;
-        auto plain = plain_value(v, value, depth + 1);
+        auto plain = plain_value(v, value, budget, depth + 1);
         if (!plain) return std::nullopt;
         out[key.text] = std::move(*plain);
       }
@@ -162,6 +164,8 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
   std::shared_ptr<PytorchCheckpoint> out(new PytorchCheckpoint());
   out->path_ = path;
   PickleValues values;
+  // Every record's size from the zip's own directory, before LibTorch's reader inflates any.
+  out->records_ = records_by_name(read_zip_directory(path));
   try {
     out->reader_ = std::make_shared<caffe2::serialize::PyTorchStreamReader>(path);
     auto& reader = *out->reader_;
@@ -173,8 +177,23 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
       if (order != "little") throw FileError(path, "stores its tensors " + printable(order) + "-endian");
     }
     if (!reader.hasRecord("data.pkl")) throw FileError(path, "is a zip archive without data.pkl: not a checkpoint");
+    // A state dict's pickle is about a hundred bytes per tensor; one that inflates past this is
+    // no checkpoint of tensors (a deflated run of DUP opcodes made gigabytes of stack).
+    constexpr uint64_t kMaxPickleBytes = uint64_t{256} << 20;
+    const auto pickle = out->records_.find("data.pkl");
+    if (pickle == out->records_.end() || pickle->second.uncompressed_size > kMaxPickleBytes)
+      throw FileError(path, "data.pkl " + (pickle == out->records_.end()
+                                               ? std::string("is not in the zip's directory")
+                                               : "inflates to " + std::to_string(pickle->second.uncompressed_size) +
+                                                     " bytes, more than the " + std::to_string(kMaxPickleBytes) +
+                                                     "-byte limit of a checkpoint's pickle"));
     const auto [data, size] = reader.getRecord("data.pkl");
-    values = read_pickle(static_cast<const uint8_t*>(data.get()), size);
+    // Bounds on what the pickle may build, by what a state dict needs: the values it creates (a
+    // few per tensor), its memo and its stack.
+    PickleLimits limits;
+    limits.max_values = 4'000'000;
+    limits.max_memo = 4'000'000;
+    values = read_pickle(static_cast<const uint8_t*>(data.get()), size, limits);
   } catch (const PickleError& e) {
     throw FileError(path, std::string("data.pkl: ") + e.what());
   } catch (const c10::Error& e) {
@@ -189,10 +208,11 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
   const auto [dict, found_key] = find_state_dict(values, key, path);
   out->key_ = found_key;
   const auto& root = values.at(values.root);
+  int64_t budget = 100'000;  // values of side_values() in all: far more than any configuration
   if (root.kind == Kind::Dict && dict != values.root)
     for (const auto& [k, value] : root.entries)
       if (values.at(k).kind == Kind::String)
-        if (auto plain = plain_value(values, value)) out->side_values_[values.at(k).text] = std::move(*plain);
+        if (auto plain = plain_value(values, value, budget)) out->side_values_[values.at(k).text] = std::move(*plain);
   std::map<std::string, TensorView> views;  // a repeated key keeps its last value, as in Python
   for (const auto& [k, value] : values.at(dict).entries) {
     const auto& t = values.at(value);
@@ -201,6 +221,13 @@ std::shared_ptr<PytorchCheckpoint> PytorchCheckpoint::open(const std::string& pa
     if (!info) throw FileError(path, "tensor '" + printable(name) + "' has an unknown storage type");
     const int64_t numel = checked_product(t.sizes, path, name);
     if (t.storage_offset < 0) throw FileError(path, "tensor '" + printable(name) + "' has a negative storage offset");
+    // A view of more elements than its storage holds (stride 0, overlapping strides) would be
+    // materialised element by element: a 1.8 KB file of such views reached 3.9 GB.
+    if (numel > t.integer)
+      throw FileError(path, "tensor '" + printable(name) + "' views " + std::to_string(numel) +
+                                " elements of a storage of " + std::to_string(t.integer) +
+                                " (repeated by stride 0 or overlapping strides): not a tensor torch.save writes for a "
+                                "state dict");
     if (numel > 0) {
       // The last element the view reaches must lie inside the storage.
       __int128 last = t.storage_offset;
@@ -237,8 +264,18 @@ torch::Tensor PytorchCheckpoint::read(const std::string& name) const {
   try {
     if (!reader_->hasRecord(record))
       throw FileError(path_, "tensor '" + printable(name) + "': its storage record " + printable(record) + " is missing");
-    const auto [data, size] = reader_->getRecord(record);
     const int64_t element = storage_element_size(view.dtype);
+    // The record's size from the zip's directory against the pickle's announcement before the
+    // reader inflates it (a record inflating to 3 GiB was allocated before the check).
+    const auto member = records_.find(record);
+    if (member == records_.end() ||
+        static_cast<__int128>(member->second.uncompressed_size) != static_cast<__int128>(view.storage_numel) * element)
+      throw FileError(path_, "tensor '" + printable(name) + "': storage record " + printable(record) + " holds " +
+                                 (member == records_.end() ? std::string("bytes the zip's directory does not list")
+                                                           : std::to_string(member->second.uncompressed_size) + " bytes") +
+                                 ", but the pickle announces " + std::to_string(view.storage_numel) + " elements of " +
+                                 std::to_string(element) + " bytes");
+    const auto [data, size] = reader_->getRecord(record);
     if (static_cast<__int128>(size) != static_cast<__int128>(view.storage_numel) * element)
       throw FileError(path_, "tensor '" + printable(name) + "': storage record " + printable(record) + " holds " +
                                  std::to_string(size) + " bytes, but the pickle announces " +

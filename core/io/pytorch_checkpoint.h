@@ -26,6 +26,7 @@
 
 #include "io/safetensors.h"
 #include "io/tensor_archive.h"
+#include "io/zip_directory.h"
 
 namespace caffe2::serialize {
 class PyTorchStreamReader;
@@ -64,6 +65,7 @@ class PytorchCheckpoint final : public TensorArchive {
   std::map<std::string, std::string> metadata_;
   std::vector<TensorEntry> entries_;
   std::map<std::string, TensorView> views_;
+  std::map<std::string, ZipMember> records_;  ///< sizes from the zip's directory, by record name
   std::shared_ptr<caffe2::serialize::PyTorchStreamReader> reader_;
 };
 

@@ -224,15 +224,74 @@ TEST(PickleReader, RefusesCodeAndDamageAndSurvivesCyclesAndDepth) {
   const std::string deep = std::string(n, '(') + std::string(n, 'l') + ".";
   v = io::read_pickle(reinterpret_cast<const uint8_t*>(deep.data()), deep.size());
   EXPECT_EQ(v.nodes.size(), n);
-  // Values are bounded before they are allocated.
+  // Values (and the open MARKs that make them) are bounded before they are allocated.
   io::PickleLimits small;
   small.max_values = 100;
   try {
     io::read_pickle(reinterpret_cast<const uint8_t*>(deep.data()), deep.size(), small);
     ADD_FAILURE() << "no error for more values than the limit";
   } catch (const io::PickleError& e) {
-    EXPECT_NE(std::string(e.what()).find("more than 100 values"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("more than 100 "), std::string::npos) << e.what();
   }
+}
+
+// The values beside the state dict (nanoGPT's model_args) come back as JSON, tensors left out.
+TEST(PytorchCheckpoint, SideValuesAreThePlainEntriesBesideTheStateDict) {
+  REQUIRE_PYTHON_TORCH();
+  TempDir dir;
+  run_python(dir, R"py(
+sd = torch.nn.Linear(3, 2).state_dict()
+# A list shared at every level through the memo: expanded it would hold 2^40 values.
+shared = [1]
+for _ in range(40): shared = [shared, shared]
+torch.save({"model": sd, "model_args": {"n_layer": 2, "n_head": 3, "bias": False, "layer_type": "CPMuMoE"},
+            "iter_num": 5, "best_val_loss": torch.tensor(1.25), "bomb": shared}, "ckpt.pt")
+)py");
+  const auto side = io::PytorchCheckpoint::open(dir.file("ckpt.pt"))->side_values();
+  EXPECT_EQ(side.at("model_args"),
+            nlohmann::json({{"n_layer", 2}, {"n_head", 3}, {"bias", false}, {"layer_type", "CPMuMoE"}}));
+  EXPECT_EQ(side.at("iter_num"), 5);
+  EXPECT_FALSE(side.contains("best_val_loss"));  // a tensor
+  EXPECT_FALSE(side.contains("bomb"));           // past the budget of values kept
+}
+
+// Issue 45, checkpoints that amplify: a pickle that inflates past its limit, views of more elements
+// than their storage holds, a storage record of other bytes than its pickle announces — each is
+// refused from the zip's directory and the pickle's announcements, before anything is allocated.
+TEST(PytorchCheckpoint, AmplifyingCheckpointsAreRefusedBeforeTheyAllocate) {
+  REQUIRE_PYTHON_TORCH();
+  TempDir dir;
+  run_python(dir, R"py(
+import zipfile
+torch.save({"w": torch.zeros(1).expand(1000000)}, "stride0.pth")   # one element seen a million times
+torch.save({"w": torch.ones(4)}, "good.pth")
+def rewrite(source, target, replace):
+    with zipfile.ZipFile(source) as z, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in z.infolist():
+            data = z.read(info.filename)
+            out.writestr(info.filename, replace(info.filename, data))
+# The storage record replaced by 64 MiB of zeros, deflated to a few hundred KB.
+rewrite("good.pth", "inflating.pth", lambda n, d: bytes(64 << 20) if n.endswith("data/0") else d)
+# data.pkl replaced by 300 MB of DUP opcodes, deflated.
+rewrite("good.pth", "dups.pth", lambda n, d: b"\x80\x02]" + b"2" * (300 << 20) if n.endswith("data.pkl") else d)
+)py");
+  expect_file_error([&] { io::PytorchCheckpoint::open(dir.file("stride0.pth")); },
+                    "tensor 'w' views 1000000 elements of a storage of 1");
+  const auto inflating = io::PytorchCheckpoint::open(dir.file("inflating.pth"));
+  expect_file_error([&] { inflating->read("w"); }, "holds 67108864 bytes, but the pickle announces 4 elements of 4 bytes");
+  expect_file_error([&] { io::PytorchCheckpoint::open(dir.file("dups.pth")); },
+                    "data.pkl inflates to 314572803 bytes, more than the 268435456-byte limit");
+  EXPECT_EQ(io::PytorchCheckpoint::open(dir.file("good.pth"))->read("w").sum().item<float>(), 4.0f);
+}
+
+// A pickle's stack counts against its limit: DUP and MARK used to grow it without bound.
+TEST(PickleReader, TheStackAndTheMarksAreBounded) {
+  std::string dups = std::string("\x80\x02]", 3) + std::string(1000, '2') + ".";
+  io::PickleLimits limits;
+  limits.max_values = 100;
+  EXPECT_THROW(io::read_pickle(reinterpret_cast<const uint8_t*>(dups.data()), dups.size(), limits), io::PickleError);
+  std::string marks = std::string("\x80\x02", 2) + std::string(1000, '(') + ".";
+  EXPECT_THROW(io::read_pickle(reinterpret_cast<const uint8_t*>(marks.data()), marks.size(), limits), io::PickleError);
 }
 
 }  // namespace
