@@ -16,7 +16,7 @@ cmake --build build-fuzz --target mumoe_fuzz_targets
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(fuzz_pickle fuzz_pytorch_checkpoint fuzz_safetensors fuzz_model_file fuzz_idx fuzz_feature_file
-           fuzz_chunk_codec fuzz_cache_open)
+           fuzz_chunk_codec fuzz_cache_open fuzz_json_files fuzz_image_header fuzz_tokenizer_files)
 fi
 mkdir -p fuzz/findings build-fuzz/corpus
 /usr/bin/python3 fuzz/make_seeds.py build-fuzz/seeds

@@ -17,8 +17,21 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// text: data is read whole and tokenized in memory (4 bytes a token): this bounds what a corpus
+// may cost (a 500 MB text file reached 3.8 GB, issue 45). Larger corpora are token streams.
+constexpr uintmax_t kMaxTextBytes = uintmax_t{64} << 20;
+
+std::string too_much_text(uintmax_t bytes) {
+  return std::to_string(bytes) + " bytes of text, more than the " + std::to_string(kMaxTextBytes) +
+         "-byte limit of text: data (read whole); tokenize a larger corpus into nanoGPT's uint16 stream "
+         "and give it as tokens:FILE";
+}
+
 std::string read_bytes(const std::string& path) {
   io::require_regular_file(path);  // a directory is named; a FIFO would block the read
+  std::error_code size_error;
+  const auto size = fs::file_size(path, size_error);
+  if (!size_error && size > kMaxTextBytes) throw FileError(path, "holds " + too_much_text(size));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError(path, "cannot open the file (missing or unreadable)");
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
@@ -79,10 +92,14 @@ TextCorpus load_text_path(const std::string& path, const std::string& spec) {
     corpus.documents.push_back(read_utf8_file(path));
     return corpus;
   }
+  uintmax_t total = 0;
   for (const auto& entry : sorted_entries(path)) {
     // is_regular_file follows symbolic links: a linked .txt file is as good as a copied one.
-    if (ends_with(entry.path().filename().string(), ".txt") && entry.is_regular_file(ec))
+    if (ends_with(entry.path().filename().string(), ".txt") && entry.is_regular_file(ec)) {
       corpus.documents.push_back(read_utf8_file(entry.path().string()));
+      total += corpus.documents.back().size();
+      if (total > kMaxTextBytes) throw FileError(path, "holds " + too_much_text(total) + " (in its .txt files)");
+    }
   }
   if (corpus.documents.empty()) throw FileError(path, "the directory holds no .txt files");
   return corpus;

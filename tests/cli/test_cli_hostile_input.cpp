@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "analysis_fixture.h"
@@ -570,6 +571,53 @@ TEST_F(HostileInput, NegativeVariancesLegacyCheckpointsAndNonUtf8NamesAreHandled
   ASSERT_NE(brace, std::string::npos) << evaluated.out;
   const auto j = nlohmann::json::parse(evaluated.out.substr(brace));
   EXPECT_EQ(j.at("class_names").at(0), "bad\xef\xbf\xbdname") << j.dump();  // U+FFFD for the byte 0xFF
+}
+
+// Issue 45, the memory ceiling: no input makes mumoe use more than 4 GiB of address space. The
+// bombs of the other tests run here under `ulimit -v` at that ceiling: each is refused by name,
+// none runs out of memory.
+TEST_F(HostileInput, BombsAreRefusedUnderTheMemoryCeiling) {
+  const std::string ceiling = "ulimit -v " + std::to_string(4ull << 20) + "; exec " + MUMOE_CLI_PATH + " ";
+  // An image whose header claims 20000 × 20000 pixels (decoded: 10.5 GB), among the demo's classes.
+  auto be32 = [](uint32_t n) {
+    return std::string{static_cast<char>(n >> 24), static_cast<char>(n >> 16), static_cast<char>(n >> 8),
+                       static_cast<char>(n)};
+  };
+  const auto folder = dir_.file("bomb-images");
+  for (int c = 0; c < 10; ++c) fs::create_directories(folder + "/c" + std::to_string(c));
+  const std::string png = std::string("\x89PNG\r\n\x1a\n", 8) + be32(13) + "IHDR" + be32(20000) + be32(20000) +
+                          std::string("\x08\x02\x00\x00\x00", 5) + be32(0);
+  for (int c = 0; c < 10; ++c) testkit::write_bytes(folder + "/c" + std::to_string(c) + "/1.png", png);
+  const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  expect_exit(testkit::run_shell(ceiling + "evaluate " + demo + " --data folder:" + folder), 2, "pixel limit");
+
+  // A text file of 500 MB (sparse: it takes no disk) as a GPT's text: data (read whole: 3.8 GB).
+  const auto big = dir_.file("big.txt");
+  { std::ofstream(big, std::ios::binary).put('a'); }
+  fs::resize_file(big, 500u << 20);
+  const auto gpt = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/gpt-fortunes.mumoe.safetensors";
+  expect_exit(testkit::run_shell(ceiling + "evaluate " + gpt + " --data text:" + big), 2, "limit of text: data");
+
+  // A manifest nested 100,000 deep.
+  const auto source = io::SafetensorsFile::open(fixture_.model_path);
+  std::vector<io::NamedTensor> tensors;
+  for (const auto& entry : source.entries()) tensors.push_back({entry.name, source.read(entry.name)});
+  const auto deep = dir_.file("deep.safetensors");
+  io::write_safetensors(deep, tensors, {{"mumoe.manifest", std::string(100000, '[') + std::string(100000, ']')}});
+  expect_exit(testkit::run_shell(ceiling + "info " + deep), 2, "nested more than");
+
+  // Checkpoints that inflate (written by PyTorch, then rezipped with a deflated bomb).
+  const auto python = testkit::run_shell(
+      "cd " + dir_.path().string() + " && /usr/bin/python3 -c \"\n"
+      "import torch, zipfile\n"
+      "torch.save({'w': torch.ones(4)}, 'good.pth')\n"
+      "torch.save({'w': torch.zeros(1).expand(100000000)}, 'stride0.pth')\n"
+      "with zipfile.ZipFile('good.pth') as z, zipfile.ZipFile('dups.pth', 'w', zipfile.ZIP_DEFLATED) as out:\n"
+      "  for i in z.infolist(): out.writestr(i.filename, b'\\\\x80\\\\x02]' + b'2' * (1 << 30) if i.filename.endswith('data.pkl') else z.read(i.filename))\n"
+      "\" 2>&1");
+  if (python.code != 0) GTEST_SKIP() << "no PyTorch to write the checkpoints: " << python.out;
+  expect_exit(testkit::run_shell(ceiling + "info " + dir_.file("stride0.pth")), 2, "views 100000000 elements");
+  expect_exit(testkit::run_shell(ceiling + "info " + dir_.file("dups.pth")), 2, "more than the 268435456-byte limit");
 }
 
 }  // namespace
