@@ -46,6 +46,17 @@ void print_text(const model::ModelSummary& s) {
     std::cout << "  backbone:     " << printable(s.backbone)
               << (s.backbone_prefix.empty() ? "" : " (keys under '" + printable(s.backbone_prefix) + "')")
               << (s.backbone_preset.empty() ? "" : ", preset " + printable(s.backbone_preset)) << "\n";
+  if (!s.gpt_json.is_null()) {
+    const auto& g = s.gpt_json;
+    const auto heads_from = s.gpt_heads_from == "given"        ? std::string("as given with --heads")
+                            : s.gpt_heads_from == "model_args" ? std::string("from the checkpoint's model_args")
+                                                               : std::string("guessed: GPT-2's head width of 64 — if the "
+                                                                             "model was trained with others, pass --heads N");
+    std::cout << "  GPT:          " << g.value("n_layer", 0) << " layers, width " << g.value("n_embd", 0) << ", "
+              << g.value("n_head", 0) << " attention heads (" << heads_from << "), context "
+              << g.value("block_size", 0) << ", vocabulary " << grouped(g.value("vocab_size", int64_t{0}))
+              << (g.value("bias", true) ? "" : ", no biases") << "\n";
+  }
   std::cout
             << "  tensors:      " << s.tensor_count << "\n"
             << "  parameters:   " << grouped(s.total_parameters()) << " in expert layers\n";

@@ -203,7 +203,9 @@ std::optional<InferredBackbone> infer_backbone(const ShapeMap& shapes, const Lay
   }
   if (!found && !overrides.backbone_preset.empty() && overrides.torchscript_backbone.empty())
     throw UsageError(path + " has no ViT or ResNet backbone for the preset '" + overrides.backbone_preset + "'");
-  if (!found && overrides.vit_heads > 0) throw UsageError(path + " has no ViT backbone for --heads");
+  // --heads is also a plain nanoGPT state dict's head count (model/gpt_file.h): not for a backbone.
+  const bool gpt = shapes.count("transformer.wte.weight") || shapes.count("lm_head.weight");
+  if (!found && overrides.vit_heads > 0 && !gpt) throw UsageError(path + " has no ViT backbone for --heads");
   if (found && !overrides.torchscript_backbone.empty())
     throw UsageError(path + " has its own " + found->config.describe() + " backbone; --backbone is for a bare head");
   return found;

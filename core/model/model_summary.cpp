@@ -63,6 +63,14 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   s.attribute_names = file.manifest().attribute_names;
   s.provenance_json = file.manifest().provenance.dump();
   s.tensor_count = static_cast<int64_t>(file.tensor_names().size());
+  if (s.kind == ModelKind::Gpt && file.inferred()) {
+    s.gpt_json = nn::to_json(infer_gpt_config(file, overrides.vit_heads));
+    switch (gpt_head_count_source(file, overrides.vit_heads)) {
+      case HeadCountSource::Given: s.gpt_heads_from = "given"; break;
+      case HeadCountSource::ModelArgs: s.gpt_heads_from = "model_args"; break;
+      default: s.gpt_heads_from = "guessed"; break;
+    }
+  }
   return s;
 }
 
@@ -130,6 +138,7 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"label_names", s.label_names},
                       {"attribute_names", s.attribute_names},
                       {"provenance", nlohmann::json::parse(s.provenance_json)}};
+  if (!s.gpt_json.is_null()) j["gpt"] = {{"config", s.gpt_json}, {"heads_from", s.gpt_heads_from}};
   return j.dump(indent);
 }
 

@@ -3,6 +3,8 @@
 // This header includes no LibTorch or Qt headers on purpose, so UI code can use it cheaply.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -54,6 +56,12 @@ struct ModelSummary {
   std::vector<std::string> label_names;
   std::vector<std::string> attribute_names;
   std::string provenance_json;  ///< the manifest's provenance object, as JSON text
+  /// A plain nanoGPT state dict (kind Gpt, inferred): its configuration as it will run (to_json
+  /// of nn::GptConfig) and where its head count comes from ("given", "model_args", "guessed":
+  /// GPT-2's head width of 64, which computes another attention without error when wrong);
+  /// null otherwise.
+  nlohmann::json gpt_json;
+  std::string gpt_heads_from;
   int64_t tensor_count = 0;
   int64_t total_parameters() const;
 };

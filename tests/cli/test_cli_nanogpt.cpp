@@ -96,6 +96,7 @@ args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=BIAS, vocab_size=V
 torch.save({'model': model.state_dict(), 'optimizer': torch.optim.AdamW(model.parameters()).state_dict(),
             'model_args': args, 'iter_num': 5000, 'best_val_loss': torch.tensor(3.25),
             'config': {'dataset': 'openwebtext', 'learning_rate': 6e-4, 'compile': True}}, 'ckpt.pt')
+torch.save(model.state_dict(), 'bare.pth')  # no model_args: the head count must be guessed
 # "Hello, world" in GPT-2's own encoding (OpenAI's encoder: "Hello" 15496, "," 11, " world" 995).
 ids = [15496, 11, 995]
 with torch.no_grad():
@@ -158,6 +159,17 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
   const auto gallery = testkit::run_cli("gallery " + ckpt + " --data " + val + " --layer 1 --expert 0 --max-sequences 4 "
                                         "--cache " + dir.file("cache.sqlite") + " --quiet --json");
   EXPECT_EQ(gallery.code, 0) << gallery.out;
+
+  // `info` says where the head count comes from — and that it is a guess without model_args.
+  const auto info = [&](const std::string& file) {
+    const auto run = testkit::run_cli("info " + file + " --json");
+    EXPECT_EQ(run.code, 0) << run.out;
+    return nlohmann::json::parse(run.out.substr(run.out.find('{'))).at("gpt");
+  };
+  EXPECT_EQ(info(ckpt).at("heads_from"), "model_args");
+  EXPECT_EQ(info(ckpt).at("config").at("n_head"), 3);
+  EXPECT_EQ(info(dir.file("bare.pth")).at("heads_from"), "guessed");
+  EXPECT_EQ(info(dir.file("bare.pth")).at("config").at("n_head"), 1);
 
   const auto unknown = testkit::run_cli("generate " + ckpt + " --prompt 'Hello' --tokens 2 --tokenizer sentencepiece");
   EXPECT_EQ(unknown.code, 1) << unknown.out;
