@@ -7,13 +7,14 @@
 #include "cli_support.h"
 #include "editing/edit_session_store.h"
 #include "io/errors.h"
+#include "io/file_checks.h"
 
 namespace mumoe::cli {
 namespace {
 
 struct EditsOptions {
   std::string model, session;
-  bool undo = false, redo = false, clear = false, json = false;
+  bool undo = false, redo = false, clear = false, drop_damaged = false, json = false;
 };
 
 int run_edits(const EditsOptions& o) {
@@ -21,19 +22,26 @@ int run_edits(const EditsOptions& o) {
   // A mistyped path must not silently become an empty database.
   auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
   const auto hash = analysis::hash_file(o.model);
-  auto stack = store->load(hash).value_or(editing::StoredSession{}).stack;
+  const auto stored = store->load(hash).value_or(editing::StoredSession{});
+  auto stack = stored.stack;
   if (o.undo) stack.undo();  // throws UsageError when there is nothing to undo
   if (o.redo) stack.redo();
   if (o.clear) stack.clear();
-  if (o.undo || o.redo || o.clear) store->save(hash, o.model, stack);
+  // Any change saves the stack as read: without the damaged edits, which are then gone.
+  const bool changed = o.undo || o.redo || o.clear || (o.drop_damaged && !stored.damaged.empty());
+  if (changed) store->save(hash, o.model, stack);
+  const auto damaged = changed ? std::vector<std::string>{} : stored.damaged;
   if (o.json) {
     auto j = stack.to_json();
     j["model"] = o.model;
     j["session"] = o.session;
+    j["damaged"] = damaged;
     std::cout << json_text(j) << "\n";
     return kSuccess;
   }
-  if (stack.all().empty()) std::cout << "no edits for " << o.model << " in " << o.session << "\n";
+  if (stack.all().empty() && damaged.empty()) std::cout << "no edits for " << o.model << " in " << o.session << "\n";
+  for (const auto& d : damaged)
+    std::cout << "  damaged  " << io::printable(d) << " (left out; --drop-damaged removes it)\n";
   for (size_t i = 0; i < stack.all().size(); ++i)
     std::cout << (i < stack.applied_count() ? "  applied  " : "  undone   ") << i + 1 << ". "
               << stack.all()[i].describe() << "\n";
@@ -50,6 +58,7 @@ Command add_edits_command(CLI::App& parent) {
   app->add_flag("--undo", o->undo, "Undo the last applied edit");
   app->add_flag("--redo", o->redo, "Redo the last undone edit");
   app->add_flag("--clear", o->clear, "Remove every edit of this model");
+  app->add_flag("--drop-damaged", o->drop_damaged, "Remove the stored edits that cannot be read, keeping the others");
   app->add_flag("--json", o->json, "Print JSON");
   return {app, [o]() { return run_edits(*o); }};
 }

@@ -39,6 +39,10 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
   const auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
   const auto stored = store->load(analysis::hash_file(o.model.model));
   if (!stored) throw UsageError(o.session + " holds no edits for " + o.model.model + " (its content hash is not in it)");
+  if (!stored->damaged.empty())
+    throw UsageError(o.session + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of " +
+                     o.model.model + " (" + stored->damaged.front() + "); exporting without them would change the "
+                     "model you edited: remove them with `mumoe edits MODEL --session DB --drop-damaged` first");
   return stored->stack.applied();
 #else
   throw UsageError("--session needs a build with SQLite");

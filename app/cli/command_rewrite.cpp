@@ -81,7 +81,13 @@ int run_rewrite(RewriteOptions& o) {
   if (!o.session.empty()) {
     store = editing::EditSessionStore::open(o.session);
     model_hash = analysis::hash_file(o.bias.model);
-    if (auto stored = store->load(model_hash)) stack = stored->stack;
+    if (auto stored = store->load(model_hash)) {
+      if (!stored->damaged.empty())
+        throw UsageError(o.session + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of this "
+                         "model (" + stored->damaged.front() + "): remove them with `mumoe edits MODEL --session " +
+                         o.session + " --drop-damaged` first");
+      stack = stored->stack;
+    }
   }
 #else
   if (!o.session.empty()) throw UsageError("--session needs a build with SQLite");

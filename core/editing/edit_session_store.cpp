@@ -29,10 +29,33 @@ StoredSession read_row(const cache::Statement& s, const std::string& path) {
   out.model_hash = s.column_text(0);
   out.model_path = s.column_text(1);
   const auto j = io::parse_bounded_json(s.column_text(2), path, "the stored edit list of " + out.model_path);
+  const std::string source = "stored edit list of " + out.model_path;
   try {
-    out.stack = EditStack::from_json(j, "stored edit list of " + out.model_path);
+    out.stack = EditStack::from_json(j, source);
   } catch (const UsageError& e) {
-    throw FileError(path, e.what());
+    // One damaged edit (a λ stored as null by an older version, issue 45) must not make the
+    // others unreachable: each edit is read alone, the damaged ones are reported and left out.
+    const auto* list = j.is_object() && j.contains("edits") ? &j.at("edits") : &j;
+    if (!list->is_array()) throw FileError(path, e.what());
+    int64_t applied = j.is_object() && j.value("applied", nlohmann::json()).is_number_integer()
+                          ? j.at("applied").get<int64_t>()
+                          : static_cast<int64_t>(list->size());
+    nlohmann::json kept = nlohmann::json::array();
+    int64_t kept_applied = 0;
+    for (size_t i = 0; i < list->size(); ++i) {
+      try {
+        (void)logit_edit_from_json(list->at(i), source);
+        kept.push_back(list->at(i));
+        if (static_cast<int64_t>(i) < applied) ++kept_applied;
+      } catch (const UsageError& damage) {
+        out.damaged.push_back("edit " + std::to_string(i + 1) + ": " + damage.what());
+      }
+    }
+    try {
+      out.stack = EditStack::from_json({{"edits", kept}, {"applied", kept_applied}}, source);
+    } catch (const UsageError& again) {
+      throw FileError(path, again.what());
+    }
   }
   out.saved_at = s.column_text(3);
   return out;

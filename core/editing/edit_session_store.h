@@ -25,6 +25,10 @@ struct StoredSession {
   std::string model_path;  ///< where the model was when last saved
   EditStack stack;
   std::string saved_at;    ///< UTC, ISO 8601
+  /// Stored edits that could not be read ("edit 3: edit lambda is not finite"), left out of
+  /// `stack` so that the others stay usable (listing, undo, clear); the next save writes the
+  /// stack without them. Callers that fold edits (export, rewrite) refuse while there are any.
+  std::vector<std::string> damaged;
 };
 
 class EditSessionStore {

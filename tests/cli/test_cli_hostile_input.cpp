@@ -13,6 +13,7 @@
 #include <fstream>
 #include <limits>
 
+#include "analysis/content_hash.h"
 #include "analysis_fixture.h"
 #include "cli_runner.h"
 #include "data/image_data.h"
@@ -618,6 +619,43 @@ TEST_F(HostileInput, BombsAreRefusedUnderTheMemoryCeiling) {
   if (python.code != 0) GTEST_SKIP() << "no PyTorch to write the checkpoints: " << python.out;
   expect_exit(testkit::run_shell(ceiling + "info " + dir_.file("stride0.pth")), 2, "views 100000000 elements");
   expect_exit(testkit::run_shell(ceiling + "info " + dir_.file("dups.pth")), 2, "more than the 268435456-byte limit");
+}
+
+// Issue 45: one edit stored with a λ that is not a number (written by an older version) made the
+// whole session unreadable — listing, undo, clear and export all failed. It is now listed as
+// damaged, the others stay usable, --drop-damaged removes it, and export refuses until then.
+TEST_F(HostileInput, ADamagedEditIsListedAndRemovedWithoutLosingTheOthers) {
+  const auto session = dir_.file("edits.sqlite");
+  {
+    auto store = editing::EditSessionStore::open(session);
+    editing::EditStack stack;
+    for (double lambda : {0.5, 1.5, 2.5}) {
+      editing::LogitEdit e;
+      e.layer = "head";
+      e.target = "class1";
+      e.output = 1;
+      e.lambda = lambda;
+      e.mean_coefficients = std::vector<double>(12, 0.1);
+      stack.push(e);
+    }
+    store->save(analysis::hash_file(fixture_.model_path), fixture_.model_path, stack);
+  }
+  // The second edit's λ as null, as `rewrite --lambda nan` used to store it.
+  sql(session, "UPDATE edit_sessions SET stack_json = json_set(stack_json, '$.edits[1].lambda', json('null'))");
+  const auto edits = "edits " + fixture_.model_path + " --session " + session;
+  const auto listed = testkit::run_cli(edits);
+  EXPECT_EQ(listed.code, 0) << listed.out;
+  EXPECT_TRUE(contains(listed.out, "damaged  edit 2")) << listed.out;
+  EXPECT_TRUE(contains(listed.out, "λ = 0.5") || contains(listed.out, "0.5")) << listed.out;
+  const auto exported = testkit::run_cli("export " + fixture_.model_path + " --session " + session + " --data features:" +
+                                         fixture_.features_path + " --output " + dir_.file("out.safetensors"));
+  expect_exit(exported, 1, "--drop-damaged");
+  EXPECT_FALSE(fs::exists(dir_.file("out.safetensors")));
+  ASSERT_EQ(testkit::run_cli(edits + " --drop-damaged").code, 0);
+  const auto after = run_json(edits + " --json");
+  EXPECT_EQ(after.at("edits").size(), 2u);
+  EXPECT_TRUE(after.at("damaged").empty());
+  EXPECT_EQ(after.at("edits").at(1).at("lambda"), 2.5);
 }
 
 }  // namespace
