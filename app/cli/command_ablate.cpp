@@ -14,6 +14,7 @@
 #include <iostream>
 
 #include "analysis/result_json.h"
+#include "io/file_checks.h"
 #include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
@@ -39,7 +40,8 @@ void print_outcome(const analysis::AnalysisSession& session, const analysis::Cla
             << " affected samples; polysemanticity " << o.polysemanticity << ")\n";
   for (size_t c = 0; c < before.per_class.size(); ++c)
     if (before.count[c] > 0)
-      std::cout << "    " << std::left << std::setw(14) << class_name(session, static_cast<int64_t>(c)) << std::right
+      std::cout << "    " << std::left << std::setw(14) << io::printable(class_name(session, static_cast<int64_t>(c)))
+                << std::right
                 << std::setw(8) << before.per_class[c] << " → " << std::setw(8) << o.after.per_class[c] << "\n";
 }
 
@@ -161,7 +163,7 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
             << e.polysemanticity << ")\n";
   for (size_t c = 0; c < before.per_class.size(); ++c)
     if (before.count[c] > 0)
-      std::cout << "    " << std::left << std::setw(14) << block_class_name(*a, c) << std::right << std::setw(8)
+      std::cout << "    " << std::left << std::setw(14) << io::printable(block_class_name(*a, c)) << std::right << std::setw(8)
                 << before.per_class[c] << " → " << std::setw(8) << e.after.per_class[c] << "\n";
   return kSuccess;
 }

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "cli_support.h"
+#include "io/file_checks.h"
 #include "language_model.h"
 #include "data/dataset.h"
 #include "io/errors.h"
@@ -61,7 +62,7 @@ int run_evaluate(const EvaluateOptions& o) {
             << "  accuracy " << std::fixed << std::setprecision(4) << e.accuracy << ", mean loss " << e.mean_loss
             << "\n";
   for (size_t c = 0; c < e.per_class_accuracy.size(); ++c)
-    std::cout << "  " << std::left << std::setw(14) << names[c] << std::right << std::setw(8)
+    std::cout << "  " << std::left << std::setw(14) << io::printable(names[c]) << std::right << std::setw(8)
               << e.per_class_accuracy[c] << "  (" << e.per_class_count[c] << ")\n";
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "analysis/result_json.h"
+#include "io/file_checks.h"
 #include "io/output_files.h"
 #include "analysis/token_gallery.h"
 #include "analysis_options.h"
@@ -132,7 +133,7 @@ int run_block_gallery(GalleryOptions& o) {
             << ", " << a->samples() << " images)\n";
   for (const auto& item : g.items)
     std::cout << "  sample " << std::setw(6) << item.sample << "  patch (" << item.patch / a->grid() << ", "
-              << item.patch % a->grid() << ")  a = " << two_decimals(item.coefficient) << "  " << name(item.label) << "\n";
+              << item.patch % a->grid() << ")  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
 }
@@ -160,7 +161,7 @@ int run_gallery(GalleryOptions& o) {
             << g.eligible << " eligible samples\n";
   for (const auto& item : g.items)
     std::cout << "  sample " << std::setw(6) << item.sample << "  a = " << two_decimals(item.coefficient) << "  "
-              << class_name(*session, item.label) << "\n";
+              << io::printable(class_name(*session, item.label)) << "\n";
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
 }

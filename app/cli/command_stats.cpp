@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "analysis/result_json.h"
+#include "io/file_checks.h"
 #include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
@@ -50,7 +51,7 @@ int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, c
   for (int64_t i = 0; i < std::min<int64_t>(o.show, static_cast<int64_t>(order.size())); ++i) {
     const auto& e = order[i];
     std::cout << "    expert " << std::setw(4) << e.expert << "  load " << std::setw(6) << e.load << "  top:";
-    for (const auto& [c, n] : e.top_classes) std::cout << " " << name(c) << " (" << n << ")";
+    for (const auto& [c, n] : e.top_classes) std::cout << " " << io::printable(name(c)) << " (" << n << ")";
     std::cout << "\n";
   }
   return kSuccess;

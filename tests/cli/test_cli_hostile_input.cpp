@@ -658,4 +658,21 @@ TEST_F(HostileInput, ADamagedEditIsListedAndRemovedWithoutLosingTheOthers) {
   EXPECT_EQ(after.at("edits").at(1).at("lambda"), 2.5);
 }
 
+// Issue 45: class-folder names reached the terminal raw in text output (newlines, ESC sequences).
+TEST_F(HostileInput, ClassFolderNamesAreEscapedInTextOutput) {
+  const auto folder = dir_.file("escapes");
+  const auto images = testkit::run_shell(
+      "/usr/bin/python3 -c \"import os, sys; from PIL import Image\n"
+      "for c in [b'c%d' % i for i in range(8)] + [b'esc\\\\x1b[31mred', b'new\\\\nline']:\n"
+      "  d = os.path.join(os.fsencode(sys.argv[1]), c); os.makedirs(d)\n"
+      "  Image.new('L', (28, 28), 100).save(os.fsdecode(os.path.join(d, b'1.png')))\" '" + folder + "' 2>&1");
+  if (images.code != 0) GTEST_SKIP() << "no PIL to write the images: " << images.out;
+  const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  const auto run = testkit::run_cli("evaluate " + demo + " --data folder:" + folder);
+  ASSERT_EQ(run.code, 0) << run.out;
+  EXPECT_FALSE(contains(run.out, "\x1b")) << run.out;
+  EXPECT_TRUE(contains(run.out, "esc\\x1b[31mred")) << run.out;
+  EXPECT_TRUE(contains(run.out, "new\\nline")) << run.out;
+}
+
 }  // namespace
