@@ -20,7 +20,7 @@ int run_analyze(AnalysisCliOptions& o) {
   const auto stats = session->statistics(0).value;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
-    std::cout << nlohmann::json({{"model", o.session.model_path},
+    std::cout << json_text(nlohmann::json({{"model", o.session.model_path},
                                  {"data", o.session.data_spec},
                                  {"layer", session->layer_name()},
                                  {"cache", session->cache_path()},
@@ -35,8 +35,7 @@ int run_analyze(AnalysisCliOptions& o) {
                                  {"per_class_accuracy", accuracy.per_class},
                                  {"dead_experts", stats.dead_experts},
                                  {"mean_active_experts", stats.mean_active_experts},
-                                 {"seconds", seconds}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                 {"seconds", seconds}}))
               << "\n";
     return kSuccess;
   }

@@ -42,7 +42,7 @@ int run_evaluate(const EvaluateOptions& o) {
   const auto e = train::evaluate_classifier(classifier, data, o.batch_size, o.device, ablation);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (o.json) {
-    std::cout << nlohmann::json({{"model", o.model.model},
+    std::cout << json_text(nlohmann::json({{"model", o.model.model},
                                  {"data", o.data},
                                  {"samples", e.samples},
                                  {"accuracy", e.accuracy},
@@ -52,8 +52,7 @@ int run_evaluate(const EvaluateOptions& o) {
                                  {"per_class_accuracy", e.per_class_accuracy},
                                  {"per_class_count", e.per_class_count},
                                  {"ablated", o.ablate},
-                                 {"seconds", seconds}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                 {"seconds", seconds}}))
               << "\n";
     return 0;
   }

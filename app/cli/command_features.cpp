@@ -60,7 +60,7 @@ int run_features(const FeaturesOptions& o) {
   }
   io::write_safetensors(o.output, tensors, metadata);
   if (o.json)
-    std::cout << nlohmann::json({{"output", o.output}, {"samples", n}, {"feature_dim", features.size(1)}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << json_text(nlohmann::json({{"output", o.output}, {"samples", n}, {"feature_dim", features.size(1)}}))
               << "\n";
   else
     std::cout << "wrote " << o.output << ": features [" << n << ", " << features.size(1) << "] and labels\n";

@@ -51,11 +51,10 @@ int run_init(const InitOptions& o) {
   manifest.provenance = {{"created_by", "mumoe init"}, {"seed", o.seed}, {"trained", false}};
   model::save_model_file(o.output, manifest, model::layer_tensors(layer, block));
   if (o.json) {
-    std::cout << nlohmann::json({{"output", o.output},
+    std::cout << json_text(nlohmann::json({{"output", o.output},
                                  {"variant", c.variant_name()},
                                  {"layer", o.name},
-                                 {"parameters", nn::count_parameters(c).total()}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                 {"parameters", nn::count_parameters(c).total()}}))
               << "\n";
     return 0;
   }

@@ -124,7 +124,7 @@ int run_rewrite(RewriteOptions& o) {
     export_json = editing::to_json(editing::export_edited_model(source, all_edits, verify_data, request));
   }
   if (!o.edits_out.empty())
-    write_text_atomically(o.edits_out, nlohmann::json({{"edits", editing::to_json(all_edits)}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+    write_text_atomically(o.edits_out, json_text(nlohmann::json({{"edits", editing::to_json(all_edits)}})) + "\n");
 #ifdef MUMOE_WITH_ANALYSIS
   if (store) {
     stack.push(edit);

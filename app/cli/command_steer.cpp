@@ -111,7 +111,7 @@ int run_steer(SteerOptions& o) {
                         {"seconds", r.seconds}};
     // Sampled bytes need not be valid UTF-8: invalid sequences become U+FFFD in the JSON text;
     // the *_tokens arrays hold the exact bytes.
-    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << r.layer_name << ", expert " << o.request.expert << ": centre = mean input of "

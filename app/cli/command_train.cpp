@@ -321,7 +321,7 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
   // The run is complete: there is nothing left to resume, so the optimizer state goes.
   std::filesystem::remove(o.output + ".optim.pt", ec);
   if (o.json) {
-    std::cout << nlohmann::json({{"output", o.output}, {"seconds", result.seconds}, {"test", metrics}}).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << json_text(nlohmann::json({{"output", o.output}, {"seconds", result.seconds}, {"test", metrics}})) << "\n";
   } else {
     std::cout << "wrote " << o.output << " after " << duration(result.seconds);
     if (test_data.size() > 0) std::cout << "; test accuracy " << metrics["accuracy"].get<double>();

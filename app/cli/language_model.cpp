@@ -135,9 +135,8 @@ int run_train_language_model(const LanguageModelRequest& r) {
   std::error_code ec;
   std::filesystem::remove(r.output + ".optim.pt", ec);
   if (r.json)
-    std::cout << nlohmann::json({{"output", r.output}, {"seconds", result.seconds},
-                                 {"validation", provenance["validation_metrics"]}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << json_text(nlohmann::json({{"output", r.output}, {"seconds", result.seconds},
+                                 {"validation", provenance["validation_metrics"]}}))
               << "\n";
   else
     std::printf("wrote %s after %.0f s; validation loss %.3f nats/token, perplexity %.2f, next-token accuracy %.3f\n",
@@ -156,11 +155,10 @@ int run_evaluate_language_model(const std::string& model_path, const std::string
     tokens = load_text_tokens(data, validation_fraction, seed, *tokenizer);
   const auto e = train::evaluate_lm(gpt, tokens.validation, 0, 32, device);
   if (json)
-    std::cout << nlohmann::json({{"model", model_path}, {"data", data},
+    std::cout << json_text(nlohmann::json({{"model", model_path}, {"data", data},
                                  {"split", text::is_token_spec(data) ? "stream" : "validation"},
                                  {"tokens", e.tokens}, {"mean_loss", e.mean_loss}, {"perplexity", e.perplexity},
-                                 {"accuracy", e.accuracy}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                                 {"accuracy", e.accuracy}}))
               << "\n";
   else
     std::printf("%s on %s (validation, %lld tokens): loss %.4f nats/token, perplexity %.3f, next-token accuracy %.4f\n",
@@ -188,8 +186,7 @@ int run_generate(const GenerateOptions& o) {
   if (o.json)
     // Sampled bytes need not be valid UTF-8: invalid sequences become U+FFFD in the JSON text;
     // "tokens" holds the exact bytes.
-    std::cout << nlohmann::json({{"prompt", o.prompt}, {"text", text}, {"tokens", generated}, {"seed", o.seed}})
-                     .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+    std::cout << json_text(nlohmann::json({{"prompt", o.prompt}, {"text", text}, {"tokens", generated}, {"seed", o.seed}}))
               << "\n";
   else
     std::cout << o.prompt << text << "\n";

@@ -61,6 +61,20 @@ std::map<std::string, std::string> snapshot(const fs::path& dir) {
   return files;
 }
 
+// An image folder the demo model (ten classes of 28 × 28 grey images) reads: one image in each of
+// `odd_names` (any bytes but a quote) and in c0, c1, … up to ten classes. Written by PIL; the
+// run's code is not 0 where PIL is missing.
+testkit::CliRun write_demo_class_folders(const std::string& folder, const std::vector<std::string>& odd_names) {
+  std::string names;
+  for (const auto& n : odd_names) names += " '" + n + "'";
+  return testkit::run_shell(
+      "/usr/bin/python3 -c \"import os, sys; from PIL import Image\n"
+      "odd = [os.fsencode(a) for a in sys.argv[2:]]\n"
+      "for c in [b'c%d' % i for i in range(10 - len(odd))] + odd:\n"
+      "  d = os.path.join(os.fsencode(sys.argv[1]), c); os.makedirs(d)\n"
+      "  Image.new('L', (28, 28), 100).save(os.fsdecode(os.path.join(d, b'1.png')))\" '" + folder + "'" + names + " 2>&1");
+}
+
 class HostileInput : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -560,11 +574,7 @@ TEST_F(HostileInput, NegativeVariancesLegacyCheckpointsAndNonUtf8NamesAreHandled
   // says U+FFFD, nothing fails.
   const auto folder = dir_.file("images");
   const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
-  const auto images = testkit::run_shell(
-      "/usr/bin/python3 -c \"import os, sys; from PIL import Image\n"
-      "for c in [b'c%d' % i for i in range(9)] + [b'bad\\xffname']:\n"
-      "  d = os.path.join(os.fsencode(sys.argv[1]), c); os.makedirs(d)\n"
-      "  Image.new('L', (28, 28), 100).save(os.fsdecode(os.path.join(d, b'1.png')))\" '" + folder + "' 2>&1");
+  const auto images = write_demo_class_folders(folder, {"bad\xff" "name"});
   if (images.code != 0) GTEST_SKIP() << "no PIL to write the images: " << images.out;
   const auto evaluated = testkit::run_cli("evaluate " + demo + " --data folder:" + folder + " --json");
   EXPECT_EQ(evaluated.code, 0) << evaluated.out;
@@ -661,11 +671,7 @@ TEST_F(HostileInput, ADamagedEditIsListedAndRemovedWithoutLosingTheOthers) {
 // Issue 45: class-folder names reached the terminal raw in text output (newlines, ESC sequences).
 TEST_F(HostileInput, ClassFolderNamesAreEscapedInTextOutput) {
   const auto folder = dir_.file("escapes");
-  const auto images = testkit::run_shell(
-      "/usr/bin/python3 -c \"import os, sys; from PIL import Image\n"
-      "for c in [b'c%d' % i for i in range(8)] + [b'esc\\\\x1b[31mred', b'new\\\\nline']:\n"
-      "  d = os.path.join(os.fsencode(sys.argv[1]), c); os.makedirs(d)\n"
-      "  Image.new('L', (28, 28), 100).save(os.fsdecode(os.path.join(d, b'1.png')))\" '" + folder + "' 2>&1");
+  const auto images = write_demo_class_folders(folder, {"esc\x1b[31mred", "new\nline"});
   if (images.code != 0) GTEST_SKIP() << "no PIL to write the images: " << images.out;
   const auto demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
   const auto run = testkit::run_cli("evaluate " + demo + " --data folder:" + folder);
