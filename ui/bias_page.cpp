@@ -93,6 +93,9 @@ void BiasPage::connectController() {
   connect(c, &BiasController::stackShown, this, &BiasPage::showStack);
   connect(c, &BiasController::stackChanged, this, [this] {
     clearComparisons();
+    // λ was the applied edit's: kept, "After" would silently preview the same edit stacked twice.
+    // Propose afresh for the edited model instead.
+    lambda_.reset();
     requestEvaluation();  // "before" is the model with the applied edits
     Q_EMIT stackChanged();
   });

@@ -87,8 +87,18 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(splitter_);
 
-  connect(filter_, &QLineEdit::textChanged, proxy_, &ExpertFilterProxy::setFilterText);
-  connect(hideDead_, &QCheckBox::toggled, proxy_, &ExpertFilterProxy::setHideDead);
+  // Filtering keeps the selected expert when it stays visible, else selects the first one shown:
+  // the gallery always shows the highlighted row's expert (it used to show one no row named).
+  connect(filter_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    const qint64 before = currentExpert();
+    proxy_->setFilterText(text);
+    reselectAfterFilter(before);
+  });
+  connect(hideDead_, &QCheckBox::toggled, this, [this](bool hide) {
+    const qint64 before = currentExpert();
+    proxy_->setHideDead(hide);
+    reselectAfterFilter(before);
+  });
   connect(mode_, &QComboBox::activated, this, [this] { Q_EMIT statisticsWanted(mode(), threshold()); });
   connect(layer_, &QComboBox::activated, this, [this] {
     // Compared with the last layer asked for, not the last one opened: after a failed or
@@ -167,9 +177,23 @@ void ExpertsPage::updateSummary() {
                         .arg(s.threshold)
                         .arg(locale.toString(s.mean_active_experts, 'f', 1), locale.toString(s.mutual_information_bits, 'f', 2))
                         .arg(proxy_->rowCount()) +
-                    (imagesByPatch_ ? tr("<br>ViT block: an image counts by its strongest patch for the expert "
+                    (imagesByPatch_ ? tr("<br>Backbone layer: an image counts by its strongest patch (a Mixer token-mixing layer: channel) for the expert "
                                          "(outlined in the gallery)")
                                     : QString()));
+}
+
+void ExpertsPage::reselectAfterFilter(qint64 expert) {
+  const int sourceRow = expert >= 0 ? model_->rowOfExpert(expert) : -1;
+  QModelIndex index = sourceRow >= 0 ? proxy_->mapFromSource(model_->index(sourceRow, 0)) : QModelIndex();
+  if (!index.isValid() && proxy_->rowCount() > 0) index = proxy_->index(0, 0);
+  auto* selection = table_->selectionModel();
+  if (index.isValid()) {
+    selection->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->scrollTo(index);
+  } else {
+    selection->clear();
+  }
+  gallery_->setExpert(mode(), currentExpert());  // a no-op when the current row's signal did it
 }
 
 qint64 ExpertsPage::mode() const { return std::max(0, mode_->currentIndex()); }

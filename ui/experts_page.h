@@ -72,6 +72,9 @@ class ExpertsPage : public QWidget {
   void ablateRequested(const QVector<qint64>& experts);
 
  private:
+  /// After the filter changed: `expert` (the one selected before) again if still shown, else the
+  /// first row shown, else none; the gallery follows.
+  void reselectAfterFilter(qint64 expert);
   void contextMenu(const QPoint& pos);
   void updateSummary();
 

@@ -181,7 +181,13 @@ void MainWindow::buildActions() {
   openAction_->setShortcut(QKeySequence::Open);
   if (!demoModelPath_.isEmpty()) {
     demoAction_ = file->addAction(style->standardIcon(QStyle::SP_ComputerIcon), tr("Open &Demo Model"), this,
-                                  [this] { openModel(demoModelPath_); });
+                                  [this] {
+                                    // The demo reads Fashion-MNIST: a data set chosen for another
+                                    // model (a folder of 248-px photos) would fail on it.
+                                    dataCombo_->setCurrentText(QStringLiteral("fashion-mnist:test"));
+                                    comparison_->setData(dataSpec(), controller_->cachePath());
+                                    openModel(demoModelPath_);
+                                  });
     demoAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
   }
   recentMenu_ = file->addMenu(tr("Open &Recent"));
@@ -223,7 +229,12 @@ void MainWindow::buildActions() {
   undoEditAction_ = bias_->undoAction();
   undoEditAction_->setShortcut(QKeySequence::Undo);
   redoEditAction_ = bias_->redoAction();
-  redoEditAction_->setShortcuts({QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence::Redo});
+  // Ctrl+Shift+Z and Ctrl+Y, each once: the platform's Redo binding is often Ctrl+Shift+Z itself, and
+  // one key listed twice on an action is an "ambiguous shortcut" that Qt then never fires.
+  QList<QKeySequence> redoKeys = {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)};
+  for (const auto& key : QKeySequence::keyBindings(QKeySequence::Redo))
+    if (!redoKeys.contains(key)) redoKeys << key;
+  redoEditAction_->setShortcuts(redoKeys);
   edit->addAction(undoEditAction_);
   edit->addAction(redoEditAction_);
 
@@ -233,7 +244,19 @@ void MainWindow::buildActions() {
   reloadAction_->setShortcut(QKeySequence::Refresh);
   reloadAction_->setToolTip(tr("Open the model on the data set, extracting what the cache lacks (F5)"));
   ablateAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaPlay), tr("A&blate Selected Experts"), this,
-                                      [this] { ablate(experts_->selectedExperts()); });
+                                      [this] {
+                                        // A GPT's experts live on the Tokens page, one at a time.
+                                        if (kind_ == Kind::Gpt) {
+                                          if (tokens_->currentExpert() < 0) {
+                                            statusBar()->showMessage(tr("Select an expert on the Tokens page"), 5000);
+                                            return;
+                                          }
+                                          showPage(Page::Tokens);
+                                          tokens_->ablate(tokens_->currentExpert());
+                                          return;
+                                        }
+                                        ablate(experts_->selectedExperts());
+                                      });
   ablateAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
   ablateAction_->setToolTip(tr("Remove the selected experts together and show the per-class accuracy change (Ctrl+Return)"));
   sweepAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaSeekForward), tr("Run &Sweep"), this,
@@ -343,8 +366,8 @@ void MainWindow::connectController() {
   });
   connect(c, &SessionController::openCancelled, this, [this] {
     // Replace "Opening …", which would otherwise stay.
-    experts_->setMessage(model::vit_mlp_block(analysedLayer_.toStdString())
-                             ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a ViT block's "
+    experts_->setMessage(model::backbone_layer_step(analysedLayer_.toStdString())
+                             ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a backbone layer's "
                                   "analysis is not cached: it starts from the first image).</i>")
                              : tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
                                   "is kept in the cache.</i>"));
@@ -519,6 +542,7 @@ bool MainWindow::analyzeLayer(const QString& layer) {
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
+  sweepAction_->setEnabled(kind_ == Kind::MultiClass);
   if (kind_ != Kind::MultiClass) {
     // The expert analysis of the Experts/Ablation pages is for multi-class classifiers: the
     // previous classifier's session must not answer Run Sweep or Ablate for this model.
@@ -605,7 +629,7 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
                                      : groupedNumber(info.samples))
                             .arg(info.dataSpec)
                             .arg(info.accuracy.overall * 100, 0, 'f', 2)
-                            .arg(info.patchGrid > 0 ? tr("ViT block analysed in %1 (not cached)").arg(durationText(info.openSeconds))
+                            .arg(info.patchGrid > 0 ? tr("backbone layer analysed in %1 (not cached)").arg(durationText(info.openSeconds))
                                  : info.extractedNow ? tr("extracted in %1").arg(durationText(info.openSeconds))
                                                      : tr("from the cache")));
   if (!info.cacheNote.isEmpty()) showError(tr("Analysis cache"), info.cacheNote);
@@ -614,7 +638,7 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
   // it waits for Run Sweep.
   if (info.sweepIsCheap) controller_->requestSweep(0);
   else
-    statusBar()->showMessage(tr("ViT block %1: Analysis ▸ Run Sweep (Ctrl+Shift+Return) ablates each expert in turn")
+    statusBar()->showMessage(tr("Backbone layer %1: Analysis ▸ Run Sweep (Ctrl+Shift+Return) ablates each expert in turn")
                                  .arg(info.layer),
                              15000);
   Q_EMIT sessionReady();
@@ -636,6 +660,13 @@ void MainWindow::ablate(const QVector<qint64>& experts) {
 }
 
 void MainWindow::runSweep() {
+  if (kind_ != Kind::MultiClass) {  // the sweep charts per-class accuracy: multi-class models only
+    statusBar()->showMessage(kind_ == Kind::Gpt ? tr("A GPT's experts are ablated one at a time on the Tokens page "
+                                                    "(double-click an expert, or Ablate Selected Experts)")
+                                                 : tr("The sweep is for multi-class models; this one is multi-label"),
+                             8000);
+    return;
+  }
   controller_->requestSweep(experts_->mode());
   showPage(Page::Ablation);
 }

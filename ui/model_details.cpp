@@ -55,6 +55,9 @@ QString layerDetailsHtml(const model::ModelSummary& summary, size_t layerIndex) 
                                         (summary.backbone_preset.empty()
                                              ? QString()
                                              : QObject::tr(" — preset %1").arg(QString::fromStdString(summary.backbone_preset))));
+  for (const auto& note : summary.notes)
+    html += QStringLiteral("<tr><td style='color:#a15c00;padding-right:12px'>%1</td><td style='color:#a15c00'>%2</td></tr>")
+                .arg(QObject::tr("Note"), QString::fromStdString(note).toHtmlEscaped());
   const auto provenance = QJsonDocument::fromJson(QByteArray::fromStdString(summary.provenance_json)).object();
   const auto test = provenance.value(QStringLiteral("test_metrics")).toObject();
   if (test.contains(QStringLiteral("accuracy")))

@@ -136,12 +136,12 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
         info.modelPath = QString::fromStdString(options.model_path);
         info.dataSpec = QString::fromStdString(options.data_spec);
         if (analysis::names_vit_block(options)) {
-          // A ViT block's μMoE MLP: not cached, so its baseline pass (every image through the
+          // A μMoE layer in a ViT or Mixer backbone: not cached, so its baseline pass (every image through the
           // ViT) runs at every open.
           // Where the kept streams of every image would not fit (4 GB), the first images that do.
           analysis::VitBlockOptions blockOptions;
           blockOptions.fit_in_memory = true;
-          const QString task = tr("Images through the ViT");
+          const QString task = tr("Images through the backbone");
           auto block = VitBlockAnalysis::open(options, blockOptions, [&](int64_t done, int64_t total) {
             worker_->postProgress(task, done, total, -1);
             return !cancelled();

@@ -217,8 +217,7 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
   ablation_->setWordWrap(true);
   ablation_->setTextFormat(Qt::RichText);
   ablation_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  ablation_->setText(tr("<i>Double-click an expert (or press Ablate Expert) to see what removing it does to next-token "
-                        "prediction.</i>"));
+  ablation_->setText(ablationHint());
 
   auto* right = new QWidget;
   auto* rv = new QVBoxLayout(right);
@@ -277,6 +276,11 @@ TokenPage::~TokenPage() {
   worker_->shutdown();  // the session dies with slot_ once the worker has let go of it
 }
 
+QString TokenPage::ablationHint() const {
+  return tr("<i>Double-click an expert (or press Ablate Expert) to see what removing it does to next-token "
+            "prediction.</i>");
+}
+
 void TokenPage::showNote(const QString& html) {
   worker_->cancel();
   worker_->invalidate();
@@ -307,6 +311,7 @@ void TokenPage::openLayer() {
   worker_->invalidate();
   hasSession_ = false;
   hasAblation_ = false;
+  ablation_->setText(ablationHint());  // the last layer's result names no layer: it must not stay
   model_->setGallery({});
   experts_->setRowCount(0);
   stack_->showNote(tr("<h3>Tokens</h3><p><i>Extracting %1 of %2 on its validation split…</i></p>")
@@ -434,7 +439,7 @@ void TokenPage::ablate(qint64 expert) {
       const double accBefore = b.before.overall * 100, accAfter = o.outcome.after.overall * 100;
       const double d = accAfter - accBefore;
       ablation_->setText(
-          tr("<b>Ablating expert %1</b>: next-token accuracy %2 % → %3 % (<span style='color:%4'>%5%6 pp</span>), "
+          tr("<b>Ablating expert %1 of %12</b>: next-token accuracy %2 % → %3 % (<span style='color:%4'>%5%6 pp</span>), "
              "loss %7 → %8 nats/token · %9 tokens affected, %10 predictions changed · %11")
               .arg(o.outcome.experts.empty() ? -1 : o.outcome.experts.front())
               .arg(accBefore, 0, 'f', 2)
@@ -446,7 +451,8 @@ void TokenPage::ablate(qint64 expert) {
               .arg(o.loss_after, 0, 'f', 4)
               .arg(QLocale().toString(static_cast<qlonglong>(o.outcome.affected_samples)))
               .arg(QLocale().toString(static_cast<qlonglong>(o.outcome.changed_predictions)))
-              .arg(fromCache ? tr("cached, %1 ms").arg(ms, 0, 'f', 0) : tr("%1 ms").arg(ms, 0, 'f', 0)));
+              .arg(fromCache ? tr("cached, %1 ms").arg(ms, 0, 'f', 0) : tr("%1 ms").arg(ms, 0, 'f', 0))
+              .arg(layer_->currentText().toHtmlEscaped()));
       Q_EMIT ablationReady();
     };
   }, /*cancellable=*/true, /*visible=*/true, ablationEndings);

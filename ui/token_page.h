@@ -64,6 +64,8 @@ class TokenPage : public QWidget {
   /// Opens `modelPath` (a μMoE GPT) on its validation split; `layers` are its μMoE layers.
   void open(const QString& modelPath, const QStringList& layers, const QString& cachePath = {});
   void showNote(const QString& html);
+  /// The ablation line before any expert is ablated (and again after the layer changes).
+  QString ablationHint() const;
   bool hasSession() const { return hasSession_; }
   void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
 

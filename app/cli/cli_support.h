@@ -65,6 +65,7 @@ Command add_edits_command(CLI::App& parent);
 Command add_cache_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_steer_command(CLI::App& parent);
+Command add_predict_command(CLI::App& parent);
 #endif
 
 }  // namespace mumoe::cli

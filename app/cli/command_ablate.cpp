@@ -3,7 +3,7 @@
 // --experts ablates the set together; --all ablates each expert of the mode in turn (a sweep).
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the metric is next-token accuracy
 // per target byte and loss over the validation split's sequences (analysis/lm_ablation.h).
-// For a ViT's μMoE MLP (--layer blocks.L.mlp) the metric is the classifier's per-class accuracy,
+// For a μMoE layer in a ViT or MLP-Mixer backbone (--layer blocks.L.mlp, mixer_blocks.i.1.fn, …) the metric is the classifier's per-class accuracy,
 // as for the head (analysis/vit_block_analysis.h).
 #include <nlohmann/json.hpp>
 
@@ -98,7 +98,7 @@ std::string block_class_name(const analysis::VitBlockAnalysis& a, size_t c) {
 }
 
 int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
-  if (o.mode != 0) throw UsageError("a ViT block's μMoE MLP is ablated in its first expert mode (--mode 0)");
+  if (o.mode != 0) throw UsageError("a backbone μMoE layer is ablated in its first expert mode (--mode 0)");
   auto a = open_vit_block_analysis(o.analysis, o.block);
   const auto& before = a->accuracy_before();
   const auto start = std::chrono::steady_clock::now();

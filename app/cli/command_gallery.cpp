@@ -3,7 +3,7 @@
 // largest a_n; as JSON and/or a PNG contact sheet with label and coefficient overlaid.
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the samples are tokens of the
 // validation split, shown inside ±--context tokens of their document with the token marked.
-// For a ViT's μMoE MLP (--layer blocks.L.mlp) the samples are images, each with its strongest
+// For a μMoE layer in a ViT or MLP-Mixer backbone (--layer blocks.L.mlp, mixer_blocks.i.1.fn, …) the samples are images, each with its strongest
 // patch for the expert outlined (the paper's MLP-mixer galleries); the order is top unless asked.
 #include <nlohmann/json.hpp>
 
@@ -78,13 +78,13 @@ int run_text_gallery(GalleryOptions& o) {
 
 int run_block_gallery(GalleryOptions& o) {
   // What the block path does not do is refused, not ignored.
-  if (!o.analysis.session.gallery_images.empty()) throw UsageError("--images is for feature data, not a ViT block");
-  if (o.analysis.recompute) throw UsageError("--recompute: a ViT block's analysis is not cached; it is always computed afresh");
+  if (!o.analysis.session.gallery_images.empty()) throw UsageError("--images is for feature data, not a backbone layer");
+  if (o.analysis.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
 #ifndef MUMOE_WITH_OPENCV
   if (!o.output.empty()) throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
   // Checked before the baseline pass, which takes a while.
-  if (o.request.mode != 0) throw UsageError("a ViT block's μMoE MLP has its galleries in mode 0");
+  if (o.request.mode != 0) throw UsageError("a backbone μMoE layer has its galleries in mode 0");
   if (o.request.count <= 0) throw UsageError("a gallery needs a positive sample count");
   // A block's default order is top: its images' strongest-patch coefficients rarely reach the
   // random draw's threshold.
@@ -99,7 +99,7 @@ int run_block_gallery(GalleryOptions& o) {
     if (g.items.empty())
       throw UsageError("expert " + std::to_string(o.request.expert) + " of " + a->layer_name() +
                        (o.request.order == analysis::GalleryOrder::Top
-                            ? " gives no patch of these " + std::to_string(a->samples()) +
+                            ? " gives no patch (or channel) of these " + std::to_string(a->samples()) +
                                   " images a coefficient above 0 (it may serve only the class token)"
                             : " reaches a >= " + two_decimals(o.request.threshold) + " in no patch of these " +
                                   std::to_string(a->samples()) + " images (try --order top or a lower --threshold)") +
@@ -111,9 +111,13 @@ int run_block_gallery(GalleryOptions& o) {
   if (o.analysis.json) {
     auto j = analysis::to_json(g);
     for (auto& item : j["items"]) {
-      const auto patch = item["patch"].get<int64_t>();
-      item["row"] = patch / a->grid();
-      item["column"] = patch % a->grid();
+      if (a->rows_are_patches()) {
+        const auto patch = item["patch"].get<int64_t>();
+        item["row"] = patch / a->grid();
+        item["column"] = patch % a->grid();
+      } else {  // a Mixer's token mixing: the strongest channel, no place in the image
+        item["channel"] = a->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
+      }
       item["class_name"] = name(item["label"].get<int64_t>());
     }
     j["model"] = o.analysis.model.model;
@@ -131,9 +135,14 @@ int run_block_gallery(GalleryOptions& o) {
                     ? "largest strongest-patch a_n"
                     : "random with a patch of a_n >= " + two_decimals(o.request.threshold))
             << ", " << a->samples() << " images)\n";
-  for (const auto& item : g.items)
-    std::cout << "  sample " << std::setw(6) << item.sample << "  patch (" << item.patch / a->grid() << ", "
-              << item.patch % a->grid() << ")  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
+  for (const auto& item : g.items) {
+    std::cout << "  sample " << std::setw(6) << item.sample;
+    if (a->rows_are_patches())
+      std::cout << "  patch (" << item.patch / a->grid() << ", " << item.patch % a->grid() << ")";
+    else
+      std::cout << "  channel " << a->strongest_row(item.sample, o.request.expert);
+    std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
+  }
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
 }

@@ -57,6 +57,7 @@ void print_text(const model::ModelSummary& s) {
               << g.value("block_size", 0) << ", vocabulary " << grouped(g.value("vocab_size", int64_t{0}))
               << (g.value("bias", true) ? "" : ", no biases") << "\n";
   }
+  for (const auto& note : s.notes) std::cout << "  note:         " << printable(note) << "\n";
   std::cout
             << "  tensors:      " << s.tensor_count << "\n"
             << "  parameters:   " << grouped(s.total_parameters()) << " in expert layers\n";

@@ -1,6 +1,6 @@
 // mumoe stats MODEL --data SPEC [--mode E] [--threshold 0.5]: expert load, dead experts, top
 // classes, gate sparsity H_s, utilisation H_u and I(E;Y) (spec §4).
-// For a ViT's μMoE MLP (--layer blocks.L.mlp) the samples are images, each counted by its
+// For a μMoE layer in a ViT or MLP-Mixer backbone (--layer blocks.L.mlp, mixer_blocks.i.1.fn, …) the samples are images, each counted by its
 // strongest patch for the expert (analysis::VitBlockAnalysis::statistics).
 #include <nlohmann/json.hpp>
 
@@ -59,7 +59,7 @@ int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, c
 
 int run_stats(StatsOptions& o) {
   if (is_vit_block_layer(o.analysis)) {
-    if (o.analysis.recompute) throw UsageError("--recompute: a ViT block's analysis is not cached; it is always computed afresh");
+    if (o.analysis.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
     if (o.mode != 0) throw UsageError(o.analysis.session.layer + " has one expert mode (0), not " + std::to_string(o.mode));
     auto block = open_vit_block_analysis(o.analysis, o.block);
     if (!o.analysis.json)
@@ -68,7 +68,7 @@ int run_stats(StatsOptions& o) {
     return print_statistics(o, block->statistics(o.threshold), block->class_names(),
                             {{"layer", block->layer_name()}, {"images", block->samples()}, {"from_cache", false}});
   }
-  if (o.block.max_images != 0) throw UsageError("--max-images is for a ViT block's MLP (--layer blocks.L.mlp)");
+  if (o.block.max_images != 0) throw UsageError("--max-images is for a backbone μMoE layer (--layer blocks.L.mlp, mixer_blocks.…)");
   auto session = open_analysis(o.analysis);
   const auto answer = session->statistics(o.mode, o.threshold);
   return print_statistics(o, answer.value, session->class_names(),

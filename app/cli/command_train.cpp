@@ -32,7 +32,7 @@ struct TrainCommandOptions {
   std::string targets;  ///< "" = multi-class on the labels; "a,b" = multi-label on these attributes
   std::string variant = "cp", experts = "128", tr_ranks = "4,4,32", activation = "entmax15";
   int64_t rank = 64, feature_dim = 128;
-  std::string backbone = "cnn2";  ///< image data: "cnn2" (the demo CNN) or "vit" (timm layout)
+  std::string backbone = "cnn2";  ///< image data: "cnn2" (the demo CNN), "vit" (timm layout) or "mixer"
   int64_t patch_size = 7;  ///< the ViT's (feature_dim is its width; --layers and --heads as the GPT's)
   int64_t mlp_experts = 0;  ///< ViT: > 0 makes every block's MLP a μMoE block with this many experts
   int64_t mlp_rank = 0;     ///< its CP rank, or TR's third ring rank (0 = parameter-matched to the dense MLP)
@@ -249,10 +249,38 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
             backbone.vit.mumoe_mlps[i] = nn::mumoe_mlp_config(v.width, v.mlp_dim, o.mlp_experts, rank, head.gate_activation);
         }
       }
+    } else if (o.backbone == "mixer") {
+      // The μMoE reference's MLP-Mixer (experiments/mlp_mixer.py) on the data's own images: width
+      // --feature-dim, --layers blocks, token hidden ≈ 4/3 of the tokens (the S/16's 256 for 196),
+      // channel hidden 4·width; --mlp-experts makes every mixing MLP a μMoE block as the script's
+      // CPMuMoE (BatchNorm gates, ranks 0.75 of the mixed width unless --mlp-rank); a Linear head.
+      if (!o.router.empty() || !o.mlp_router.empty()) throw UsageError("--router and --mlp-router are not for --backbone mixer");
+      if (nn::lowercase(o.mlp_variant) != "cp") throw UsageError("--backbone mixer trains CP μMoE mixing MLPs only");
+      auto& m = backbone.mixer;
+      backbone.kind = nn::BackboneKind::MlpMixer;
+      m.width = o.feature_dim;
+      m.patch_size = o.patch_size;
+      m.depth = o.lm.layers;
+      if (backbone.image_size % m.patch_size != 0)
+        throw UsageError("--patch-size " + std::to_string(m.patch_size) + " does not divide the images' " +
+                         std::to_string(backbone.image_size) + " px");
+      const int64_t side = backbone.image_size / m.patch_size, tokens = side * side;
+      m.token_hidden = (4 * tokens + 2) / 3;
+      m.channel_hidden = 4 * m.width;
+      for (int64_t i = 0; o.mlp_experts > 0 && i < m.depth; ++i) {
+        m.token_mumoe[i] = nn::mixer_mumoe_config(tokens, m.token_hidden, o.mlp_experts,
+                                                  o.mlp_rank > 0 ? o.mlp_rank : std::max<int64_t>(1, tokens * 3 / 4),
+                                                  head.gate_activation);
+        m.channel_mumoe[i] = nn::mixer_mumoe_config(m.width, m.channel_hidden, o.mlp_experts,
+                                                    o.mlp_rank > 0 ? o.mlp_rank : std::max<int64_t>(1, m.width * 3 / 4),
+                                                    head.gate_activation);
+      }
+      return model::ClassifierModel::from_image_classifier(
+          nn::ImageClassifier(backbone, nn::LinearHeadConfig{o.feature_dim, head.output_dim}), labels, multilabel);
     } else if (o.backbone != "cnn2") {
-      throw UsageError("--backbone must be cnn2 or vit, got '" + o.backbone + "'");
+      throw UsageError("--backbone must be cnn2, vit or mixer, got '" + o.backbone + "'");
     } else if (o.mlp_experts > 0) {
-      throw UsageError("--mlp-experts is for --backbone vit");
+      throw UsageError("--mlp-experts is for --backbone vit or mixer");
     }
     if (!o.router.empty())
       return model::ClassifierModel::from_image_classifier(
@@ -351,11 +379,11 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--activation", o->activation, "entmax15 (default) or softmax");
   app->add_option("--feature-dim", o->feature_dim, "Backbone feature width = head input (default 128)");
   app->add_option("--backbone", o->backbone,
-                  "For image data: cnn2 (the demo CNN, default) or vit (a timm-layout Vision Transformer of width "
-                  "--feature-dim)");
-  app->add_option("--patch-size", o->patch_size, "ViT patch size (default 7; must divide the image size)");
+                  "For image data: cnn2 (the demo CNN, default), vit (a timm-layout Vision Transformer of width "
+                  "--feature-dim) or mixer (the μMoE reference's MLP-Mixer of width --feature-dim, a Linear head)");
+  app->add_option("--patch-size", o->patch_size, "ViT or Mixer patch size (default 7; must divide the image size)");
   app->add_option("--mlp-experts", o->mlp_experts,
-                  "ViT: make every block's MLP a μMoE two-layer block with this many experts (default 0: timm's MLP)");
+                  "ViT: make every block's MLP (Mixer: every mixing MLP) a μMoE two-layer block with this many experts (default 0: plain MLPs)");
   app->add_option("--mlp-rank", o->mlp_rank,
                   "ViT μMoE MLPs: CP rank, or TR's third ring rank (default: parameter-matched to the dense MLP)");
   app->add_option("--mlp-variant", o->mlp_variant,

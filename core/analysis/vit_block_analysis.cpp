@@ -32,7 +32,7 @@ constexpr int64_t kSweepRows = 16384;
 nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
   auto* tokens = m.has_backbone() ? m.image_classifier()->backbone()->tokens() : nullptr;
   if (!tokens)
-    throw UsageError("block MLPs can be analysed only in a ViT image classifier; this model's layer is '" +
+    throw UsageError("block MLPs can be analysed only in a ViT or MLP-Mixer image classifier; this model's layer is '" +
                      m.layer_name() + "'");
   // A router head routes groups of images together, so re-running only the images an ablation
   // affects would route them differently from the baseline: no exact sparse method yet.
@@ -44,11 +44,9 @@ nn::TokenBackbone* token_backbone(const model::ClassifierModel& m) {
 
 // An independent float64 copy of the classifier on `device`, in eval mode.
 model::ClassifierModel copy_model(const model::ClassifierModel& source, const torch::Device& device) {
-  auto original = source.image_classifier();
-  nn::ImageClassifier copy(original->backbone_config(), original->head()->config());
-  copy->to(device, torch::kFloat64);
-  nn::copy_state_for_eval(*original, *copy);
-  return model::ClassifierModel::from_image_classifier(copy, source.label_names(), source.multilabel());
+  return model::ClassifierModel::from_image_classifier(
+      nn::copy_image_classifier(source.image_classifier(), torch::kFloat64, device), source.label_names(),
+      source.multilabel());
 }
 
 }  // namespace
@@ -82,6 +80,8 @@ struct VitBlockAnalysis::Impl {
   int64_t block;
   int64_t batch;
   int64_t experts = 0, patches = 0, prefix_tokens = 0, grid = 0;
+  /// The MLP's coefficient rows are the stream's tokens (else a Mixer's channels: no patch).
+  bool rows_are_tokens = true;
   torch::Device device;
   /// Block L's attention residual (its MLP's input stream) on device: [S, T, D], or [S, 1, D]
   /// (the class tokens) when class_token_only and the MLP is a μMoE block (a router MLP routes
@@ -100,24 +100,55 @@ struct VitBlockAnalysis::Impl {
   ClassAccuracy before;
 };
 
-bool names_vit_block(const SessionOptions& options) {
-  if (!model::vit_mlp_block(options.layer)) return false;
-  const auto file = model::ModelFile::load(options.model_path, options.overrides);
-  if (file.manifest().architecture != model::kImageClassifierArchitecture) return false;
+namespace {
+
+// The layer options.layer names, or — when none is named and the classifier's head is a plain
+// Linear layer (an MLP-Mixer) — its last backbone μMoE layer; "" when the question is not about
+// a backbone layer of an image classifier.
+std::string backbone_layer_of(const SessionOptions& options, const model::ModelFile& file) {
+  if (file.manifest().architecture != model::kImageClassifierArchitecture) return "";
+  if (options.layer.empty()) {
+    if (!model::manifest_linear_head(file.manifest(), file.path())) return "";
+    std::string last;
+    for (const auto& layer : file.manifest().layers)
+      if (model::backbone_layer_step(layer.name)) last = layer.name;
+    return last;
+  }
+  if (!model::backbone_layer_step(options.layer)) return "";
   for (const auto& layer : file.manifest().layers)
-    if (layer.name == options.layer) return true;
-  return false;
+    if (layer.name == options.layer) return options.layer;
+  return "";
+}
+
+}  // namespace
+
+bool names_vit_block(const SessionOptions& options) {
+  if (!options.layer.empty() && !model::backbone_layer_step(options.layer)) return false;
+  const auto file = model::ModelFile::load(options.model_path, options.overrides);
+  // A Linear-head classifier has nothing else to analyse: every question goes to its backbone
+  // (and names its layers when it has none).
+  if (options.layer.empty() && file.manifest().architecture == model::kImageClassifierArchitecture &&
+      model::manifest_linear_head(file.manifest(), file.path()))
+    return true;
+  return !backbone_layer_of(options, file).empty();
 }
 
 std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& options, VitBlockOptions o,
                                                          const SweepCallback& progress) {
-  const auto block = model::vit_mlp_block(options.layer);
-  if (!block) throw UsageError("'" + options.layer + "' names no ViT block's MLP (blocks.{i}.mlp)");
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
-  file.layer(options.layer);  // names the file's layers when it has no such block
+  const auto layer = backbone_layer_of(options, file);
+  if (layer.empty()) {
+    if (!options.layer.empty()) file.layer(options.layer);  // names the file's layers when it has no such one
+    if (options.layer.empty() && model::manifest_linear_head(file.manifest(), file.path()))
+      throw UsageError(options.model_path + ": " + model::ClassifierModel::load(file).layer_family() +
+                       " head and no μMoE layer in its backbone: nothing to analyse");
+    throw UsageError("'" + options.layer + "' names no μMoE layer in the backbone of " + options.model_path +
+                     " (blocks.{i}.mlp in a ViT; mixer_blocks.{i}.0.fn.1 or mixer_blocks.{i}.1.fn in an MLP-Mixer)");
+  }
   const auto classifier = model::ClassifierModel::load(file);
   o.device = options.device;
-  return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec), *block, o, progress);
+  return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec),
+                                            *model::backbone_layer_step(layer), o, progress);
 }
 
 VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const data::Dataset& data, int64_t block,
@@ -129,17 +160,18 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   auto& d = *impl_;
   auto* source_tokens = token_backbone(model);
   if (block < 0 || block >= source_tokens->depth())
-    throw UsageError("the ViT has blocks 0–" + std::to_string(source_tokens->depth() - 1) + ", not " +
+    throw UsageError("the backbone has blocks 0–" + std::to_string(source_tokens->depth() - 1) + ", not " +
                      std::to_string(block));
   if (source_tokens->mumoe_mlp(block).is_empty() && source_tokens->router_mlp(block).is_empty())
-    throw UsageError("block " + std::to_string(block) + "'s MLP is timm's fc1/fc2, not a μMoE block or MoE layer");
+    throw UsageError(model::backbone_layer_name(model.image_classifier()->backbone_config().kind, block) +
+                     " is a plain MLP, not a μMoE block or MoE layer");
   if (model.multilabel()) throw UsageError("block ablation reports per-class accuracy: a multi-class model is needed");
   if (auto router = source_tokens->router_mlp(block); !router.is_empty()) {
     // Re-running some images (the sparse method) routes them as the baseline did only when each
     // image is its own routing group.
     const auto& c = router->config();
     const auto& v = model.image_classifier()->backbone_config();
-    const int64_t image_tokens = (v.image_size / v.vit.patch_size) * (v.image_size / v.vit.patch_size) +
+    const int64_t image_tokens = (v.image_size / v.patch_size()) * (v.image_size / v.patch_size()) +
                                  source_tokens->prefix_tokens();
     if (c.router != nn::RouterKind::SoftMoE && !c.sequence_groups && c.group_size != image_tokens)
       throw UsageError("block " + std::to_string(block) + "'s " + nn::display_name(c.router) +
@@ -156,7 +188,8 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   d.router = !tokens->router_mlp(block).is_empty();
   d.experts = d.router ? tokens->router_mlp(block)->config().experts : tokens->mumoe_mlp(block)->config().expert_dims.front();
   const auto& b = d.model.image_classifier()->backbone_config();
-  d.grid = b.image_size / b.vit.patch_size;
+  d.grid = b.image_size / b.patch_size();
+  d.rows_are_tokens = tokens->mlp_rows_are_tokens(block);
   d.patches = d.grid * d.grid;
   d.prefix_tokens = tokens->prefix_tokens();
 
@@ -170,7 +203,7 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
   const bool keep_class_tokens = d.class_token_only && !d.router;
   const int64_t kept_tokens = keep_class_tokens ? 1 : d.patches + d.prefix_tokens;
   const double stream_bytes = 8.0 * static_cast<double>(total) * static_cast<double>(kept_tokens) *
-                              static_cast<double>(b.vit.width);
+                              static_cast<double>(b.feature_dim);
   const auto fitting = static_cast<int64_t>(static_cast<double>(total) * kMaxStreamBytes / stream_bytes);
   if (stream_bytes > kMaxStreamBytes && options.fit_in_memory && fitting > 0) {
     total = fitting;
@@ -214,7 +247,16 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
 VitBlockAnalysis::~VitBlockAnalysis() = default;
 
 int64_t VitBlockAnalysis::block() const { return impl_->block; }
-std::string VitBlockAnalysis::layer_name() const { return model::vit_mlp_layer_name(impl_->block); }
+std::string VitBlockAnalysis::layer_name() const {
+  return model::backbone_layer_name(impl_->model.image_classifier()->backbone_config().kind, impl_->block);
+}
+bool VitBlockAnalysis::rows_are_patches() const { return impl_->rows_are_tokens; }
+int64_t VitBlockAnalysis::coefficient_rows() const { return impl_->coefficients.size(1); }
+int64_t VitBlockAnalysis::strongest_row(int64_t sample, int64_t expert) const {
+  if (sample < 0 || sample >= samples() || expert < 0 || expert >= experts())
+    throw UsageError("sample " + std::to_string(sample) + ", expert " + std::to_string(expert) + " is not in the analysis");
+  return impl_->strongest_patch.data_ptr<int64_t>()[sample * impl_->experts + expert];
+}
 const std::vector<std::string>& VitBlockAnalysis::class_names() const { return impl_->class_names; }
 int64_t VitBlockAnalysis::samples() const { return impl_->samples(); }
 int64_t VitBlockAnalysis::images_available() const { return impl_->data.size(); }
@@ -237,14 +279,14 @@ torch::Tensor VitBlockAnalysis::Impl::logits_from_attended(const torch::Tensor& 
                                                           const nn::ExpertAblation& ablation) {
   auto x = tokens()->mlp_residual(attended_rows, block, ablation);
   for (int64_t i = block + 1; i < tokens()->depth(); ++i) x = tokens()->run_block(x, i);
-  return model.layer()->forward(tokens()->pool(x)).output;
+  return model.image_classifier()->classify(tokens()->pool(x)).output;
 }
 
 torch::Tensor VitBlockAnalysis::Impl::logits_without(const torch::Tensor& attended_rows, const torch::Tensor& removed) {
   const auto streams = tokens()->router_mlp_token_residuals(attended_rows, block, 0, removed);  // [B, R, D]
   const int64_t b = streams.size(0), r = streams.size(1);
   const auto features = tokens()->pool(streams.reshape({b * r, 1, streams.size(2)}));
-  return model.layer()->forward(features).output.view({b, r, -1});
+  return model.image_classifier()->classify(features).output.view({b, r, -1});
 }
 
 std::vector<int64_t> VitBlockAnalysis::Impl::predict(const torch::Tensor& logits) const {
@@ -303,7 +345,7 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
         if (cancelled && cancelled()) throw Cancelled();
         const auto indices = torch::arange(begin, std::min(d.samples(), begin + d.batch), torch::kLong);
         const auto features = classifier->backbone_features(d.model.backbone_inputs(d.data, indices, d.device).to(torch::kFloat64));
-        const auto predicted = d.predict(classifier->head()->forward(features).output);
+        const auto predicted = d.predict(classifier->classify(features).output);
         std::copy(predicted.begin(), predicted.end(), out.begin() + begin);
       }
     } catch (...) {
@@ -450,7 +492,8 @@ Gallery VitBlockAnalysis::gallery(const GalleryRequest& request) const {
   if (request.mode != 0) throw UsageError(layer_name() + " has one expert mode (0), not " + std::to_string(request.mode));
   auto g = select_gallery(impl_->images, request);
   const int64_t* where = impl_->strongest_patch.data_ptr<int64_t>();
-  for (auto& item : g.items) item.patch = where[item.sample * impl_->experts + request.expert];
+  // A token-mixing MLP's strongest row is a channel, no place in the image: no patch outlined.
+  for (auto& item : g.items) item.patch = impl_->rows_are_tokens ? where[item.sample * impl_->experts + request.expert] : -1;
   return g;
 }
 
@@ -474,7 +517,7 @@ SampleImage VitBlockAnalysis::image(int64_t sample, int64_t patch) const {
   if (x.size(0) == 1) x = x.expand({3, -1, -1});
   auto rgb = (x.clamp(0, 1) * 255).round().to(torch::kUInt8).permute({1, 2, 0}).contiguous();
   if (patch >= 0) {  // a one-pixel yellow frame just inside the patch
-    const int64_t p = b.vit.patch_size, top = patch / d.grid * p, left = patch % d.grid * p;
+    const int64_t p = b.patch_size(), top = patch / d.grid * p, left = patch % d.grid * p;
     const auto yellow = torch::tensor({255, 220, 0}, torch::kUInt8);
     rgb.slice(0, top, top + p).slice(1, left, left + 1).copy_(yellow.expand({p, 1, 3}));
     rgb.slice(0, top, top + p).slice(1, left + p - 1, left + p).copy_(yellow.expand({p, 1, 3}));

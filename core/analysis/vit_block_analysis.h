@@ -1,5 +1,9 @@
 // The μMoE MLP of one block inside a ViT image classifier (a timm-layout ViT whose blocks' MLPs
-// are μMoE two-layer blocks, nn/backbone_config.h): its experts' coefficients per patch token, the
+// are μMoE two-layer blocks, nn/backbone_config.h) — or one μMoE mixing MLP of an MLP-Mixer
+// (nn/mlp_mixer.h; its "block" is a TokenBackbone step: 2i token mixing, 2i + 1 channel mixing of
+// mixer block i; a token-mixing MLP's coefficients are per channel, not per patch, so its
+// galleries outline no patch and an image counts by its strongest channel): its experts'
+// coefficients per patch token, the
 // patches that activate each expert most (the paper's Fig. 4 and 12 galleries of μMoE
 // MLP-mixers), and counterfactual ablation of its experts measured at the classifier's output —
 // per-class accuracy before and after, d^(n), polysemanticity (spec §4), as for the head.
@@ -52,10 +56,12 @@ class ClassifierModel;
 
 namespace mumoe::analysis {
 
-/// True when `options.layer` names a ViT block's μMoE MLP of the image classifier
-/// options.model_path ("blocks.{i}.mlp" in its manifest): the commands then analyse it with
-/// VitBlockAnalysis instead of an AnalysisSession. Reads the model file's header (throws what
-/// ModelFile::load throws) only when the name has that form.
+/// True when `options.layer` names a μMoE layer in the backbone of the image classifier
+/// options.model_path ("blocks.{i}.mlp", "mixer_blocks.{i}.0.fn.1", "mixer_blocks.{i}.1.fn" in its
+/// manifest), or names none and the classifier's head is a plain Linear layer (an MLP-Mixer: its
+/// last μMoE layer is analysed): the commands then analyse it with VitBlockAnalysis instead of an
+/// AnalysisSession. Reads the model file's header (throws what ModelFile::load throws) unless the
+/// name is of another form.
 bool names_vit_block(const SessionOptions& options);
 
 struct VitBlockOptions {
@@ -78,8 +84,8 @@ class VitBlockAnalysis {
   VitBlockAnalysis(const VitBlockAnalysis&) = delete;
   VitBlockAnalysis& operator=(const VitBlockAnalysis&) = delete;
   /// Opens options.model_path (with options.overrides) and options.data_spec as an
-  /// AnalysisSession would, for the block options.layer names ("blocks.{i}.mlp"), on
-  /// options.device (block.device is ignored).
+  /// AnalysisSession would, for the backbone layer options.layer names (names_vit_block; "" = a
+  /// Linear-head classifier's last μMoE layer), on options.device (block.device is ignored).
   static std::unique_ptr<VitBlockAnalysis> open(const SessionOptions& options, VitBlockOptions block = {},
                                                 const SweepCallback& progress = {});
   /// True when L is the last block and the ViT pools its class token: then only class tokens
@@ -87,8 +93,16 @@ class VitBlockAnalysis {
   bool class_tokens_only() const;
 
   int64_t block() const;
-  /// "blocks.{L}.mlp".
+  /// "blocks.{L}.mlp", or the Mixer's "mixer_blocks.{i}.0.fn.1" / "mixer_blocks.{i}.1.fn".
   std::string layer_name() const;
+  /// True when the layer's coefficient rows are the stream's tokens (prefix tokens, then
+  /// patches); false for a Mixer's token-mixing MLP, whose rows are the image's channels.
+  bool rows_are_patches() const;
+  /// Rows per image in token_coefficients: tokens, or channels (rows_are_patches() false).
+  int64_t coefficient_rows() const;
+  /// The row (patch token after the prefix tokens, or channel) where image `sample` holds its
+  /// largest coefficient for `expert`: what image_run() counts it by.
+  int64_t strongest_row(int64_t sample, int64_t expert) const;
   /// The model's label names, else the data's, else class indices.
   const std::vector<std::string>& class_names() const;
   int64_t samples() const;
@@ -103,7 +117,7 @@ class VitBlockAnalysis {
   const std::vector<int64_t>& labels() const;
   const std::vector<int64_t>& predictions_before() const;
   const ClassAccuracy& accuracy_before() const;
-  /// Block L's mode-0 coefficients of sample `sample`'s tokens, row-major [tokens, N].
+  /// Block L's mode-0 coefficients of sample `sample`'s rows, row-major [coefficient_rows(), N].
   std::vector<double> token_coefficients(int64_t sample) const;
 
   /// Every image's prediction with `experts` removed together.

@@ -1,6 +1,8 @@
 #include "model/backbone_layout.h"
 
 #include <cmath>
+#include <set>
+#include <tuple>
 
 #include <filesystem>
 
@@ -108,12 +110,19 @@ InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, co
   // Heads cannot be seen in the weights: a head dimension of 64, except for the widths whose
   // standard models use 16 heads of another size (ViT-H 1280, ViT-g 1408, ViT-G 1664).
   const std::map<int64_t, int64_t> sixteen_heads = {{1280, 16}, {1408, 16}, {1664, 16}};
+  // The widths of timm's and CLIP's standard ViTs (Ti, S, B, L, and the sixteen-head ones), whose
+  // heads are known: any other width's count is a guess worth saying.
+  const std::set<int64_t> standard_widths = {192, 384, 512, 768, 1024, 1280, 1408, 1664};
+  std::vector<std::string> notes;
   if (overrides.vit_heads > 0) {
     v.heads = overrides.vit_heads;
   } else if (sixteen_heads.count(v.width)) {
     v.heads = sixteen_heads.at(v.width);
   } else if (v.width % 64 == 0) {
     v.heads = v.width / 64;
+    if (!standard_widths.count(v.width))
+      notes.push_back("attention heads guessed: " + std::to_string(v.heads) + " (width " + std::to_string(v.width) +
+                      " / a head width of 64) — if the model has another count, pass --heads N (GUI: Model Options)");
   } else {
     throw UsageError(path + ": the ViT's width " + std::to_string(v.width) +
                      " is not a multiple of 64; give its number of attention heads with --heads");
@@ -148,6 +157,10 @@ InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, co
   out.preset_given = !overrides.backbone_preset.empty();
   out.preset = out.preset_given ? overrides.backbone_preset
                                 : (v.norm_pre && !v.patch_bias ? "vit_base_patch32_clip_224.openai" : "vit");
+  if (!out.preset_given && out.preset == "vit_base_patch32_clip_224.openai")
+    notes.push_back("a CLIP-style ViT: GELU, as timm builds these weights; open_clip models use QuickGELU — pass "
+                    "--preset vit_base_patch32_clip_quickgelu_224.openai (GUI: Model Options) for those");
+  out.notes = std::move(notes);
   if (b.in_channels != 3) r.fail("the patch embedding takes " + std::to_string(b.in_channels) + " channels, not RGB");
   nn::apply_backbone_preset(b, out.preset);
   out.config = b;
@@ -182,6 +195,105 @@ InferredBackbone infer_resnet(const ShapeMap& shapes, const std::string& prefix,
   return out;
 }
 
+// The reference MLP-Mixer (nn/mlp_mixer.h). Width from stem.1; depth by counting blocks; each
+// mixing MLP a μMoE block (…projs.0) or Linear "0"/"3"; tokens T from the token-mixing MLPs (a
+// square grid), the patch side and channels from stem.1's P·P·C inputs (C is 3 or 1: 3·P² is
+// never a square, so the two cannot be confused); the Linear head at head.2.
+InferredBackbone infer_mixer(const ShapeMap& shapes, const std::string& prefix, const LayoutOverrides& overrides,
+                             const std::string& path) {
+  const Reader r(shapes, prefix, path, "MLP-Mixer");
+  nn::BackboneConfig b;
+  b.kind = nn::BackboneKind::MlpMixer;
+  auto& m = b.mixer;
+  const auto& stem = r.shape("stem.1.weight", 2);
+  m.width = stem[0];
+  b.feature_dim = m.width;
+  r.shape("stem.1.bias", 1);
+  m.depth = r.count("mixer_blocks.", ".0.norm.weight");
+  if (m.depth == 0) r.fail("no mixer blocks (mixer_blocks.0.0.norm.weight)");
+  std::vector<ModelLayer> layers;
+  int64_t tokens = 0;
+  std::optional<int64_t> token_hidden, channel_hidden;
+  // One mixing MLP at `at` whose outer width is `outer` (0: not known yet, learn it); returns the
+  // hidden width of a plain MLP, or nothing for a μMoE block (stored in `mumoe`).
+  auto read_mixing = [&](const std::string& at, int64_t& outer, std::map<int64_t, nn::LayerConfig>& mumoe, int64_t block,
+                         const std::string& what) -> std::optional<int64_t> {
+    if (r.has(at + "projs.0")) {
+      if (layers.empty()) layers = infer_layers(shapes, overrides, path);
+      const ModelLayer* found = nullptr;
+      for (const auto& layer : layers)
+        if (layer.prefix == prefix + at) found = &layer;
+      if (!found || found->legacy_factor_keys || !found->config.is_block() ||
+          found->config.input_dim != found->config.final_output_dim() || (outer && found->config.input_dim != outer))
+        r.fail("the " + what + " μMoE of block " + std::to_string(block) + " (" + prefix + at +
+               ") is not a two-layer μMoE block " + (outer ? std::to_string(outer) : std::string("n")) + " → hidden → " +
+               (outer ? std::to_string(outer) : std::string("n")));
+      outer = found->config.input_dim;
+      mumoe[block] = found->config;
+      return std::nullopt;
+    }
+    if (!r.has(at + "0.weight"))
+      r.fail("block " + std::to_string(block) + "'s " + what + " MLP is neither a μMoE block (" + at +
+             "projs.0) nor Linear–GELU–Linear (" + at + "0.weight)");
+    const auto& fc1 = r.shape(at + "0.weight", 2);
+    const auto& fc2 = r.shape(at + "3.weight", 2);
+    if ((outer && fc1[1] != outer) || fc2[0] != fc1[1] || fc2[1] != fc1[0])
+      r.fail("block " + std::to_string(block) + "'s " + what + " MLP " + at + "0/3 does not map " +
+             std::to_string(outer ? outer : fc1[1]) + " → hidden → the same width");
+    outer = fc1[1];
+    return fc1[0];
+  };
+  for (int64_t i = 0; i < m.depth; ++i) {
+    const auto block = "mixer_blocks." + std::to_string(i) + ".";
+    for (const auto* norm : {".0.norm.weight", ".1.norm.weight"})
+      if (r.shape("mixer_blocks." + std::to_string(i) + norm, 1)[0] != m.width)
+        r.fail("mixer_blocks." + std::to_string(i) + norm + " is not of the width " + std::to_string(m.width));
+    const auto token = read_mixing(block + "0.fn.1.", tokens, m.token_mumoe, i, "token-mixing");
+    int64_t width = m.width;
+    const auto channel = read_mixing(block + "1.fn.", width, m.channel_mumoe, i, "channel-mixing");
+    // Plain MLPs of one kind share their hidden width (the reference builds them alike).
+    for (auto [hidden, seen, what] : {std::tuple{token, &token_hidden, "token"}, std::tuple{channel, &channel_hidden, "channel"}}) {
+      if (!hidden) continue;
+      if (*seen && **seen != *hidden)
+        r.fail(std::string("the plain ") + what + "-mixing MLPs have different hidden widths (" +
+               std::to_string(**seen) + " and " + std::to_string(*hidden) + ")");
+      *seen = hidden;
+    }
+  }
+  m.token_hidden = token_hidden.value_or(m.token_mumoe.empty() ? 1 : m.token_mumoe.begin()->second.output_dim);
+  m.channel_hidden = channel_hidden.value_or(m.channel_mumoe.empty() ? 1 : m.channel_mumoe.begin()->second.output_dim);
+  const int64_t grid = exact_sqrt(tokens);
+  if (grid <= 0) r.fail("the token-mixing MLPs mix " + std::to_string(tokens) + " tokens, not a square grid of patches");
+  const int64_t patch_inputs = stem[1];
+  if (patch_inputs % 3 == 0 && exact_sqrt(patch_inputs / 3) > 0) {
+    b.in_channels = 3;
+  } else if (exact_sqrt(patch_inputs) > 0) {
+    b.in_channels = 1;
+  } else {
+    r.fail("stem.1 takes " + std::to_string(patch_inputs) + " inputs per patch, not P·P·3 or P·P");
+  }
+  m.patch_size = exact_sqrt(patch_inputs / b.in_channels);
+  b.image_size = grid * m.patch_size;
+  if (overrides.image_size > 0 && overrides.image_size != b.image_size)
+    throw UsageError(path + ": the Mixer's token-mixing MLPs fix its input at " + std::to_string(b.image_size) +
+                     " px, not " + std::to_string(overrides.image_size));
+  if (r.shape("head.0.weight", 1)[0] != m.width) r.fail("head.0 (the final LayerNorm) is not of the width " + std::to_string(m.width));
+  const auto& head = r.shape("head.2.weight", 2);
+  if (head[1] != m.width || r.shape("head.2.bias", 1)[0] != head[0])
+    r.fail("head.2 (the Linear classifier) does not take the width " + std::to_string(m.width));
+
+  InferredBackbone out;
+  out.prefix = prefix;
+  out.linear_head = LinearHead{prefix + "head.2.", head[0]};
+  out.preset_given = !overrides.backbone_preset.empty();
+  // Grey Mixers (this project's Fashion-MNIST demo) take the data's images as they are.
+  out.preset = out.preset_given ? overrides.backbone_preset : (b.in_channels == 3 ? "mixer" : "");
+  if (!out.preset.empty()) nn::apply_backbone_preset(b, out.preset);
+  b.validate();
+  out.config = b;
+  return out;
+}
+
 }  // namespace
 
 std::optional<InferredBackbone> infer_backbone(const ShapeMap& shapes, const LayoutOverrides& overrides,
@@ -190,6 +302,14 @@ std::optional<InferredBackbone> infer_backbone(const ShapeMap& shapes, const Lay
   // 3×3 stem, register tokens, …) is no backbone: the file opens as its bare μMoE layers.
   const bool asked = !overrides.backbone_preset.empty() || overrides.vit_heads > 0;
   std::optional<InferredBackbone> found;
+  // The reference MLP-Mixer's names are its own: a Mixer that does not read is an error, not a
+  // file of bare layers.
+  if (auto mixer = prefix_of(shapes, "stem.1.weight"); mixer && shapes.count(*mixer + "mixer_blocks.0.0.norm.weight")) {
+    found = infer_mixer(shapes, *mixer, overrides, path);
+    if (!overrides.torchscript_backbone.empty())
+      throw UsageError(path + " has its own " + found->config.describe() + " backbone; --backbone is for a bare head");
+    return found;
+  }
   try {
     if (auto prefix = prefix_of(shapes, "patch_embed.proj.weight")) {
       found = infer_vit(shapes, *prefix, overrides, path);
@@ -235,6 +355,20 @@ Manifest torchscript_classifier_manifest(const Manifest& head_file, const Layout
 
 std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& backbone,
                                                      const std::vector<ModelLayer>& layers) {
+  if (backbone.linear_head) {  // every expert layer is the backbone's
+    Manifest m;
+    m.architecture = kImageClassifierArchitecture;
+    m.architecture_config = {{"backbone", nn::to_json(backbone.config)},
+                             {"backbone_prefix", backbone.prefix},
+                             {"backbone_preset", backbone.preset},
+                             {"linear_head", {{"prefix", backbone.linear_head->prefix}, {"classes", backbone.linear_head->classes}}}};
+    m.layers = backbone_layers(backbone.config, backbone.prefix);
+    m.provenance = {{"source", "PyTorch state_dict; backbone and head inferred from key names and shapes"},
+                    {"backbone_preset", backbone.preset},
+                    {"backbone_preset_given", backbone.preset_given}};
+    if (!backbone.notes.empty()) m.provenance["notes"] = backbone.notes;
+    return m;
+  }
   std::vector<const ModelLayer*> heads;
   const auto& mlps = backbone.config.vit.mumoe_mlps;
   for (const auto& layer : layers) {
@@ -260,6 +394,7 @@ std::optional<Manifest> inferred_classifier_manifest(const InferredBackbone& bac
   m.provenance = {{"source", "PyTorch state_dict; backbone and head inferred from key names and shapes"},
                   {"backbone_preset", backbone.preset},
                   {"backbone_preset_given", backbone.preset_given}};
+  if (!backbone.notes.empty()) m.provenance["notes"] = backbone.notes;
   return m;
 }
 

@@ -1,6 +1,7 @@
 // Recognising an image backbone in a plain PyTorch state dict next to a μMoE head: a timm
 // VisionTransformer ("…patch_embed.proj.weight", "…blocks.{i}.attn.qkv.weight", …) or a
-// torchvision ResNet ("…conv1.weight", "…layer1.0.conv1.weight", …), under any prefix — the
+// torchvision ResNet ("…conv1.weight", "…layer1.0.conv1.weight", …) or the μMoE reference's
+// MLP-Mixer ("…stem.1.weight", "…mixer_blocks.{i}…", "…head.2.weight"), under any prefix — the
 // reference code's finetune layout nn.Sequential(timm_model, MuMoE(...)) puts them under "0."
 // and the head under "1."; a ResNet whose fc was replaced has its head at "fc.".
 //
@@ -28,6 +29,13 @@ struct InferredBackbone {
   std::string prefix;       ///< "" or ends with '.': where the backbone's keys live
   std::string preset;       ///< the preset applied
   bool preset_given = false;  ///< from the overrides (else the default for this backbone)
+  /// The backbone comes with a plain Linear classifier (an MLP-Mixer's head.2): then all the
+  /// file's μMoE layers are the backbone's.
+  std::optional<LinearHead> linear_head;
+  /// What was guessed where the weights cannot say and the guess is not the well-known case
+  /// ("attention heads guessed: 1 (width 64 / 64) — …"): shown once by `info` and the Model page
+  /// (model_summary.h), from the manifest's provenance "notes".
+  std::vector<std::string> notes;
 };
 
 /// The backbone among `shapes` (wrapper prefixes already stripped), or nothing when there is

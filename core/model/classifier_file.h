@@ -11,6 +11,7 @@
 // blocks from these layers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,11 @@
 namespace mumoe::model {
 
 inline constexpr const char* kImageClassifierArchitecture = "image-classifier";
+
+/// The expert layers inside `backbone` as manifest layers whose keys start with `prefix`
+/// ("backbone." in our files): a ViT's "blocks.{i}.mlp", a Mixer's "mixer_blocks.{i}.0.fn.1" and
+/// "mixer_blocks.{i}.1.fn", in forward order.
+std::vector<ModelLayer> backbone_layers(const nn::BackboneConfig& backbone, const std::string& prefix);
 
 /// The manifest describing `classifier` (head layer "head", a ViT's μMoE MLPs as layers
 /// "blocks.{i}.mlp", backbone in architecture_config).

@@ -43,7 +43,7 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
     if (!layer.empty() && layer != "head") file.layer(layer);  // names the file's layers when it has no such one
     if (!layer.empty() && layer != "head")
       throw UsageError(file.path() + " is an image classifier; " +
-                       (vit_mlp_block(layer) ? "its block MLP '" + layer +
+                       (backbone_layer_step(layer) ? "its backbone's μMoE layer '" + layer +
                                                    "' is analysed by `mumoe gallery` and `mumoe ablate` (--layer " +
                                                    layer + "); this command works on its 'head'"
                                              : "its μMoE layer here is 'head', not '" + layer + "'"));
@@ -64,13 +64,27 @@ ClassifierModel ClassifierModel::load(const ModelFile& file, const std::string& 
 }
 
 nn::MuMoEBlock ClassifierModel::layer() const {
+  if (has_linear_head()) throw UsageError(linear_head_note());
   if (is_router())
     throw UsageError("layer '" + layer_name_ + "' is a " + layer_family() +
                      " layer (a sparse or soft MoE), and this works on μMoE layers only");
   return layer_;
 }
 
+bool ClassifierModel::has_linear_head() const { return has_backbone() && classifier_->has_linear_head(); }
+
+std::string ClassifierModel::linear_head_note() const {
+  std::string names;
+  for (const auto& layer : backbone_layers(classifier_->backbone_config(), ""))
+    names += (names.empty() ? "" : ", ") + layer.name;
+  return "the model's " + classifier_->backbone_config().describe() +
+         " classifies with a plain Linear head, which has no experts; " +
+         (names.empty() ? std::string("its backbone has no μMoE layers either")
+                        : "its μMoE layers are in the backbone (" + names + "): analyse one with --layer NAME");
+}
+
 ModelLayer ClassifierModel::manifest_layer() const {
+  if (has_linear_head()) throw UsageError(linear_head_note());
   ModelLayer layer;
   layer.name = layer_name_;
   layer.prefix = layer_name_ + ".";
@@ -86,10 +100,12 @@ nlohmann::json ClassifierModel::layer_config_json() const {
 }
 
 std::vector<int64_t> ClassifierModel::expert_dims() const {
+  if (has_linear_head()) return {};
   return is_router() ? std::vector<int64_t>{router_->config().experts} : layer_->config().expert_dims;
 }
 
 int64_t ClassifierModel::layer_input_dim() const {
+  if (has_linear_head()) return classifier_->backbone_config().feature_dim;
   return is_router() ? router_->config().input_dim : layer_->config().input_dim;
 }
 
@@ -100,6 +116,7 @@ int64_t ClassifierModel::aligned_batch(int64_t rows) const {
 }
 
 int64_t ClassifierModel::class_count() const {
+  if (has_backbone()) return classifier_->class_count();
   return is_router() ? router_->config().output_dim : layer_->config().final_output_dim();
 }
 
@@ -162,6 +179,7 @@ nn::BlockOutput ClassifierModel::forward(const data::Dataset& data, const torch:
 }
 
 nn::BlockOutput ClassifierModel::forward_layer(const torch::Tensor& inputs, const nn::ExpertAblation& ablation) {
+  if (has_linear_head()) return classifier_->classify(inputs, ablation);
   return is_router() ? router_->forward_block(inputs, ablation) : layer_->forward(inputs, ablation);
 }
 

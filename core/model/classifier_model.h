@@ -76,6 +76,11 @@ class ClassifierModel {
   /// The analysed μMoE layer (shared with the model: moving or casting it changes the model).
   /// Throws UsageError naming the router for a router layer.
   nn::MuMoEBlock layer() const;
+  /// True when the image classifier's head is a plain Linear layer (an MLP-Mixer's): then there is
+  /// no analysed layer here — layer(), manifest_layer() throw UsageError naming the backbone's μMoE
+  /// layers, which the block analysis (analysis/vit_block_analysis.h) takes — and forward_layer
+  /// is the Linear head on features.
+  bool has_linear_head() const;
   /// True when the analysed layer is a sparse or soft MoE layer (router_layer()), not μMoE.
   bool is_router() const { return !router_.is_empty(); }
   /// The router layer (empty holder for a μMoE layer).
@@ -84,7 +89,7 @@ class ClassifierModel {
   /// μMoE configuration or router configuration): what save() writes and reports describe.
   ModelLayer manifest_layer() const;
   /// "μMoE CP", "Soft MoE", … (ModelLayer::family).
-  std::string layer_family() const { return manifest_layer().family(); }
+  std::string layer_family() const { return has_linear_head() ? "Linear" : manifest_layer().family(); }
   /// The layer's configuration as the manifest writes it.
   nlohmann::json layer_config_json() const;
   /// Experts per expert mode: the μMoE layer's expert_dims, or {n} for a router layer.
@@ -114,6 +119,8 @@ class ClassifierModel {
   std::vector<std::string> label_names_;
   bool multilabel_ = false;
   torch::Device device_ = torch::kCPU;
+  /// Why there is no analysed layer in a classifier with a Linear head, and what to do.
+  std::string linear_head_note() const;
 };
 
 }  // namespace mumoe::model

@@ -197,19 +197,57 @@ Manifest manifest_from_json(const nlohmann::json& j, const std::string& path) {
   return m;
 }
 
+std::optional<LinearHead> manifest_linear_head(const Manifest& m, const std::string& path) {
+  if (!m.architecture_config.contains("linear_head")) return std::nullopt;
+  const auto& j = m.architecture_config.at("linear_head");
+  LinearHead head;
+  try {
+    head.prefix = j.at("prefix").get<std::string>();
+    head.classes = j.at("classes").get<int64_t>();
+  } catch (const nlohmann::json::exception& e) {
+    throw FileError(path, std::string("manifest: linear_head: ") + e.what());
+  }
+  if (head.classes <= 0 || (!head.prefix.empty() && head.prefix.back() != '.'))
+    throw FileError(path, "manifest: linear_head needs a positive class count and a prefix ending in '.'");
+  for (const auto& layer : m.layers)
+    if (layer.name == "head") throw FileError(path, "manifest: a Linear head and a μMoE layer 'head' at once");
+  return head;
+}
+
 std::string vit_mlp_layer_name(int64_t block) { return "blocks." + std::to_string(block) + ".mlp"; }
 
-std::optional<int64_t> vit_mlp_block(const std::string& name) {
-  static const std::string kBefore = "blocks.", kAfter = ".mlp";
-  if (name.size() <= kBefore.size() + kAfter.size() || name.rfind(kBefore, 0) != 0 ||
-      name.compare(name.size() - kAfter.size(), kAfter.size(), kAfter) != 0)
+namespace {
+
+// The number N of a name "<before>N<after>", canonical digits only ("blocks.01.mlp" is not block
+// 1's name), or nothing.
+std::optional<int64_t> numbered(const std::string& name, const std::string& before, const std::string& after) {
+  if (name.size() <= before.size() + after.size() || name.rfind(before, 0) != 0 ||
+      name.compare(name.size() - after.size(), after.size(), after) != 0)
     return std::nullopt;
-  const auto digits = name.substr(kBefore.size(), name.size() - kBefore.size() - kAfter.size());
-  // Canonical numbers only ("blocks.01.mlp" is not block 1's name).
+  const auto digits = name.substr(before.size(), name.size() - before.size() - after.size());
   if (digits.empty() || digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos ||
       (digits.size() > 1 && digits[0] == '0'))
     return std::nullopt;
   return std::stoll(digits);
+}
+
+}  // namespace
+
+std::optional<int64_t> vit_mlp_block(const std::string& name) { return numbered(name, "blocks.", ".mlp"); }
+
+std::string mixer_layer_name(int64_t block, bool token_mixing) {
+  return "mixer_blocks." + std::to_string(block) + (token_mixing ? ".0.fn.1" : ".1.fn");
+}
+
+std::optional<int64_t> backbone_layer_step(const std::string& name) {
+  if (auto block = vit_mlp_block(name)) return block;
+  if (auto block = numbered(name, "mixer_blocks.", ".0.fn.1")) return 2 * *block;
+  if (auto block = numbered(name, "mixer_blocks.", ".1.fn")) return 2 * *block + 1;
+  return std::nullopt;
+}
+
+std::string backbone_layer_name(nn::BackboneKind kind, int64_t step) {
+  return kind == nn::BackboneKind::MlpMixer ? mixer_layer_name(step / 2, step % 2 == 0) : vit_mlp_layer_name(step);
 }
 
 }  // namespace mumoe::model

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "nn/backbone_config.h"
 #include "nn/layer_config.h"
 #include "nn/moe_layer_config.h"
 
@@ -61,11 +62,31 @@ struct Manifest {
   nlohmann::json provenance = nlohmann::json::object();
 };
 
+/// Where a plain Linear head's tensors are ("weight", "bias" after the prefix) and its classes:
+/// the manifest's architecture_config "linear_head" (an MLP-Mixer's head.2). Such a classifier has
+/// no manifest layer "head"; its μMoE layers are all in the backbone.
+struct LinearHead {
+  std::string prefix;
+  int64_t classes = 0;
+};
+/// The manifest's Linear head, or nothing when its head is a μMoE or router layer "head". Throws
+/// FileError(path, "manifest: …") when it is malformed.
+std::optional<LinearHead> manifest_linear_head(const Manifest& manifest, const std::string& path);
+
 /// "blocks.{block}.mlp": the layer name of a ViT block's μMoE MLP in an image classifier's
 /// manifest (model/classifier_file.h).
 std::string vit_mlp_layer_name(int64_t block);
 /// The block of a layer named "blocks.{i}.mlp", or nothing for any other name.
 std::optional<int64_t> vit_mlp_block(const std::string& layer_name);
+/// "mixer_blocks.{block}.0.fn.1" (token mixing) or "mixer_blocks.{block}.1.fn" (channel mixing):
+/// the names of an MLP-Mixer's μMoE mixing MLPs, which are their reference module paths.
+std::string mixer_layer_name(int64_t block, bool token_mixing);
+/// The TokenBackbone step (nn/vision_backbones.h) of an expert layer inside a backbone: i for a
+/// ViT's "blocks.{i}.mlp", 2i for a Mixer's "mixer_blocks.{i}.0.fn.1", 2i + 1 for its
+/// "mixer_blocks.{i}.1.fn"; nothing for any other name (a head, a bare layer).
+std::optional<int64_t> backbone_layer_step(const std::string& layer_name);
+/// The inverse, for a backbone of `kind`.
+std::string backbone_layer_name(nn::BackboneKind kind, int64_t step);
 
 nlohmann::json to_json(const nn::LayerConfig& config);
 nlohmann::json to_json(const nn::MoELayerConfig& config);

@@ -62,11 +62,17 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
     model.manifest_ = manifest_from_json(remembered->manifest, sidecar);
   } else {
     model.inferred_ = true;
-    model.manifest_.layers = infer_layers(shapes, overrides, path);
-    model.manifest_.provenance = {{"source", "PyTorch state_dict; configuration inferred from key names and shapes"}};
-    if (auto backbone = infer_backbone(shapes, overrides, path))
-      if (auto classifier = inferred_classifier_manifest(*backbone, model.manifest_.layers))
-        model.manifest_ = std::move(*classifier);
+    auto backbone = infer_backbone(shapes, overrides, path);
+    if (backbone && backbone->linear_head) {
+      // A Mixer: its layers are all in the backbone (and a plain-MLP Mixer has none).
+      model.manifest_ = *inferred_classifier_manifest(*backbone, {});
+    } else {
+      model.manifest_.layers = infer_layers(shapes, overrides, path);
+      model.manifest_.provenance = {{"source", "PyTorch state_dict; configuration inferred from key names and shapes"}};
+      if (backbone)
+        if (auto classifier = inferred_classifier_manifest(*backbone, model.manifest_.layers))
+          model.manifest_ = std::move(*classifier);
+    }
   }
   if (!overrides.torchscript_backbone.empty())
     model.manifest_ = torchscript_classifier_manifest(model.manifest_, overrides, path);

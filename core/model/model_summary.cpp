@@ -62,6 +62,9 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   s.label_names = file.manifest().label_names;
   s.attribute_names = file.manifest().attribute_names;
   s.provenance_json = file.manifest().provenance.dump();
+  if (const auto& p = file.manifest().provenance; p.is_object() && p.contains("notes") && p.at("notes").is_array())
+    for (const auto& note : p.at("notes"))
+      if (note.is_string()) s.notes.push_back(note.get<std::string>());
   s.tensor_count = static_cast<int64_t>(file.tensor_names().size());
   if (s.kind == ModelKind::Gpt && file.inferred()) {
     s.gpt_json = nn::to_json(infer_gpt_config(file, overrides.vit_heads));
@@ -139,6 +142,7 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"attribute_names", s.attribute_names},
                       {"provenance", nlohmann::json::parse(s.provenance_json)}};
   if (!s.gpt_json.is_null()) j["gpt"] = {{"config", s.gpt_json}, {"heads_from", s.gpt_heads_from}};
+  j["notes"] = s.notes;
   return j.dump(indent);
 }
 

@@ -62,6 +62,9 @@ struct ModelSummary {
   /// null otherwise.
   nlohmann::json gpt_json;
   std::string gpt_heads_from;
+  /// What the app guessed while opening a user's file where the weights cannot say and the guess
+  /// is not the well-known case (a ViT's head count, a CLIP ViT's activation), with what to do.
+  std::vector<std::string> notes;
   int64_t tensor_count = 0;
   int64_t total_parameters() const;
 };

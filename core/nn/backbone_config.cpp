@@ -91,6 +91,36 @@ void BackboneConfig::validate() const {
     case BackboneKind::TorchScript:
       if (torchscript_file.empty()) throw UsageError("backbone: a TorchScript backbone needs its file");
       break;
+    case BackboneKind::MlpMixer: {
+      const auto& m = mixer;
+      require_positive(m.patch_size, "patch_size");
+      require_positive(m.depth, "depth");
+      require_positive(m.token_hidden, "token_hidden");
+      require_positive(m.channel_hidden, "channel_hidden");
+      if (m.width != feature_dim)
+        throw UsageError("backbone: a Mixer's features are its width (" + std::to_string(m.width) + "), not " +
+                         std::to_string(feature_dim));
+      if (image_size % m.patch_size != 0)
+        throw UsageError("backbone: image_size " + std::to_string(image_size) + " is not a multiple of patch_size " +
+                         std::to_string(m.patch_size));
+      if (!(m.norm_eps > 0)) throw UsageError("backbone: norm_eps must be positive");
+      const int64_t tokens = (image_size / m.patch_size) * (image_size / m.patch_size);
+      for (const auto* layers : {&m.token_mumoe, &m.channel_mumoe}) {
+        const bool token = layers == &m.token_mumoe;
+        const int64_t outer = token ? tokens : m.width;
+        for (const auto& [block, mlp] : *layers) {
+          const std::string name = std::string("backbone: μMoE ") + (token ? "token" : "channel") +
+                                   "-mixing MLP of block " + std::to_string(block);
+          if (block < 0 || block >= m.depth)
+            throw UsageError(name + ": the Mixer has blocks 0–" + std::to_string(m.depth - 1));
+          if (!mlp.is_block() || mlp.input_dim != outer || mlp.final_output_dim() != outer)
+            throw UsageError(name + " must be a two-layer μMoE block " + std::to_string(outer) + " → hidden → " +
+                             std::to_string(outer));
+          mlp.validate();
+        }
+      }
+      break;
+    }
   }
   if (preprocess.enabled) {
     if (in_channels != 3)
@@ -112,8 +142,15 @@ std::string BackboneConfig::type_name() const {
     case BackboneKind::VisionTransformer: return "vit";
     case BackboneKind::ResNet: return "resnet";
     case BackboneKind::TorchScript: return "torchscript";
+    case BackboneKind::MlpMixer: return "mixer";
   }
   return "?";
+}
+
+int64_t BackboneConfig::patch_size() const {
+  if (kind == BackboneKind::VisionTransformer) return vit.patch_size;
+  if (kind == BackboneKind::MlpMixer) return mixer.patch_size;
+  return 0;
 }
 
 std::string BackboneConfig::describe() const {
@@ -138,6 +175,13 @@ std::string BackboneConfig::describe() const {
     }
     case BackboneKind::TorchScript:
       return "TorchScript " + torchscript_file + " " + std::to_string(image_size) + " px";
+    case BackboneKind::MlpMixer: {
+      const auto& m = mixer;
+      const auto experts = m.token_mumoe.size() + m.channel_mumoe.size();
+      return "MLP-Mixer/" + std::to_string(m.patch_size) + " " + std::to_string(image_size) + " px (" +
+             std::to_string(m.depth) + " blocks, width " + std::to_string(m.width) +
+             (experts ? ", " + std::to_string(experts) + " μMoE mixing MLPs" : std::string()) + ")";
+    }
   }
   return "?";
 }
@@ -174,6 +218,13 @@ nlohmann::json to_json(const BackboneConfig& c) {
       break;
     case BackboneKind::TorchScript:
       j["file"] = c.torchscript_file;
+      break;
+    case BackboneKind::MlpMixer:
+      j["patch_size"] = c.mixer.patch_size;
+      j["depth"] = c.mixer.depth;
+      j["token_hidden"] = c.mixer.token_hidden;
+      j["channel_hidden"] = c.mixer.channel_hidden;
+      j["norm_eps"] = c.mixer.norm_eps;
       break;
   }
   if (c.preprocess.enabled)
@@ -220,8 +271,17 @@ BackboneConfig backbone_config_from_json(const nlohmann::json& j) {
     } else if (type == "torchscript") {
       c.kind = BackboneKind::TorchScript;
       c.torchscript_file = j.at("file").get<std::string>();
+    } else if (type == "mixer") {
+      c.kind = BackboneKind::MlpMixer;
+      auto& m = c.mixer;
+      m.width = c.feature_dim;
+      m.patch_size = j.at("patch_size").get<int64_t>();
+      m.depth = j.at("depth").get<int64_t>();
+      m.token_hidden = j.at("token_hidden").get<int64_t>();
+      m.channel_hidden = j.at("channel_hidden").get<int64_t>();
+      m.norm_eps = j.at("norm_eps").get<double>();
     } else {
-      throw UsageError("backbone type '" + type + "' is not supported (cnn2, vit, resnet, torchscript)");
+      throw UsageError("backbone type '" + type + "' is not supported (cnn2, vit, resnet, torchscript, mixer)");
     }
     if (j.contains("preprocess")) {
       const auto& p = j.at("preprocess");
@@ -266,6 +326,8 @@ const std::vector<Preset>& presets() {
       {"vit_base_patch16_224.dino", K::VisionTransformer, A::Gelu, 1e-6, 0.9, "bicubic", kImageNetMean, kImageNetStd},
       {"vit", K::VisionTransformer, A::Gelu, 1e-6, 0.9, "bicubic", kInceptionMean, kInceptionStd},
       {"resnet", K::ResNet, A::Gelu, 0, 0.875, "bilinear", kImageNetMean, kImageNetStd},
+      // experts/mlp_mixer.py's transform_te: Resize(256, antialias=True) (bilinear), CenterCrop(224).
+      {"mixer", K::MlpMixer, A::Gelu, 0, 0.875, "bilinear", kImageNetMean, kImageNetStd},
       {"imagenet", std::nullopt, A::Gelu, 0, 0.875, "bicubic", kImageNetMean, kImageNetStd},
   };
   return table;
@@ -329,6 +391,15 @@ LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int
   c.gate_norm = GateNorm::LayerNorm;
   c.gate_activation = activation;
   c.input_layer_norm = true;
+  c.validate();
+  return c;
+}
+
+LayerConfig mixer_mumoe_config(int64_t outer, int64_t hidden, int64_t experts, int64_t cp_rank,
+                               GateActivationKind activation) {
+  auto c = mumoe_mlp_config(outer, hidden, experts, cp_rank, activation);
+  c.gate_norm = GateNorm::BatchNorm;
+  c.input_layer_norm = false;
   c.validate();
   return c;
 }

@@ -9,6 +9,12 @@
 //     Bottleneck, downsample.{0,1}), without its fc.
 //   * TorchScript ("torchscript"): any backbone traced or scripted to a file (torch.jit.save) that
 //     maps a normalised image batch [B, 3, S, S] to features [B, D]; its weights stay in that file.
+//   * MlpMixer ("mixer"): the μMoE reference code's MLP-Mixer (experiments/mlp_mixer.py, after
+//     lucidrains/mlp-mixer-pytorch): stem.1 (a Linear on P×P×C patches), mixer_blocks.{i}.0 (token
+//     mixing: norm, fn.1 on the transposed stream), mixer_blocks.{i}.1 (channel mixing: norm, fn),
+//     head.0 (LayerNorm) and the mean over tokens; its classifier head.2 is a plain Linear that
+//     the image classifier holds (nn/image_classifier.h). Each mixing MLP is a two-layer μMoE
+//     block or Linear–GELU–Linear, block by block.
 //
 // This header is plain C++ (no LibTorch) so that the UI can show a configuration.
 #pragma once
@@ -26,7 +32,7 @@
 
 namespace mumoe::nn {
 
-enum class BackboneKind { SmallCnn, VisionTransformer, ResNet, TorchScript };
+enum class BackboneKind { SmallCnn, VisionTransformer, ResNet, TorchScript, MlpMixer };
 
 /// The transformer MLP's activation: GELU (erf) or CLIP's QuickGELU x·σ(1.702x).
 enum class MlpActivation { Gelu, QuickGelu };
@@ -62,6 +68,22 @@ struct VitConfig {
   std::map<int64_t, MoELayerConfig> router_mlps;
 };
 
+struct MixerConfig {
+  int64_t patch_size = 16;
+  int64_t width = 512;            ///< channels C (the features' width)
+  int64_t depth = 8;              ///< mixer blocks
+  int64_t token_hidden = 256;     ///< hidden width of the token-mixing MLPs (T → h → T)
+  int64_t channel_hidden = 2048;  ///< hidden width of the channel-mixing MLPs (C → H → C)
+  double norm_eps = 1e-5;         ///< nn.LayerNorm's default
+  /// Blocks whose token-mixing MLP is a two-layer μMoE block T → token_hidden → T (its rows are
+  /// the C channels of one image: a coefficient per channel), by block index; named
+  /// "mixer_blocks.{i}.0.fn.1" in the manifest. Not written by to_json (as VitConfig::mumoe_mlps).
+  std::map<int64_t, LayerConfig> token_mumoe;
+  /// Blocks whose channel-mixing MLP is a two-layer μMoE block C → channel_hidden → C (a
+  /// coefficient per patch token), "mixer_blocks.{i}.1.fn".
+  std::map<int64_t, LayerConfig> channel_mumoe;
+};
+
 struct ResNetConfig {
   std::array<int64_t, 4> blocks = {2, 2, 2, 2};  ///< resnet18; resnet34/50: 3 4 6 3
   bool bottleneck = false;                       ///< resnet50 and deeper
@@ -92,13 +114,16 @@ struct BackboneConfig {
   int64_t feature_dim = 128;
   VitConfig vit;
   ResNetConfig resnet;
+  MixerConfig mixer;
   std::string torchscript_file;  ///< TorchScript only: the archive torch.jit.save wrote
   ImagePreprocess preprocess;
 
   /// Throws UsageError naming the first inconsistent field.
   void validate() const;
-  /// "cnn2", "vit" or "resnet".
+  /// "cnn2", "vit", "resnet", "torchscript" or "mixer".
   std::string type_name() const;
+  /// The side of a patch for the patch-token backbones (ViT, Mixer), else 0.
+  int64_t patch_size() const;
   /// "ViT-B/32 224 px (12 blocks, width 768, QuickGELU)", "ResNet-18", "CNN 28 px".
   std::string describe() const;
 };
@@ -113,7 +138,8 @@ BackboneConfig backbone_config_from_json(const nlohmann::json& json);
 /// "vit_base_patch32_clip_quickgelu_224.openai" (the same with CLIP's native QuickGELU),
 /// "vit_base_patch16_224.dino" (GELU, eps 1e-6, ImageNet mean/std, crop 0.9), "vit" (timm's
 /// default: GELU, eps 1e-6, mean/std 0.5, crop 0.9), "resnet" (torchvision: bilinear, 256 →
-/// 224, ImageNet mean/std), "imagenet" (timm's default: bicubic, crop 0.875, ImageNet mean/std;
+/// 224, ImageNet mean/std), "mixer" (the μMoE reference's MLP-Mixer test transform: Resize(256),
+/// torchvision's default bilinear, antialiased; centre crop 224; ImageNet mean/std), "imagenet" (timm's default: bicubic, crop 0.875, ImageNet mean/std;
 /// for TorchScript backbones, which take every preset's preprocessing and nothing else).
 /// Applying a preset keeps what the weights determine.
 std::vector<std::string> backbone_preset_names();
@@ -126,6 +152,11 @@ void apply_backbone_preset(BackboneConfig& config, const std::string& preset);
 /// (the reference's MuMoE(..., apply_ln=True, normalization='ln'), as in the project's GPT).
 LayerConfig mumoe_mlp_config(int64_t width, int64_t hidden, int64_t experts, int64_t cp_rank,
                              GateActivationKind activation = GateActivationKind::Entmax15);
+/// A μMoE two-layer block as an MLP-Mixer's mixing MLP outer → hidden → outer, as the reference's
+/// MuMoE(CPMuMoE, …, second_dim=outer) with its defaults: CP with `cp_rank`, one expert mode,
+/// BatchNorm gating (normalization='bn'), no input LayerNorm, a bias row.
+LayerConfig mixer_mumoe_config(int64_t outer, int64_t hidden, int64_t experts, int64_t cp_rank,
+                               GateActivationKind activation = GateActivationKind::Entmax15);
 /// The CP rank whose μMoE block has no more parameters than the dense MLP it replaces
 /// (2·width·hidden weights + biases), as the paper's parameter-matched models; at least 1.
 int64_t parameter_matched_cp_rank(int64_t width, int64_t hidden, int64_t experts);

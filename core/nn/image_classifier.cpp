@@ -4,6 +4,7 @@
 
 #include "io/errors.h"
 #include "nn/cpu_team.h"
+#include "nn/module_state.h"
 
 namespace mumoe::nn {
 
@@ -26,6 +27,13 @@ ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, MoELayerConfig
     : backbone_config_(backbone) {
   build_backbone(router_head.input_dim, "router head");
   router_head_ = register_module("head", MoELayer(std::move(router_head)));
+}
+
+ImageClassifierImpl::ImageClassifierImpl(BackboneConfig backbone, LinearHeadConfig linear_head)
+    : backbone_config_(backbone) {
+  if (linear_head.classes <= 0) throw UsageError("a Linear head needs at least one class");
+  build_backbone(linear_head.input_dim, "Linear head");
+  linear_head_ = register_module("head", torch::nn::Linear(linear_head.input_dim, linear_head.classes));
 }
 
 void ImageClassifierImpl::build_backbone(int64_t head_input_dim, const std::string& head_kind) {
@@ -63,8 +71,35 @@ torch::Tensor ImageClassifierImpl::features(const torch::Tensor& images) {
 }
 
 BlockOutput ImageClassifierImpl::forward(const torch::Tensor& images, const ExpertAblation& ablation) {
-  const auto x = features(images);
-  return has_router_head() ? router_head_->forward_block(x, ablation) : head_->forward(x, ablation);
+  return classify(features(images), ablation);
+}
+
+BlockOutput ImageClassifierImpl::classify(const torch::Tensor& features, const ExpertAblation& ablation) {
+  if (has_router_head()) return router_head_->forward_block(features, ablation);
+  if (has_linear_head()) {
+    if (!ablation.empty()) throw UsageError("the classifier's head is a plain Linear layer: it has no experts to ablate");
+    BlockOutput out;
+    out.output = linear_head_->forward(features);
+    return out;
+  }
+  return head_->forward(features, ablation);
+}
+
+int64_t ImageClassifierImpl::class_count() const {
+  if (has_router_head()) return router_head_->config().output_dim;
+  if (has_linear_head()) return linear_head_->options.out_features();
+  return head_->config().final_output_dim();
+}
+
+ImageClassifier copy_image_classifier(const ImageClassifier& original, torch::Dtype dtype, const torch::Device& device) {
+  const auto& b = original->backbone_config();
+  ImageClassifier copy = original->has_router_head() ? ImageClassifier(b, original->router_head()->config())
+                         : original->has_linear_head()
+                             ? ImageClassifier(b, LinearHeadConfig{b.feature_dim, original->class_count()})
+                             : ImageClassifier(b, original->head()->config());
+  copy->to(device, dtype);
+  copy_state_for_eval(*original, *copy);
+  return copy;
 }
 
 }  // namespace mumoe::nn

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "io/errors.h"
+#include "nn/mlp_mixer.h"
 
 namespace mumoe::nn {
 namespace {
@@ -410,6 +411,7 @@ std::shared_ptr<BackboneImpl> make_backbone(const BackboneConfig& config) {
     case BackboneKind::VisionTransformer: return std::make_shared<VisionTransformerImpl>(config);
     case BackboneKind::ResNet: return std::make_shared<ResNetImpl>(config);
     case BackboneKind::TorchScript: return std::make_shared<TorchScriptBackboneImpl>(config);
+    case BackboneKind::MlpMixer: return make_mlp_mixer(config);
   }
   throw UsageError("unknown backbone kind");
 }

@@ -54,6 +54,9 @@ class TokenBackbone {
   virtual bool pools_class_token() const = 0;
   /// Tokens before the patch tokens in the stream (1 with a class token, else 0).
   virtual int64_t prefix_tokens() const = 0;
+  /// True when mlp_coefficients(…, block) has a row per token (prefix tokens, then patches); false
+  /// when its rows are something else (a Mixer's token-mixing MLP: one row per channel).
+  virtual bool mlp_rows_are_tokens(int64_t /*block*/) const { return true; }
 };
 
 /// A backbone: preprocessed images [B, in_channels, image_size, image_size] → features
@@ -61,7 +64,7 @@ class TokenBackbone {
 class BackboneImpl : public torch::nn::Module {
  public:
   virtual torch::Tensor forward(const torch::Tensor& images) = 0;
-  /// The step-by-step view of a ViT; nullptr for other backbones.
+  /// The step-by-step view of a ViT or an MLP-Mixer; nullptr for other backbones.
   virtual TokenBackbone* tokens() { return nullptr; }
   /// The sum of the load-balancing losses its router MLPs computed in the last forward pass
   /// (undefined when none has one): what training adds for Softmax Token Choice MLPs.

@@ -85,10 +85,14 @@ TEST(VitMumoeBlocks, OpensFromNamesAndShapesAndMatchesPyTorch) {
   EXPECT_EQ(summary.layers[1].name, "blocks.1.mlp");
   EXPECT_EQ(summary.layers[1].prefix, "0.blocks.1.mlp.");
   EXPECT_EQ(summary.layers[2].name, "blocks.2.mlp");
+  // Width 64 is no standard ViT's: the head count is a guess, and info says so once.
+  ASSERT_EQ(summary.notes.size(), 1u);
+  EXPECT_NE(summary.notes[0].find("attention heads guessed: 1"), std::string::npos) << summary.notes[0];
 
   // 64 wide is one head of 64 by default; the Python model has 2: --heads 2.
   model::LayoutOverrides o;
   o.vit_heads = 2;
+  EXPECT_TRUE(model::summarize_model_file(dir.file("vit_blocks.pth"), o).notes.empty());  // given: no guess
   const auto file = model::ModelFile::load(dir.file("vit_blocks.pth"), o);
   const auto& mlp = file.layer("blocks.1.mlp").config;
   EXPECT_TRUE(mlp.is_block());

@@ -180,3 +180,87 @@ def clip_vit_with_head(rank=16):
 def clip_transform():
     """timm's eval transform for clip_vit_with_head (CLIP mean/std, crop_pct 0.9, bicubic)."""
     return eval_transform(32, 0.9, BICUBIC, CLIP_MEAN, CLIP_STD)
+
+# ---- The μMoE reference's MLP-Mixer (experiments/mlp_mixer.py, after lucidrains/mlp-mixer-pytorch),
+# transcribed with its module names: stem.{0 Rearrange, 1 Linear}, mixer_blocks.{i}.{0 token, 1
+# channel}.{norm, fn}, head.{0 LayerNorm, 1 mean, 2 Linear}. einops is not in Debian: Lambda stands
+# for its Rearrange/Reduce (no tensors, like them).
+
+class Lambda(nn.Module):
+    def __init__(s, fn):
+        super().__init__()
+        s.fn = fn
+    def forward(s, x): return s.fn(x)
+
+class MuMoEMixing(nn.Module):
+    """MuMoE(CPMuMoE, input_dim=d, output_dim=hidden, second_dim=d, expert_dims=[n], act=entmax15)
+    with the wrapper's defaults (normalization='bn', apply_ln=False): y = CP2([GELU(CP1([z, 1], a)), 1], a),
+    a = entmax15(BN(z @ projs.0)). `ablated`: experts whose coefficient is forced to 0 (W_n := 0)."""
+    def __init__(s, d, hidden, n, r):
+        super().__init__()
+        s.projs = nn.ParameterList([nn.Parameter(torch.randn(d, n) / math.sqrt(d))])
+        s.bn = nn.ModuleList([nn.BatchNorm1d(n, affine=False)])
+        s.bn[0].running_mean.normal_(0, 0.3)
+        s.bn[0].running_var.uniform_(0.5, 2)
+        s.MuMoE, s.MuMoE2 = CP(n, d, hidden, r), CP(n, hidden, d, r)
+        s.ablated, s.last = [], None
+    def forward(s, x):
+        z = x.reshape(-1, x.shape[-1])
+        a = entmax15(s.bn[0](z @ s.projs[0]))
+        a[:, s.ablated] = 0
+        s.last = a.reshape(*x.shape[:-1], -1)
+        y = MuMoEMlp.cp(a, nn.functional.gelu(MuMoEMlp.cp(a, z, s.MuMoE)), s.MuMoE2)
+        return y.reshape(x.shape)
+
+class PreNormResidual(nn.Module):
+    def __init__(s, dim, fn):
+        super().__init__()
+        s.fn, s.norm = fn, nn.LayerNorm(dim)
+    def forward(s, x): return s.fn(s.norm(x)) + x
+
+def mixer_feed_forward(outer, hidden, mumoe, n, r):
+    if mumoe: return MuMoEMixing(outer, hidden, n, r)
+    return nn.Sequential(nn.Linear(outer, hidden), nn.GELU(), nn.Dropout(0.), nn.Linear(hidden, outer), nn.Dropout(0.))
+
+class Mixer(nn.Module):
+    def __init__(s, img, patch, dim, depth, classes, token_hidden, channel_hidden, experts, mumoe_blocks, channels=3):
+        super().__init__()
+        g = img // patch
+        t = g * g
+        s.stem = nn.Sequential(
+            Lambda(lambda x: x.reshape(x.shape[0], channels, g, patch, g, patch).permute(0, 2, 4, 3, 5, 1)
+                   .reshape(x.shape[0], t, patch * patch * channels)),   # 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'
+            nn.Linear(patch * patch * channels, dim))
+        s.mixer_blocks = nn.ModuleList([nn.Sequential(
+            PreNormResidual(dim, nn.Sequential(Lambda(lambda x: x.transpose(1, 2)),
+                                               mixer_feed_forward(t, token_hidden, i in mumoe_blocks, experts, int(t * 0.75)),
+                                               Lambda(lambda x: x.transpose(1, 2)))),
+            PreNormResidual(dim, mixer_feed_forward(dim, channel_hidden, i in mumoe_blocks, experts, int(dim * 0.75))))
+            for i in range(depth)])
+        s.head = nn.Sequential(nn.LayerNorm(dim), Lambda(lambda x: x.mean(1)), nn.Linear(dim, classes))
+        for name, p in s.named_parameters():   # LayerNorm affine matters too
+            if 'norm' in name: p.data.normal_(1 if name.endswith('weight') else 0, 0.2)
+    def forward(s, x):
+        x = s.stem(x)
+        for block in s.mixer_blocks: x = block(x)
+        return s.head(x)
+    def mumoe_layers(s):
+        """{manifest name: μMoE block} in forward order."""
+        out = {}
+        for i, block in enumerate(s.mixer_blocks):
+            if isinstance(block[0].fn[1], MuMoEMixing): out[f"mixer_blocks.{i}.0.fn.1"] = block[0].fn[1]
+            if isinstance(block[1].fn, MuMoEMixing): out[f"mixer_blocks.{i}.1.fn"] = block[1].fn
+        return out
+
+def mixer(mumoe_blocks=(1,)):
+    """A Mixer/8 at 32 px (16 tokens), width 32, 2 blocks, hidden 24 (token) and 64 (channel), 5
+    classes; blocks in `mumoe_blocks` mix with μMoE blocks of 6 experts (CP ranks 12 and 24, the
+    script's 0.75 multiplier), the others with the script's `--layer MLP` baseline."""
+    m = Mixer(32, 8, 32, 2, 5, 24, 64, 6, set(mumoe_blocks))
+    for layer in m.mumoe_layers().values():   # stronger experts: removing one changes predictions
+        layer.MuMoE2.factors[2].data *= 3
+    return m.eval()
+
+def mixer_transform():
+    """The "mixer" preset at 32 px: experiments/mlp_mixer.py's Resize(256)/CenterCrop(224) scaled."""
+    return eval_transform(32, 0.875, BILINEAR, IMAGENET_MEAN, IMAGENET_STD)

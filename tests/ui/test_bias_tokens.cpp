@@ -175,6 +175,8 @@ class BiasTokensTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(editing::to_json(page->evaluation()->before.report) ==
                                  editing::to_json(core->evaluate(task, {core->propose(task, 3.0)}).report),
                              5'000);
+    // λ is proposed afresh for the edited model, not kept at 3 (that "After" would stack it twice).
+    QTRY_VERIFY_WITH_TIMEOUT(page->evaluation()->edit.lambda != 3.0, 5'000);
     page->undoAction()->trigger();
     QVERIFY(changed.wait(5'000));
     QVERIFY(!page->undoAction()->isEnabled());

@@ -104,6 +104,17 @@ class MainWindowTest : public QObject {
     QCOMPARE(model.rowCount(), 0);
   }
 
+  // Redo answers Ctrl+Shift+Z and Ctrl+Y: each key once on the one action (a key listed twice is
+  // an ambiguous shortcut Qt never fires — what users met).
+  void redoHasEachShortcutOnce() {
+    ui::MainWindow window;
+    const auto keys = window.redoEditAction()->shortcuts();
+    QVERIFY(keys.contains(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z)));
+    QVERIFY(keys.contains(QKeySequence(Qt::CTRL | Qt::Key_Y)));
+    for (qsizetype i = 0; i < keys.size(); ++i) QCOMPARE(keys.count(keys[i]), 1);
+    QVERIFY(!keys.contains(window.undoEditAction()->shortcut()));
+  }
+
   void opensAModelFileAndShowsItsLayers() {
     testkit::TempDir dir;
     const auto path = writeModel(dir, "two.safetensors", {{"small", config(16, 4)}, {"large", config(64, 8, 5)}});

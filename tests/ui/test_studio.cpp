@@ -137,6 +137,27 @@ class StudioTest : public QObject {
     QVERIFY(found);
   }
 
+  // Filtering the table keeps the gallery on the highlighted row's expert: the selected one while
+  // it is shown, else the first row shown (users saw another expert's gallery with no row
+  // highlighted).
+  void filteringKeepsTheGalleryOnTheHighlightedExpert() {
+    auto* page = window_->expertsPage();
+    QVERIFY(page->selectExpert(expert_));
+    const auto number = QString::number(expert_);
+    page->filterEdit()->setText(number);  // the expert's own number: it stays selected
+    QCOMPARE(page->currentExpert(), expert_);
+    QCOMPARE(page->gallery()->expert(), expert_);
+    page->filterEdit()->setText(QStringLiteral("no class is called this"));  // nothing shown
+    QCOMPARE(page->currentExpert(), qint64(-1));
+    QCOMPARE(page->gallery()->expert(), qint64(-1));
+    page->filterEdit()->setText(QStringLiteral("Coat"));
+    QVERIFY(page->currentExpert() >= 0);
+    QCOMPARE(page->gallery()->expert(), page->currentExpert());
+    QVERIFY(page->table()->selectionModel()->isRowSelected(page->table()->currentIndex().row(), {}));
+    page->filterEdit()->clear();
+    QVERIFY(page->selectExpert(expert_));
+  }
+
   void doubleClickingAnExpertAblatesIt() {
     auto* table = window_->expertsPage()->table();
     QSignalSpy ablations(window_->controller(), &ui::SessionController::ablationReady);
