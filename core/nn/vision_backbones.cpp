@@ -380,6 +380,18 @@ class TorchScriptBackboneImpl : public BackboneImpl {
       throw FileError(file_, "returns features of shape " + c10::str(features.sizes()) + ", expected [" +
                                  std::to_string(images.size(0)) + ", " + std::to_string(width_) +
                                  "] (the μMoE head's input width)");
+    // Every caller (evaluate, analyze, export's verification) gets the same answer: features in
+    // the images' dtype — a backbone that returns float64 or float16 is converted, one that
+    // returns integers is refused — and never a NaN passed on silently.
+    if (!features.is_floating_point())
+      throw FileError(file_, "returns features of type " + std::string(c10::toString(features.scalar_type())) +
+                                 ", not floating point");
+    features = features.to(images.scalar_type());
+    if (const auto finite = torch::isfinite(features).all(1); !finite.all().item<bool>()) {
+      const auto row = (~finite).nonzero()[0][0].item<int64_t>();
+      throw FileError(file_, "returns non-finite features (NaN or infinity) for image " + std::to_string(row) +
+                                 " of a batch of " + std::to_string(images.size(0)));
+    }
     return features;
   }
   // The archive's module is not a registered child: move it with us.

@@ -416,6 +416,12 @@ save_expected(nn.Sequential(backbone, head), load_images("img", eval_transform(6
 data = open("backbone.pt", "rb").read()
 open("truncated.pt", "wb").write(data[: len(data) // 2])
 torch.save(MuMoE(256, 4, 6, 8).state_dict(), "narrow_head.pth")
+class Pool(nn.Module):   # a backbone of width 3 that returns float64, or NaN
+    def __init__(s, nan): super().__init__(); s.nan = nan
+    def forward(s, x): return (x.mean((2, 3)) * (float("nan") if s.nan else 1.0)).double()
+torch.jit.trace(Pool(False), torch.randn(1, 3, 64, 64)).save("double.pt")
+torch.jit.trace(Pool(True), torch.randn(1, 3, 64, 64)).save("nan.pt")
+torch.save(MuMoE(3, 4, 6, 2).state_dict(), "small_head.pth")
 )py");
   model::LayoutOverrides o;
   o.torchscript_backbone = dir.file("backbone.pt");
@@ -439,6 +445,18 @@ torch.save(MuMoE(256, 4, 6, 8).state_dict(), "narrow_head.pth")
   expect_backbone_error("head.pth", "truncated.pt", "not a readable TorchScript archive");
   expect_backbone_error("head.pth", "missing.pt", "missing.pt");
   expect_backbone_error("narrow_head.pth", "backbone.pt", "expected [1, 256]");
+  // A backbone that returns NaN is refused by name at load; one that returns float64 gives every
+  // caller float32 features (evaluate and analyze used to treat the two dtypes differently).
+  expect_backbone_error("small_head.pth", "nan.pt", "non-finite features");
+  model::LayoutOverrides double_backbone = o;
+  double_backbone.torchscript_backbone = dir.file("double.pt");
+  auto classifier = model::ClassifierModel::load(model::ModelFile::load(dir.file("small_head.pth"), double_backbone));
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  EXPECT_EQ(classifier.layer_inputs(data, 0, data.size()).scalar_type(), torch::kFloat32);
+  torch::NoGradGuard no_grad;
+  const auto out = classifier.forward(data, torch::arange(data.size()), torch::kCPU);
+  EXPECT_EQ(out.output.scalar_type(), torch::kFloat32);
+  EXPECT_EQ(out.output.size(1), 4);
 }
 
 TEST(VisionBackbones, ATimmModelWithItsOwnClassifierIsRefusedNamingTheTensor) {
