@@ -1,5 +1,6 @@
-// mumoe-bench-backbone: images per second through an image classifier's backbone + μMoE head +
-// coefficient extraction, the path `mumoe analyze` takes per batch — on random images already at
+// mumoe-bench-backbone: images per second through an image classifier's backbone + head with the
+// coefficients of every expert layer kept (the head's, and each μMoE layer inside a ViT or
+// MLP-Mixer: what `mumoe predict --coefficients` computes per batch) — on random images already at
 // the backbone's input size and normalised (decoding and resizing are not timed; PyTorch's side
 // in bench/bench_backbone.py times the same).
 //
@@ -47,9 +48,27 @@ int main(int argc, char** argv) {
     // The backbone module itself: the timed input is already preprocessed.
     const auto backbone = std::dynamic_pointer_cast<mumoe::nn::BackboneImpl>(classifier->named_children()["backbone"]);
     auto run = [&] {
-      auto features = backbone->forward(images);
-      auto out = classifier->head()->forward(features);
-      return out.coefficients.at(0).sum().item<double>() + out.output.sum().item<double>();
+      double kept = 0;
+      torch::Tensor features;
+      if (auto* tokens = backbone->tokens()) {
+        auto x = tokens->embed(images);
+        for (int64_t step = 0; step < tokens->depth(); ++step) {
+          const auto attended = tokens->attention_residual(x, step);
+          if (tokens->mumoe_mlp(step).is_empty()) {
+            x = tokens->mlp_residual(attended, step);
+            continue;
+          }
+          std::vector<torch::Tensor> coefficients;
+          x = tokens->mlp_residual_keeping(attended, step, coefficients);
+          kept += coefficients.at(0).sum().item<double>();
+        }
+        features = tokens->pool(x);
+      } else {
+        features = backbone->forward(images);
+      }
+      auto out = classifier->classify(features);
+      for (const auto& c : out.coefficients) kept += c.sum().item<double>();
+      return kept + out.output.sum().item<double>();
     };
     run();  // warm-up
     std::vector<double> seconds;

@@ -9,11 +9,13 @@ import argparse, json, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
 import torch
 import torch.nn as nn
-from reference_models import ViT, MuMoE
+from reference_models import ViT, MuMoE, Mixer
 
 def build(arch):
     if arch == "vit-b32-clip":   # vit_base_patch32_clip_224.openai + the paper's CP μMoE head
         return nn.Sequential(ViT(224, 32, 768, 12, 12, clip=True), MuMoE(768, 1000, 512, 512)).eval()
+    if arch == "mixer-s16":      # the paper's μMoE Mixer S/16: every mixing MLP CP μMoE, 64 experts
+        return Mixer(224, 16, 512, 8, 1000, 256, 2048, 64, set(range(8))).eval()
     raise SystemExit(f"unknown --arch {arch}")
 
 ap = argparse.ArgumentParser()
@@ -33,6 +35,10 @@ torch.set_num_threads(a.threads)
 model.load_state_dict(torch.load(a.model), strict=True)
 images = torch.randn(a.batch, 3, 224, 224)
 def run():
+    if a.arch.startswith("mixer"):   # each μMoE layer keeps its coefficients (.last) on the way
+        with torch.no_grad():
+            logits = model(images)
+            return sum(layer.last.sum().item() for layer in model.mumoe_layers().values()) + logits.sum().item()
     with torch.no_grad():
         f = model[0](images)
         head = model[1]

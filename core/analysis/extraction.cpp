@@ -256,10 +256,11 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
   // arithmetic, record and write at N = 128. On this project's 2-core VM the gain of two stages
   // depends on the host: one evening one thread and two measured the same (its two vCPUs then
   // shared one core's units); later, alternating, softmax N = 1,024 took 71–82 ms against
-  // 92–134 ms with everything here (docs/BENCHMARKS.md, "The float64 arithmetic back on the
-  // writer thread"). Elsewhere the layer is evaluated here, as before: a backbone's forward pass
-  // has every core (the writer's products would contend with its pools), and on more cores
-  // OpenBLAS's process-wide pool would be called from both threads at once (not measured).
+  // 92–134 ms with everything here (docs/BENCHMARKS.md of 2026-11-26, "The float64 arithmetic
+  // back on the writer thread", now in its git history). Elsewhere the layer is evaluated here,
+  // as before: a backbone's forward pass has every core (the writer's products would contend
+  // with its pools), and on more cores OpenBLAS's process-wide pool would be called from both
+  // threads at once (not measured).
   const bool arithmetic_on_writer =
       layer.has_value() && device.is_cpu() &&
       (options.arithmetic == ExtractionArithmetic::Auto ? one_thread_each

@@ -59,9 +59,13 @@ Predictions predict(model::ClassifierModel& model, const data::Dataset& data, in
         auto x = tokens->embed(prepared);
         for (int64_t step = 0; step < tokens->depth(); ++step) {
           const auto attended = tokens->attention_residual(x, step);
-          if (!tokens->mumoe_mlp(step).is_empty() || !tokens->router_mlp(step).is_empty())
-            collect(layers, where, model::backbone_layer_name(kind, step), tokens->mlp_coefficients(attended, step));
-          x = tokens->mlp_residual(attended, step);
+          if (tokens->mumoe_mlp(step).is_empty() && tokens->router_mlp(step).is_empty()) {
+            x = tokens->mlp_residual(attended, step);
+            continue;
+          }
+          std::vector<torch::Tensor> coefficients;
+          x = tokens->mlp_residual_keeping(attended, step, coefficients);
+          collect(layers, where, model::backbone_layer_name(kind, step), coefficients);
         }
         features = tokens->pool(x);
       }

@@ -44,9 +44,17 @@ struct MixingImpl : tnn::Module {
     const auto h = norm->forward(x);
     return token ? h.transpose(1, 2) : h;
   }
-  torch::Tensor residual(const torch::Tensor& x, const ExpertAblation& ablation) {
+  torch::Tensor residual(const torch::Tensor& x, const ExpertAblation& ablation,
+                         std::vector<torch::Tensor>* coefficients = nullptr) {
     const auto h = mlp_input(x);
-    auto y = mumoe ? mumoe->forward(h, ablation).output : mlp->forward(h);
+    torch::Tensor y;
+    if (mumoe) {
+      auto out = mumoe->forward(h, ablation);
+      if (coefficients) *coefficients = std::move(out.coefficients);
+      y = out.output;
+    } else {
+      y = mlp->forward(h);
+    }
     return x + (token ? y.transpose(1, 2) : y);
   }
   bool token;
@@ -131,6 +139,12 @@ class MlpMixerImpl : public BackboneImpl, public TokenBackbone {
   }
   torch::Tensor router_mlp_token_residuals(const torch::Tensor&, int64_t step, int64_t, const torch::Tensor&) override {
     throw UsageError(describe(step) + " is not a sparse or soft MoE layer");
+  }
+  torch::Tensor mlp_residual_keeping(const torch::Tensor& attended, int64_t step,
+                                     std::vector<torch::Tensor>& coefficients) override {
+    auto m = mixing(step);
+    if (!m->mumoe) throw UsageError(describe(step) + " is a plain MLP, not a μMoE block");
+    return m->residual(attended, {}, &coefficients);
   }
   std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t step) override {
     auto m = mixing(step);

@@ -245,6 +245,15 @@ class VisionTransformerImpl : public BackboneImpl, public TokenBackbone {
     return b->router_token_residuals(attended, token, removed);
   }
 
+  torch::Tensor mlp_residual_keeping(const torch::Tensor& attended, int64_t index,
+                                     std::vector<torch::Tensor>& coefficients) override {
+    auto b = block(index);
+    if (!b->mumoe_mlp) return TokenBackbone::mlp_residual_keeping(attended, index, coefficients);
+    auto out = b->mumoe_mlp->forward(b->norm2->forward(attended));
+    coefficients = std::move(out.coefficients);
+    return attended + (b->ls2 ? b->ls2->forward(out.output) : out.output);
+  }
+
   std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t index) override {
     auto b = block(index);
     if (b->router_mlp) return {b->router_mlp->forward(b->norm2->forward(attended)).coefficients};

@@ -47,6 +47,14 @@ class TokenBackbone {
   /// The coefficients of block `block`'s μMoE MLP for attention_residual's output: per expert
   /// mode [B, T, N_e] (token 0 is the class token when the ViT has one).
   virtual std::vector<torch::Tensor> mlp_coefficients(const torch::Tensor& attended, int64_t block) = 0;
+  /// mlp_residual(attended, block) and, into `coefficients`, what mlp_coefficients gives — from one
+  /// pass, the gates computed once (what a forward that keeps every layer's coefficients needs).
+  /// The default computes them twice; backbones with μMoE MLPs override it.
+  virtual torch::Tensor mlp_residual_keeping(const torch::Tensor& attended, int64_t block,
+                                             std::vector<torch::Tensor>& coefficients) {
+    coefficients = mlp_coefficients(attended, block);
+    return mlp_residual(attended, block);
+  }
   /// The stream after the last block → features [B, D] (final norm, pooling, fc_norm).
   virtual torch::Tensor pool(const torch::Tensor& stream) = 0;
   /// True when pool() reads the class token alone (token 0): after the last block nothing else
