@@ -39,6 +39,10 @@ done
 "$studio" --screenshot "$out/vit-block-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
   --layer blocks.3.mlp "$demo/vit-blocks-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
 [[ -s $out/vit-block-gallery.png ]] || { echo "screenshots.sh: no $out/vit-block-gallery.png" >&2; exit 1; }
+# Demo 5: the μMoE MLP-Mixer's last channel-mixing layer (each image's strongest patch outlined).
+"$studio" --screenshot "$out/mixer-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
+  --layer mixer_blocks.3.1.fn "$demo/mixer-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+[[ -s $out/mixer-gallery.png ]] || { echo "screenshots.sh: no $out/mixer-gallery.png" >&2; exit 1; }
 # File ▸ Model Options (rendered by the UI test that exercises it).
 if [[ -x $build/tests/ui/ui_tests ]]; then
   MUMOE_SCREENSHOT_DIR="$PWD/$out" "$build/tests/ui/ui_tests" >/dev/null 2>&1 || true

@@ -120,6 +120,7 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   });
   connect(table_, &QWidget::customContextMenuRequested, this, &ExpertsPage::contextMenu);
   connect(gallery_, &GalleryView::ablateRequested, this, [this](qint64 expert) { Q_EMIT ablateRequested({expert}); });
+  connect(gallery_, &GalleryView::expertChosen, this, [this](qint64 expert) { selectExpert(expert); });
   connect(proxy_, &QAbstractItemModel::modelReset, this, [this] { updateSummary(); });
   connect(proxy_, &QAbstractItemModel::rowsInserted, this, [this] { updateSummary(); });
   connect(proxy_, &QAbstractItemModel::rowsRemoved, this, [this] { updateSummary(); });

@@ -84,6 +84,7 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   list_->setStyleSheet(QStringLiteral("QListView { background: #2b2b2b; }"));
 
   detail_ = new SampleDetail;
+  connect(detail_, &SampleDetail::expertClicked, this, &GalleryView::expertChosen);
   auto* splitter = new QSplitter(Qt::Horizontal);
   splitter->setObjectName(QStringLiteral("gallerySplitter"));
   splitter->addWidget(list_);

@@ -53,6 +53,8 @@ class GalleryView : public QWidget {
   void sampleActivated(qint64 sample);
   void ablateRequested(qint64 expert);
   void exportRequested();
+  /// A bar of the sample's coefficient chart was clicked: the page selects that expert.
+  void expertChosen(qint64 expert);
 
  private:
   void contextMenu(const QPoint& pos);

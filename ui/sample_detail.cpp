@@ -99,7 +99,11 @@ void SampleDetail::setCoefficients(qint64 sample, const QVector<double>& coeffic
   series->append(others);
   series->append(mine);
   series->setBarWidth(0.8);
+  connect(series, &QAbstractBarSeries::clicked, this, [this](int index, QBarSet*) {
+    if (index >= 0 && index < bars_.size()) Q_EMIT expertClicked(bars_[index].first);
+  });
   chart_->addSeries(series);
+  view_->setToolTip(tr("Click a bar to open that expert"));
   auto* x = new QBarCategoryAxis;
   x->append(categories);
   if (categories.size() > 8) x->setLabelsAngle(-90);

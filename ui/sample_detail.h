@@ -1,6 +1,6 @@
 // SampleDetail: one gallery sample enlarged — the image at a readable size, its label,
 // prediction and coefficient, and its full coefficient vector as a small bar chart (the experts
-// with a_n > 0; the gallery's expert highlighted).
+// with a_n > 0; the gallery's expert highlighted). Clicking a bar opens that expert.
 #pragma once
 
 #include <QImage>
@@ -31,6 +31,10 @@ class SampleDetail : public QWidget {
   /// (expert, a_n) of the bars shown.
   QVector<QPair<qint64, double>> bars() const { return bars_; }
   QChartView* chartView() const { return view_; }
+
+ Q_SIGNALS:
+  /// A bar of the coefficient chart was clicked: open that expert.
+  void expertClicked(qint64 expert);
 
  private:
   QLabel* image_ = nullptr;

@@ -148,6 +148,21 @@ bool is_vit_block_layer(const AnalysisCliOptions& o) {
   return analysis::names_vit_block(session);
 }
 
+std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
+  catch_interrupts();
+  o.session.model_path = o.model.model;
+  o.session.overrides = o.model.overrides();
+  analysis::LayerAnalysisOptions layer;
+  layer.max_images = block.max_images;
+  return analysis::LayerAnalysis::open(
+      o.session, layer,
+      [&](const analysis::ExtractionProgress& p) {
+        return report_progress("reading samples", p.samples_done, p.samples_total, p.elapsed_seconds, p.eta_seconds,
+                               o.quiet);
+      },
+      open_steps(o, o.session.cache_path));
+}
+
 std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
   catch_interrupts();
   o.session.model_path = o.model.model;

@@ -9,6 +9,7 @@
 
 #include "analysis/analysis_session.h"
 #include "analysis/text_analysis_session.h"
+#include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
 #include "io/file_checks.h"
 #include "model_options.h"
@@ -68,6 +69,9 @@ bool is_vit_block_layer(const AnalysisCliOptions& options);
 
 /// Opens that block's analysis with the baseline pass's progress on stderr (SIGINT cancels,
 /// exit 130).
+/// The layer analysis options name (analysis/layer_analysis.h), whatever its place: a head's
+/// extraction or a backbone layer's baseline pass, with progress on stderr and the cache's steps.
+std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions& options, const BlockCliOptions& block);
 std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& options,
                                                                     const BlockCliOptions& block);
 

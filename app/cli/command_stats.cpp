@@ -58,21 +58,16 @@ int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, c
 }
 
 int run_stats(StatsOptions& o) {
-  if (is_vit_block_layer(o.analysis)) {
-    if (o.analysis.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
-    if (o.mode != 0) throw UsageError(o.analysis.session.layer + " has one expert mode (0), not " + std::to_string(o.mode));
-    auto block = open_vit_block_analysis(o.analysis, o.block);
+  auto a = open_layer_analysis(o.analysis, o.block);
+  const auto answer = a->statistics(o.mode, o.threshold);
+  nlohmann::json extra = {{"layer", a->layer_name()}, {"from_cache", answer.from_cache}, {"seconds", answer.seconds}};
+  if (a->block()) {  // a backbone layer: its samples are images, each counted by its strongest row
+    extra["images"] = a->samples();
     if (!o.analysis.json)
-      std::cout << block->layer_name() << ": " << block->samples()
-                << " images, each counted by its strongest patch for an expert\n";
-    return print_statistics(o, block->statistics(o.threshold), block->class_names(),
-                            {{"layer", block->layer_name()}, {"images", block->samples()}, {"from_cache", false}});
+      std::cout << a->layer_name() << ": " << a->samples() << " images, each counted by its strongest "
+                << (a->block()->rows_are_patches() ? "patch" : "channel") << " for an expert\n";
   }
-  if (o.block.max_images != 0) throw UsageError("--max-images is for a backbone μMoE layer (--layer blocks.L.mlp, mixer_blocks.…)");
-  auto session = open_analysis(o.analysis);
-  const auto answer = session->statistics(o.mode, o.threshold);
-  return print_statistics(o, answer.value, session->class_names(),
-                          {{"from_cache", answer.from_cache}, {"seconds", answer.seconds}});
+  return print_statistics(o, answer.value, a->class_names(), extra);
 }
 
 }  // namespace

@@ -33,7 +33,25 @@ cv::Mat tile_image(const SampleImage& image, int size) {
   return out;
 }
 
-void outlined_text(cv::Mat& canvas, const std::string& text, cv::Point at, double scale, const cv::Scalar& colour) {
+// OpenCV's Hershey fonts draw ASCII only and a '?' for every other byte: a middle dot becomes a
+// hyphen, any other character outside ASCII one '?' (not one per UTF-8 byte).
+std::string hershey_text(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x80) {
+      out += text[i++];
+      continue;
+    }
+    const size_t length = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
+    out += text.compare(i, 2, "\xC2\xB7") == 0 ? '-' : '?';
+    i += length;
+  }
+  return out;
+}
+
+void outlined_text(cv::Mat& canvas, const std::string& utf8, cv::Point at, double scale, const cv::Scalar& colour) {
+  const auto text = hershey_text(utf8);
   cv::putText(canvas, text, at, cv::FONT_HERSHEY_SIMPLEX, scale, cv::Scalar(0, 0, 0), 3, cv::LINE_AA);
   cv::putText(canvas, text, at, cv::FONT_HERSHEY_SIMPLEX, scale, colour, 1, cv::LINE_AA);
 }

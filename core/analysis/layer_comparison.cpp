@@ -140,20 +140,23 @@ double measured_block_microseconds(const model::ModelLayer& layer, int64_t token
 LayerComparison compare_block(const SessionOptions& options, const ComparisonCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
-  const auto& layer = file.layer(options.layer);
   auto block = VitBlockAnalysis::open(options, {}, [&](int64_t done, int64_t total) {
-    return !progress || progress("Images through the ViT", done, total, 0);
+    return !progress || progress("Images through the backbone", done, total, 0);
   });
+  // The layer analysed ("" names a Linear-head Mixer's last μMoE layer).
+  const auto& layer = file.layer(block->layer_name());
   LayerComparison row;
   row.model_path = options.model_path;
   row.data_spec = options.data_spec;
-  row.layer = options.layer;
+  row.layer = block->layer_name();
   row.family = layer.family();
   row.gate = layer.is_router() ? nn::to_string(layer.router->router) : nn::to_string(layer.config.gate_activation);
   row.experts = layer.experts();
   row.parameters = layer.parameter_count();
   row.samples = block->samples();
-  const int64_t tokens_per_image = block->patches() + block->prefix_tokens();
+  // Rows per image the layer processes: tokens (a ViT block, a Mixer's channel mixing), or
+  // channels (a Mixer's token mixing).
+  const int64_t tokens_per_image = block->coefficient_rows();
   row.tokens = row.samples * tokens_per_image;
   row.accuracy = block->accuracy_before().overall;
   const auto sweep = block->sweep(AblationMethod::Sparse, [&](int64_t done, int64_t total) {

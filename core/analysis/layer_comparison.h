@@ -63,7 +63,7 @@ struct LayerComparison {
   double seconds = 0;       ///< this call
 };
 
-/// Called with the step ("Extracting", "Images through the ViT", "Sweep"), its progress and an ETA (0 = unknown);
+/// Called with the step ("Extracting", "Images through the backbone", "Sweep"), its progress and an ETA (0 = unknown);
 /// return false to cancel (Cancelled is thrown; what was stored stays valid).
 using ComparisonCallback = std::function<bool(const std::string& step, int64_t done, int64_t total, double eta_seconds)>;
 

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
 #include "cli_runner.h"
 #include "data/dataset.h"
@@ -228,4 +229,39 @@ TEST(MlpMixer, CommandsWorkOnTheMixer) {
   expect_close(written.read("logits"), expected.at("logits"), "predicted logits");
   for (const auto* name : {"mixer_blocks.1.0.fn.1", "mixer_blocks.1.1.fn"})
     expect_close(written.read(name), expected.at(std::string("coefficients ") + name), name);
+}
+
+// The one entry point for image layers (analysis/layer_analysis.h): a Mixer's backbone layer
+// answers as the block analysis does; its Linear head is refused naming the layers to analyse.
+TEST(MlpMixer, LayerAnalysisOpensTheMixersLayers) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, mm::fixture("(1,)"));
+  analysis::SessionOptions options;
+  options.model_path = dir.file("mixer.pth");
+  options.data_spec = "folder:" + dir.file("img");
+  options.cache_path = dir.file("cache.sqlite");
+  auto a = analysis::LayerAnalysis::open(options);  // no layer named: the last μMoE layer
+  ASSERT_NE(a->block(), nullptr);
+  EXPECT_EQ(a->session(), nullptr);
+  EXPECT_FALSE(a->cached());
+  EXPECT_EQ(a->layer_name(), "mixer_blocks.1.1.fn");
+  EXPECT_EQ(a->expert_dims(), std::vector<int64_t>{6});
+  EXPECT_EQ(a->samples(), 24);
+  const auto classifier = model::ClassifierModel::load(model::ModelFile::load(options.model_path));
+  analysis::VitBlockAnalysis direct(classifier, data::load_dataset(options.data_spec), 3);
+  const auto via = a->statistics(0, 0.2).value;
+  const auto wanted = direct.statistics(0.2);
+  ASSERT_EQ(via.experts.size(), wanted.experts.size());
+  for (size_t n = 0; n < via.experts.size(); ++n) EXPECT_EQ(via.experts[n].load, wanted.experts[n].load);
+  EXPECT_EQ(a->ablate(0, {1}, analysis::AblationMethod::Sparse).value.changed_predictions,
+            direct.ablate({1}, analysis::AblationMethod::Naive).changed_predictions);
+  EXPECT_THROW(a->statistics(1, 0.5), UsageError);  // one expert mode
+  options.layer = "head";
+  try {
+    analysis::LayerAnalysis::open(options);
+    ADD_FAILURE() << "the Linear head was analysed";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("mixer_blocks.1.0.fn.1"), std::string::npos) << e.what();
+  }
 }

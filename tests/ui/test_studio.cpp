@@ -4,6 +4,8 @@
 // the table and read the chart's bars, compare them with the core's answer, time the cached and
 // the fresh answers, export, cancel a running extraction, and report bad input without crashing.
 #include <QAbstractItemModelTester>
+#include <QAbstractBarSeries>
+#include <QBarSet>
 #include <QChartView>
 #include <QCheckBox>
 #include <QFile>
@@ -135,6 +137,21 @@ class StudioTest : public QObject {
         QVERIFY(qAbs(value - model->index(1).data(ui::GalleryModel::CoefficientRole).toDouble()) < 1e-9);
       }
     QVERIFY(found);
+
+    // Clicking another expert's bar opens that expert (its row selected, its gallery shown).
+    int other = -1;
+    for (int i = 0; i < bars.size(); ++i)
+      if (bars[i].first != expert_) other = i;
+    if (other >= 0) {
+      const auto series = gallery->detail()->chartView()->chart()->series();
+      QCOMPARE(series.size(), 1);
+      auto* bar_series = qobject_cast<QAbstractBarSeries*>(series.front());
+      QVERIFY(bar_series);
+      Q_EMIT bar_series->clicked(other, bar_series->barSets().front());
+      QCOMPARE(page->currentExpert(), bars[other].first);
+      QCOMPARE(gallery->expert(), bars[other].first);
+      QVERIFY(page->selectExpert(expert_));
+    }
   }
 
   // Filtering the table keeps the gallery on the highlighted row's expert: the selected one while

@@ -1,0 +1,102 @@
+#include "analysis/layer_analysis.h"
+
+#include <chrono>
+
+#include "io/errors.h"
+
+namespace mumoe::analysis {
+namespace {
+
+template <typename F>
+auto timed(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  Answer<decltype(f())> answer{f(), false, 0};
+  answer.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return answer;
+}
+
+// A head or bare layer: the cached session answers as it is.
+class HeadAnalysis final : public LayerAnalysis {
+ public:
+  explicit HeadAnalysis(std::unique_ptr<AnalysisSession> session) : session_(std::move(session)) {}
+  std::string layer_name() const override { return session_->layer_name(); }
+  const std::vector<std::string>& class_names() const override { return session_->class_names(); }
+  std::vector<int64_t> expert_dims() const override { return session_->expert_dims(); }
+  int64_t samples() const override { return session_->sample_count(); }
+  ClassAccuracy accuracy() override { return session_->accuracy(); }
+  bool cached() const override { return true; }
+  Answer<ModeStatistics> statistics(int64_t mode, double threshold) override { return session_->statistics(mode, threshold); }
+  Answer<Gallery> gallery(const GalleryRequest& request) override { return session_->gallery(request); }
+  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) override {
+    return session_->ablate(mode, experts, method);
+  }
+  Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool recompute) override {
+    return session_->sweep(mode, method, progress, recompute);
+  }
+  AnalysisSession* session() override { return session_.get(); }
+
+ private:
+  std::unique_ptr<AnalysisSession> session_;
+};
+
+// A μMoE or router layer inside a ViT or Mixer: one expert mode, nothing cached.
+class BackboneLayerAnalysis final : public LayerAnalysis {
+ public:
+  explicit BackboneLayerAnalysis(std::unique_ptr<VitBlockAnalysis> block) : block_(std::move(block)) {}
+  std::string layer_name() const override { return block_->layer_name(); }
+  const std::vector<std::string>& class_names() const override { return block_->class_names(); }
+  std::vector<int64_t> expert_dims() const override { return {block_->experts()}; }
+  int64_t samples() const override { return block_->samples(); }
+  ClassAccuracy accuracy() override { return block_->accuracy_before(); }
+  bool cached() const override { return false; }
+  Answer<ModeStatistics> statistics(int64_t mode, double threshold) override {
+    check_mode(mode);
+    return timed([&] { return block_->statistics(threshold); });
+  }
+  Answer<Gallery> gallery(const GalleryRequest& request) override {
+    return timed([&] { return block_->gallery(request); });
+  }
+  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) override {
+    check_mode(mode);
+    return timed([&] { return block_->ablate(experts, method); });
+  }
+  Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool) override {
+    check_mode(mode);
+    return timed([&] { return block_->sweep(method, progress); });
+  }
+  VitBlockAnalysis* block() override { return block_.get(); }
+
+ private:
+  void check_mode(int64_t mode) const {
+    if (mode != 0) throw UsageError(block_->layer_name() + " has one expert mode (0), not " + std::to_string(mode));
+  }
+  std::unique_ptr<VitBlockAnalysis> block_;
+};
+
+}  // namespace
+
+std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options, const LayerAnalysisOptions& layer,
+                                                   const ExtractionCallback& progress, const OpenSteps& steps) {
+  if (names_vit_block(options)) {
+    // Checked before the baseline pass, which takes a while.
+    if (steps.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
+    VitBlockOptions block;
+    block.limit = layer.max_images;
+    block.fit_in_memory = layer.fit_in_memory;
+    const auto start = std::chrono::steady_clock::now();
+    return std::make_unique<BackboneLayerAnalysis>(VitBlockAnalysis::open(options, block, [&](int64_t done, int64_t total) {
+      if (!progress) return true;
+      ExtractionProgress p;
+      p.samples_done = done;
+      p.samples_total = total;
+      p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      p.eta_seconds = done > 0 ? p.elapsed_seconds / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+      return progress(p);
+    }));
+  }
+  if (layer.max_images != 0)
+    throw UsageError("--max-images is for a μMoE layer inside a ViT or MLP-Mixer (--layer blocks.L.mlp, mixer_blocks.…)");
+  return std::make_unique<HeadAnalysis>(AnalysisSession::open_extracted(options, progress, nullptr, steps));
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,67 @@
+// One entry point for the expert analysis of an image classifier's layer, whatever the layer's
+// place: the head or a bare layer (AnalysisSession: coefficients extracted into the SQLite cache,
+// answers kept there), or a μMoE/router layer inside a ViT or MLP-Mixer backbone
+// (VitBlockAnalysis: one float64 baseline pass keeping the stream the layer reads, recomputed at
+// each open). Callers — the CLI's stats, gallery and ablate, `compare` — ask the same questions
+// without choosing between the two; a new kind of layer is one more implementation here.
+//
+// Language models answer other questions (token galleries, next-token loss) and keep their own
+// entry point (TextAnalysisSession); is_gpt_model_file tells them apart.
+//
+// This header is torch-free, so the CLI commands that use it compile without LibTorch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis_session.h"
+#include "analysis/answer.h"
+#include "analysis/progress.h"
+#include "analysis/vit_block_analysis.h"
+
+namespace mumoe::analysis {
+
+struct LayerAnalysisOptions {
+  /// A backbone layer: analyse the first N images (0 = all).
+  int64_t max_images = 0;
+  /// A backbone layer: when the kept streams of every image would not fit in memory, analyse the
+  /// first images that do instead of refusing (the GUI's choice).
+  bool fit_in_memory = false;
+};
+
+class LayerAnalysis {
+ public:
+  /// Opens options.model_path on options.data_spec for options.layer ("" = the model's own
+  /// choice: a classifier's head, or a Linear-head Mixer's last μMoE layer), extracting what the
+  /// cache lacks (a head) or running the baseline pass (a backbone layer); `progress` reports
+  /// samples done and may cancel (Cancelled); `steps` are the cache's (a head only).
+  static std::unique_ptr<LayerAnalysis> open(const SessionOptions& options, const LayerAnalysisOptions& layer = {},
+                                             const ExtractionCallback& progress = {}, const OpenSteps& steps = {});
+  virtual ~LayerAnalysis() = default;
+
+  virtual std::string layer_name() const = 0;
+  /// The model's label names, else the data's, else class indices.
+  virtual const std::vector<std::string>& class_names() const = 0;
+  virtual std::vector<int64_t> expert_dims() const = 0;
+  /// The samples analysed (images of a backbone layer: maybe fewer than the data's).
+  virtual int64_t samples() const = 0;
+  virtual ClassAccuracy accuracy() = 0;
+  /// True when answers are kept in the analysis cache (a head or bare layer); a backbone layer's
+  /// are computed afresh at each open.
+  virtual bool cached() const = 0;
+
+  virtual Answer<ModeStatistics> statistics(int64_t mode, double threshold) = 0;
+  virtual Answer<Gallery> gallery(const GalleryRequest& request) = 0;
+  virtual Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) = 0;
+  /// Every expert of `mode` removed in turn; `progress` (experts done, total) may cancel.
+  virtual Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {},
+                                     bool recompute = false) = 0;
+
+  /// What only one kind has: the backbone layer's patch grid and images, or the head's cache.
+  virtual VitBlockAnalysis* block() { return nullptr; }
+  virtual AnalysisSession* session() { return nullptr; }
+};
+
+}  // namespace mumoe::analysis
