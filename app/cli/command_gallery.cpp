@@ -18,9 +18,6 @@
 #include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
-#ifdef MUMOE_WITH_OPENCV
-#include "analysis/contact_sheet.h"
-#endif
 
 namespace mumoe::cli {
 namespace {
@@ -41,14 +38,6 @@ std::string two_decimals(double v) {
   std::ostringstream s;
   s << std::fixed << std::setprecision(2) << v;
   return s.str();
-}
-
-void write_png(const analysis::AnalysisSession& session, const analysis::Gallery& g, const std::string& path) {
-#ifdef MUMOE_WITH_OPENCV
-  analysis::write_gallery_sheet(path, session, g);
-#else
-  throw UsageError("this build has no OpenCV: PNG galleries are not available");
-#endif
 }
 
 int run_text_gallery(GalleryOptions& o) {
@@ -76,27 +65,31 @@ int run_text_gallery(GalleryOptions& o) {
   return kSuccess;
 }
 
-int run_block_gallery(GalleryOptions& o) {
-  // What the block path does not do is refused, not ignored.
-  if (!o.analysis.session.gallery_images.empty()) throw UsageError("--images is for feature data, not a backbone layer");
-  if (o.analysis.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
+int run_gallery(GalleryOptions& o) {
+  io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
+  if (is_text_model(o.analysis)) {
+    o.request.order = o.top ? analysis::GalleryOrder::Top
+                            : analysis::parse_gallery_order(o.order.empty() ? std::string("random") : o.order);
+    return run_text_gallery(o);
+  }
 #ifndef MUMOE_WITH_OPENCV
   if (!o.output.empty()) throw UsageError("this build has no OpenCV: PNG galleries are not available");
 #endif
-  // Checked before the baseline pass, which takes a while.
-  if (o.request.mode != 0) throw UsageError("a backbone μMoE layer has its galleries in mode 0");
   if (o.request.count <= 0) throw UsageError("a gallery needs a positive sample count");
-  // A block's default order is top: its images' strongest-patch coefficients rarely reach the
-  // random draw's threshold.
-  o.request.order = o.top || o.order.empty() ? analysis::GalleryOrder::Top : analysis::parse_gallery_order(o.order);
-  auto a = open_vit_block_analysis(o.analysis, o.block);
-  const auto g = a->gallery(o.request);
+  auto a = open_layer_analysis(o.analysis, o.block);
+  auto* block = a->block();  // a backbone layer: images, each by its strongest patch (or channel)
+  // A backbone layer's default order is top: its images' strongest-patch coefficients rarely reach
+  // the random draw's threshold.
+  const auto default_order = block ? analysis::GalleryOrder::Top : analysis::GalleryOrder::Random;
+  o.request.order = o.top ? analysis::GalleryOrder::Top : o.order.empty() ? default_order : analysis::parse_gallery_order(o.order);
+  const auto answer = a->gallery(o.request);
+  const auto& g = answer.value;
   auto name = [&](int64_t label) {
     return label >= 0 && label < static_cast<int64_t>(a->class_names().size()) ? a->class_names()[label]
                                                                                : "class " + std::to_string(label);
   };
   if (!o.output.empty()) {
-    if (g.items.empty())
+    if (block && g.items.empty())
       throw UsageError("expert " + std::to_string(o.request.expert) + " of " + a->layer_name() +
                        (o.request.order == analysis::GalleryOrder::Top
                             ? " gives no patch (or channel) of these " + std::to_string(a->samples()) +
@@ -104,73 +97,52 @@ int run_block_gallery(GalleryOptions& o) {
                             : " reaches a >= " + two_decimals(o.request.threshold) + " in no patch of these " +
                                   std::to_string(a->samples()) + " images (try --order top or a lower --threshold)") +
                        ": no sheet to draw");
-#ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(o.output, *a, g);
-#endif
+    a->write_gallery_sheet(o.output, g);
   }
   if (o.analysis.json) {
     auto j = analysis::to_json(g);
     for (auto& item : j["items"]) {
-      if (a->rows_are_patches()) {
+      if (block && block->rows_are_patches()) {
         const auto patch = item["patch"].get<int64_t>();
-        item["row"] = patch / a->grid();
-        item["column"] = patch % a->grid();
-      } else {  // a Mixer's token mixing: the strongest channel, no place in the image
-        item["channel"] = a->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
+        item["row"] = patch / block->grid();
+        item["column"] = patch % block->grid();
+      } else if (block) {  // a Mixer's token mixing: the strongest channel, no place in the image
+        item["channel"] = block->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
       }
       item["class_name"] = name(item["label"].get<int64_t>());
     }
     j["model"] = o.analysis.model.model;
     j["data"] = o.analysis.session.data_spec;
     j["layer"] = a->layer_name();
-    j["images"] = a->samples();
-    j["patch_grid"] = a->grid();
-    if (!o.output.empty()) j["output"] = o.output;
-    std::cout << json_text(j) << "\n";
-    return kSuccess;
-  }
-  std::cout << a->layer_name() << ", expert " << o.request.expert << ": " << g.items.size() << " of " << g.eligible
-            << " images ("
-            << (o.request.order == analysis::GalleryOrder::Top
-                    ? "largest strongest-patch a_n"
-                    : "random with a patch of a_n >= " + two_decimals(o.request.threshold))
-            << ", " << a->samples() << " images)\n";
-  for (const auto& item : g.items) {
-    std::cout << "  sample " << std::setw(6) << item.sample;
-    if (a->rows_are_patches())
-      std::cout << "  patch (" << item.patch / a->grid() << ", " << item.patch % a->grid() << ")";
-    else
-      std::cout << "  channel " << a->strongest_row(item.sample, o.request.expert);
-    std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
-  }
-  if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
-  return kSuccess;
-}
-
-int run_gallery(GalleryOptions& o) {
-  io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
-  if (is_vit_block_layer(o.analysis)) return run_block_gallery(o);
-  o.request.order = o.top ? analysis::GalleryOrder::Top
-                          : analysis::parse_gallery_order(o.order.empty() ? std::string("random") : o.order);
-  if (is_text_model(o.analysis)) return run_text_gallery(o);
-  auto session = open_analysis(o.analysis);
-  const auto answer = session->gallery(o.request);
-  const auto& g = answer.value;
-  if (!o.output.empty()) write_png(*session, g, o.output);
-  if (o.analysis.json) {
-    auto j = analysis::to_json(g);
-    for (auto& item : j["items"]) item["class_name"] = class_name(*session, item["label"].get<int64_t>());
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
+    if (block) {
+      j["images"] = a->samples();
+      j["patch_grid"] = block->grid();
+    }
     if (!o.output.empty()) j["output"] = o.output;
     std::cout << json_text(j) << "\n";
     return kSuccess;
   }
-  std::cout << "expert " << g.request.expert << " (mode " << g.request.mode << "): " << g.items.size() << " of "
-            << g.eligible << " eligible samples\n";
-  for (const auto& item : g.items)
-    std::cout << "  sample " << std::setw(6) << item.sample << "  a = " << two_decimals(item.coefficient) << "  "
-              << io::printable(class_name(*session, item.label)) << "\n";
+  if (block) {
+    std::cout << a->layer_name() << ", expert " << o.request.expert << ": " << g.items.size() << " of " << g.eligible
+              << " images ("
+              << (o.request.order == analysis::GalleryOrder::Top
+                      ? "largest strongest-patch a_n"
+                      : "random with a patch of a_n >= " + two_decimals(o.request.threshold))
+              << ", " << a->samples() << " images)\n";
+  } else {
+    std::cout << "expert " << g.request.expert << " (mode " << g.request.mode << "): " << g.items.size() << " of "
+              << g.eligible << " eligible samples\n";
+  }
+  for (const auto& item : g.items) {
+    std::cout << "  sample " << std::setw(6) << item.sample;
+    if (block && block->rows_are_patches())
+      std::cout << "  patch (" << item.patch / block->grid() << ", " << item.patch % block->grid() << ")";
+    else if (block)
+      std::cout << "  channel " << block->strongest_row(item.sample, o.request.expert);
+    std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
+  }
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
 }

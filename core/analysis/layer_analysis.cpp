@@ -3,9 +3,16 @@
 #include <chrono>
 
 #include "io/errors.h"
+#ifdef MUMOE_WITH_OPENCV
+#include "analysis/contact_sheet.h"
+#endif
 
 namespace mumoe::analysis {
 namespace {
+
+[[maybe_unused]] void no_sheets() {
+  throw UsageError("this build has no OpenCV: PNG galleries are not available");
+}
 
 template <typename F>
 auto timed(F&& f) {
@@ -32,6 +39,13 @@ class HeadAnalysis final : public LayerAnalysis {
   }
   Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool recompute) override {
     return session_->sweep(mode, method, progress, recompute);
+  }
+  void write_gallery_sheet(const std::string& path, const Gallery& gallery) override {
+#ifdef MUMOE_WITH_OPENCV
+    analysis::write_gallery_sheet(path, *session_, gallery);
+#else
+    no_sheets();
+#endif
   }
   AnalysisSession* session() override { return session_.get(); }
 
@@ -64,6 +78,13 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
     check_mode(mode);
     return timed([&] { return block_->sweep(method, progress); });
   }
+  void write_gallery_sheet(const std::string& path, const Gallery& gallery) override {
+#ifdef MUMOE_WITH_OPENCV
+    analysis::write_gallery_sheet(path, *block_, gallery);
+#else
+    no_sheets();
+#endif
+  }
   VitBlockAnalysis* block() override { return block_.get(); }
 
  private:
@@ -80,6 +101,7 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
   if (names_vit_block(options)) {
     // Checked before the baseline pass, which takes a while.
     if (steps.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
+    if (!options.gallery_images.empty()) throw UsageError("--images is for feature data, not a backbone layer");
     VitBlockOptions block;
     block.limit = layer.max_images;
     block.fit_in_memory = layer.fit_in_memory;

@@ -59,6 +59,11 @@ class LayerAnalysis {
   virtual Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {},
                                      bool recompute = false) = 0;
 
+  /// Writes `gallery` as a PNG contact sheet (label and coefficient on each tile; a backbone
+  /// layer's tiles outline their patch), atomically. Throws UsageError when this build has no
+  /// OpenCV or the samples have no images (a feature file without gallery images).
+  virtual void write_gallery_sheet(const std::string& path, const Gallery& gallery) = 0;
+
   /// What only one kind has: the backbone layer's patch grid and images, or the head's cache.
   virtual VitBlockAnalysis* block() { return nullptr; }
   virtual AnalysisSession* session() { return nullptr; }
