@@ -138,14 +138,7 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
 
 void BlockCliOptions::add_to(CLI::App* app) {
   app->add_option("--max-images", max_images,
-                  "ViT block MLPs (--layer blocks.L.mlp): analyse the first N images of --data (default 0 = all)");
-}
-
-bool is_vit_block_layer(const AnalysisCliOptions& o) {
-  auto session = o.session;
-  session.model_path = o.model.model;
-  session.overrides = o.model.overrides();
-  return analysis::names_vit_block(session);
+                  "μMoE layers inside a ViT or MLP-Mixer (--layer blocks.L.mlp, mixer_blocks.…): analyse the first N images of --data (default 0 = all)");
 }
 
 std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
@@ -161,19 +154,6 @@ std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions&
                                o.quiet);
       },
       open_steps(o, o.session.cache_path));
-}
-
-std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& o, const BlockCliOptions& block) {
-  catch_interrupts();
-  o.session.model_path = o.model.model;
-  o.session.overrides = o.model.overrides();
-  const auto start = std::chrono::steady_clock::now();
-  analysis::VitBlockOptions options;
-  options.limit = block.max_images;
-  return analysis::VitBlockAnalysis::open(o.session, options, [&](int64_t done, int64_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_progress("baseline pass (images)", done, total, elapsed, elapsed / done * (total - done), o.quiet);
-  });
 }
 
 }  // namespace mumoe::cli

@@ -64,15 +64,9 @@ struct BlockCliOptions {
   void add_to(CLI::App* app);
 };
 
-/// True when --layer names a ViT block's μMoE MLP ("blocks.L.mlp"): the block path.
-bool is_vit_block_layer(const AnalysisCliOptions& options);
-
-/// Opens that block's analysis with the baseline pass's progress on stderr (SIGINT cancels,
-/// exit 130).
-/// The layer analysis options name (analysis/layer_analysis.h), whatever its place: a head's
-/// extraction or a backbone layer's baseline pass, with progress on stderr and the cache's steps.
+/// The layer the options name (analysis/layer_analysis.h), whatever its place: a head's extraction
+/// or a backbone layer's baseline pass, with progress on stderr (SIGINT cancels, exit 130) and the
+/// cache's steps (warnings, --recompute).
 std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions& options, const BlockCliOptions& block);
-std::unique_ptr<analysis::VitBlockAnalysis> open_vit_block_analysis(AnalysisCliOptions& options,
-                                                                    const BlockCliOptions& block);
 
 }  // namespace mumoe::cli

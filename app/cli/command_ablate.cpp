@@ -97,9 +97,8 @@ std::string block_class_name(const analysis::VitBlockAnalysis& a, size_t c) {
   return c < a.class_names().size() ? a.class_names()[c] : "class " + std::to_string(c);
 }
 
-int run_block_ablate(AblateOptions& o, analysis::AblationMethod method) {
+int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis::VitBlockAnalysis* a) {
   if (o.mode != 0) throw UsageError("a backbone μMoE layer is ablated in its first expert mode (--mode 0)");
-  auto a = open_vit_block_analysis(o.analysis, o.block);
   const auto& before = a->accuracy_before();
   const auto start = std::chrono::steady_clock::now();
   std::vector<analysis::AblationOutcome> outcomes;
@@ -172,8 +171,11 @@ int run_ablate(AblateOptions& o) {
   if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
   const auto method = analysis::parse_ablation_method(o.method);
   if (is_text_model(o.analysis)) return run_text_ablate(o, method);
-  if (is_vit_block_layer(o.analysis)) return run_block_ablate(o, method);
-  auto session = open_analysis(o.analysis);
+  // One entry point opens the layer wherever it is (analysis/layer_analysis.h); a backbone
+  // layer's report names images and patches, a head's the cache.
+  auto layer = open_layer_analysis(o.analysis, o.block);
+  if (auto* block = layer->block()) return run_block_ablate(o, method, block);
+  auto* session = layer->session();
   const auto before = session->accuracy();
   nlohmann::json j = {{"model", o.analysis.session.model_path},
                       {"data", o.analysis.session.data_spec},
