@@ -186,7 +186,8 @@ void ExpertsPage::updateSummary() {
 void ExpertsPage::reselectAfterFilter(qint64 expert) {
   const int sourceRow = expert >= 0 ? model_->rowOfExpert(expert) : -1;
   QModelIndex index = sourceRow >= 0 ? proxy_->mapFromSource(model_->index(sourceRow, 0)) : QModelIndex();
-  if (!index.isValid() && proxy_->rowCount() > 0) index = proxy_->index(0, 0);
+  // The first row shown stands in only for an expert the filter hid, not for no selection.
+  if (!index.isValid() && expert >= 0 && proxy_->rowCount() > 0) index = proxy_->index(0, 0);
   auto* selection = table_->selectionModel();
   if (index.isValid()) {
     selection->setCurrentIndex(index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);

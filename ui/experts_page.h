@@ -73,7 +73,7 @@ class ExpertsPage : public QWidget {
 
  private:
   /// After the filter changed: `expert` (the one selected before) again if still shown, else the
-  /// first row shown, else none; the gallery follows.
+  /// first row shown (none when none was selected); the gallery follows.
   void reselectAfterFilter(qint64 expert);
   void contextMenu(const QPoint& pos);
   void updateSummary();

@@ -8,7 +8,7 @@
 #include <exception>
 
 #include "analysis/analysis_session.h"
-#include "analysis/contact_sheet.h"
+#include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
 #include "io/errors.h"
 #include "thumbnail_store.h"
@@ -16,22 +16,16 @@
 
 namespace mumoe::ui {
 
-using analysis::AnalysisSession;
-using analysis::VitBlockAnalysis;
 
-/// The session, touched on the worker thread only (jobs run one at a time, in order): a head's
-/// AnalysisSession, or a ViT block's VitBlockAnalysis.
+/// The layer analysis, touched on the worker thread only (jobs run one at a time, in order):
+/// a head's cached session or a backbone layer's, behind one interface (analysis/layer_analysis.h).
 struct SessionController::Slot {
-  std::unique_ptr<AnalysisSession> session;
-  std::unique_ptr<VitBlockAnalysis> block;
-  AnalysisSession& get() {
-    if (!session) throw UsageError("no analysis session is open");
-    return *session;
+  std::unique_ptr<analysis::LayerAnalysis> analysis;
+  analysis::LayerAnalysis& get() {
+    if (!analysis) throw UsageError("no analysis session is open");
+    return *analysis;
   }
-  void reset() {
-    session.reset();
-    block.reset();
-  }
+  void reset() { analysis.reset(); }
 };
 
 namespace {
@@ -47,10 +41,6 @@ AnswerTiming timing(bool fromCache, double coreSeconds, double latencyMs) {
 }
 
 double secondsSince(const QElapsedTimer& clock) { return static_cast<double>(clock.nsecsElapsed()) / 1e9; }
-
-void checkBlockMode(const VitBlockAnalysis& block, qint64 mode) {
-  if (mode != 0) throw UsageError(block.layer_name() + " has one expert mode (0), not " + std::to_string(mode));
-}
 
 }  // namespace
 
@@ -135,50 +125,39 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
         SessionInfo info;
         info.modelPath = QString::fromStdString(options.model_path);
         info.dataSpec = QString::fromStdString(options.data_spec);
-        if (analysis::names_vit_block(options)) {
-          // A μMoE layer in a ViT or Mixer backbone: not cached, so its baseline pass (every image through the
-          // ViT) runs at every open.
-          // Where the kept streams of every image would not fit (4 GB), the first images that do.
-          analysis::VitBlockOptions blockOptions;
-          blockOptions.fit_in_memory = true;
-          const QString task = tr("Images through the backbone");
-          auto block = VitBlockAnalysis::open(options, blockOptions, [&](int64_t done, int64_t total) {
-            worker_->postProgress(task, done, total, -1);
-            return !cancelled();
-          });
+        // A backbone layer's analysis is not cached: its baseline pass (every image through the
+        // backbone) runs at every open; where the kept streams of every image would not fit
+        // (4 GB), the first images that do.
+        analysis::LayerAnalysisOptions layerOptions;
+        layerOptions.fit_in_memory = true;
+        analysis::ExtractionSummary extraction;
+        const QString task = tr("Reading samples");
+        auto layer = analysis::LayerAnalysis::open(
+            options, layerOptions,
+            [&](const analysis::ExtractionProgress& p) {
+              worker_->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
+              return !cancelled();
+            },
+            {}, &extraction);
+        info.layer = QString::fromStdString(layer->layer_name());
+        info.classNames = toQStringList(layer->class_names());
+        for (auto d : layer->expert_dims()) info.expertDims << d;
+        info.samples = layer->samples();
+        info.accuracy = layer->accuracy();
+        if (auto* block = layer->block()) {
           info.extractedNow = true;
-          info.layer = QString::fromStdString(block->layer_name());
-          info.classNames = toQStringList(block->class_names());
-          info.expertDims << block->experts();
-          info.samples = block->samples();
           if (block->images_available() > block->samples()) info.samplesAvailable = block->images_available();
           info.hasImages = true;
-          info.accuracy = block->accuracy_before();
           info.patchGrid = block->grid();
           info.sweepIsCheap = block->class_tokens_only();
-          slot->block = std::move(block);
-        } else {
-          analysis::ExtractionSummary extraction;
-          const QString task = tr("Extracting");
-          auto session = AnalysisSession::open_extracted(
-              options,
-              [&](const analysis::ExtractionProgress& p) {
-                worker_->postProgress(task, p.samples_done, p.samples_total, p.eta_seconds);
-                return !cancelled();
-              },
-              &extraction);
+        } else if (auto* session = layer->session()) {
           info.extractedNow = extraction.chunks_computed > 0;
-          info.layer = QString::fromStdString(session->layer_name());
           info.cachePath = QString::fromStdString(session->cache_path());
-          info.classNames = toQStringList(session->class_names());
-          for (auto d : session->expert_dims()) info.expertDims << d;
-          info.samples = session->sample_count();
           info.hasImages = session->has_gallery_images();
-          info.accuracy = session->accuracy();
           info.cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
           if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
-          slot->session = std::move(session);
         }
+        slot->analysis = std::move(layer);
         info.openSeconds = secondsSince(clock);
         return [this, info](double) {
           info_ = info;
@@ -191,15 +170,6 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
 
 void SessionController::requestStatistics(qint64 mode, double threshold) {
   submit(tr("Statistics"), [this, mode, threshold](Slot& slot, const std::function<bool()>&) -> Deliver {
-    if (slot.block) {
-      checkBlockMode(*slot.block, mode);
-      QElapsedTimer clock;
-      clock.start();
-      auto statistics = slot.block->statistics(threshold);
-      return [this, statistics = std::move(statistics), seconds = secondsSince(clock)](double ms) {
-        Q_EMIT statisticsReady(statistics, timing(false, seconds, ms));
-      };
-    }
     auto answer = slot.get().statistics(mode, threshold);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT statisticsReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -209,14 +179,6 @@ void SessionController::requestStatistics(qint64 mode, double threshold) {
 
 void SessionController::requestGallery(const analysis::GalleryRequest& request) {
   submit(tr("Gallery"), [this, request](Slot& slot, const std::function<bool()>&) -> Deliver {
-    if (slot.block) {
-      QElapsedTimer clock;
-      clock.start();
-      auto gallery = slot.block->gallery(request);
-      return [this, gallery = std::move(gallery), seconds = secondsSince(clock)](double ms) {
-        Q_EMIT galleryReady(gallery, timing(false, seconds, ms));
-      };
-    }
     auto answer = slot.get().gallery(request);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT galleryReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -229,16 +191,7 @@ void SessionController::requestAblation(qint64 mode, const QVector<qint64>& expe
   std::sort(list.begin(), list.end());
   list.erase(std::unique(list.begin(), list.end()), list.end());
   submit(tr("Ablation"), [this, mode, list](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
-    if (slot.block) {
-      checkBlockMode(*slot.block, mode);
-      QElapsedTimer clock;
-      clock.start();
-      auto outcome = slot.block->ablate(list, analysis::AblationMethod::Sparse, cancelled);
-      return [this, outcome = std::move(outcome), seconds = secondsSince(clock)](double ms) {
-        Q_EMIT ablationReady(outcome, timing(false, seconds, ms));
-      };
-    }
-    auto answer = slot.get().ablate(mode, list);
+    auto answer = slot.get().ablate(mode, list, analysis::AblationMethod::Sparse, cancelled);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT ablationReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
     };
@@ -252,15 +205,6 @@ void SessionController::requestSweep(qint64 mode) {
       worker_->postProgress(task, done, total, -1);
       return !cancelled();
     };
-    if (slot.block) {
-      checkBlockMode(*slot.block, mode);
-      QElapsedTimer clock;
-      clock.start();
-      auto sweep = slot.block->sweep(analysis::AblationMethod::Sparse, progress);
-      return [this, sweep = std::move(sweep), seconds = secondsSince(clock)](double ms) {
-        Q_EMIT sweepReady(sweep, timing(false, seconds, ms));
-      };
-    }
     auto answer = slot.get().sweep(mode, analysis::AblationMethod::Sparse, progress);
     return [this, answer = std::move(answer)](double ms) {
       Q_EMIT sweepReady(answer.value, timing(answer.from_cache, answer.seconds, ms));
@@ -272,9 +216,8 @@ void SessionController::requestCoefficients(qint64 mode, qint64 sample) {
   submit(
       tr("Coefficients"),
       [this, mode, sample](Slot& slot, const std::function<bool()>&) -> Deliver {
-        // A ViT block's images count by their strongest patch: its image run has one mode.
-        const auto& run = slot.block ? slot.block->image_run() : slot.get().run();
-        const auto row = analysis::dense_coefficients(run, mode, sample);
+        // A backbone layer's images count by their strongest row: its run has one mode.
+        const auto row = analysis::dense_coefficients(slot.get().run(), mode, sample);
         const QVector<double> dense(row.begin(), row.end());
         return [this, mode, sample, dense](double) { Q_EMIT coefficientsReady(mode, sample, dense); };
       },
@@ -287,13 +230,12 @@ void SessionController::exportGallery(const QString& path, const analysis::Galle
       [this, path, gallery](Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
         const auto total = static_cast<qint64>(gallery.items.size());
         const QString task = tr("Exporting the gallery");
-        const analysis::SheetProgress progress = [&](int64_t drawn, int64_t all) {
+        const analysis::SweepCallback progress = [&](int64_t drawn, int64_t all) {
           if (drawn % 256 == 0) worker_->postProgress(task, drawn, all, -1);
           return !cancelled();
         };
         // The CLI's drawing, title included (atomic; names the path on failure).
-        if (slot.block) analysis::write_gallery_sheet(path.toStdString(), *slot.block, gallery, progress);
-        else analysis::write_gallery_sheet(path.toStdString(), slot.get(), gallery, progress);
+        slot.get().write_gallery_sheet(path.toStdString(), gallery, progress);
         const int count = static_cast<int>(total);
         return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
       },
@@ -327,7 +269,7 @@ void SessionController::flushImageRequests() {
           // rather than failing the batch, whose other samples would never be asked again.
           try {
             const auto [sample, patch] = thumbnailSource(key);
-            const auto image = slot.block ? slot.block->image(sample, patch) : slot.get().sample_image(sample);
+            const auto image = slot.get().image(sample, patch);
             images.insert(key, toQImage(image.height, image.width, image.channels, image.pixels.data()));
           } catch (const std::exception& e) {
             images.insert(key, QImage());

@@ -34,15 +34,18 @@ class HeadAnalysis final : public LayerAnalysis {
   bool cached() const override { return true; }
   Answer<ModeStatistics> statistics(int64_t mode, double threshold) override { return session_->statistics(mode, threshold); }
   Answer<Gallery> gallery(const GalleryRequest& request) override { return session_->gallery(request); }
-  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) override {
+  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method,
+                                 const std::function<bool()>&) override {
     return session_->ablate(mode, experts, method);
   }
+  const RunData& run() override { return session_->run(); }
+  SampleImage image(int64_t sample, int64_t) override { return session_->sample_image(sample); }
   Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool recompute) override {
     return session_->sweep(mode, method, progress, recompute);
   }
-  void write_gallery_sheet(const std::string& path, const Gallery& gallery) override {
+  void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
 #ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(path, *session_, gallery);
+    analysis::write_gallery_sheet(path, *session_, gallery, progress);
 #else
     no_sheets();
 #endif
@@ -70,17 +73,20 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
   Answer<Gallery> gallery(const GalleryRequest& request) override {
     return timed([&] { return block_->gallery(request); });
   }
-  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) override {
+  Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method,
+                                 const std::function<bool()>& cancelled) override {
     check_mode(mode);
-    return timed([&] { return block_->ablate(experts, method); });
+    return timed([&] { return block_->ablate(experts, method, cancelled); });
   }
+  const RunData& run() override { return block_->image_run(); }
+  SampleImage image(int64_t sample, int64_t patch) override { return block_->image(sample, patch); }
   Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool) override {
     check_mode(mode);
     return timed([&] { return block_->sweep(method, progress); });
   }
-  void write_gallery_sheet(const std::string& path, const Gallery& gallery) override {
+  void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
 #ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(path, *block_, gallery);
+    analysis::write_gallery_sheet(path, *block_, gallery, progress);
 #else
     no_sheets();
 #endif
@@ -97,7 +103,8 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
 }  // namespace
 
 std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options, const LayerAnalysisOptions& layer,
-                                                   const ExtractionCallback& progress, const OpenSteps& steps) {
+                                                   const ExtractionCallback& progress, const OpenSteps& steps,
+                                                   ExtractionSummary* summary) {
   if (names_vit_block(options)) {
     // Checked before the baseline pass, which takes a while.
     if (steps.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
@@ -118,7 +125,7 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
   }
   if (layer.max_images != 0)
     throw UsageError("--max-images is for a μMoE layer inside a ViT or MLP-Mixer (--layer blocks.L.mlp, mixer_blocks.…)");
-  return std::make_unique<HeadAnalysis>(AnalysisSession::open_extracted(options, progress, nullptr, steps));
+  return std::make_unique<HeadAnalysis>(AnalysisSession::open_extracted(options, progress, summary, steps));
 }
 
 }  // namespace mumoe::analysis

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,8 +38,10 @@ class LayerAnalysis {
   /// choice: a classifier's head, or a Linear-head Mixer's last μMoE layer), extracting what the
   /// cache lacks (a head) or running the baseline pass (a backbone layer); `progress` reports
   /// samples done and may cancel (Cancelled); `steps` are the cache's (a head only).
+  /// `summary` (may be null) tells a head's extraction (chunks computed, from the cache).
   static std::unique_ptr<LayerAnalysis> open(const SessionOptions& options, const LayerAnalysisOptions& layer = {},
-                                             const ExtractionCallback& progress = {}, const OpenSteps& steps = {});
+                                             const ExtractionCallback& progress = {}, const OpenSteps& steps = {},
+                                             ExtractionSummary* summary = nullptr);
   virtual ~LayerAnalysis() = default;
 
   virtual std::string layer_name() const = 0;
@@ -54,7 +57,9 @@ class LayerAnalysis {
 
   virtual Answer<ModeStatistics> statistics(int64_t mode, double threshold) = 0;
   virtual Answer<Gallery> gallery(const GalleryRequest& request) = 0;
-  virtual Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method) = 0;
+  /// `cancelled` is polled between batches where the work is long (a backbone layer's re-runs).
+  virtual Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method,
+                                         const std::function<bool()>& cancelled = {}) = 0;
   /// Every expert of `mode` removed in turn; `progress` (experts done, total) may cancel.
   virtual Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {},
                                      bool recompute = false) = 0;
@@ -62,7 +67,15 @@ class LayerAnalysis {
   /// Writes `gallery` as a PNG contact sheet (label and coefficient on each tile; a backbone
   /// layer's tiles outline their patch), atomically. Throws UsageError when this build has no
   /// OpenCV or the samples have no images (a feature file without gallery images).
-  virtual void write_gallery_sheet(const std::string& path, const Gallery& gallery) = 0;
+  /// `progress` (tiles drawn, total) may cancel.
+  virtual void write_gallery_sheet(const std::string& path, const Gallery& gallery,
+                                   const SweepCallback& progress = {}) = 0;
+  /// The samples as statistics and galleries see them (a backbone layer's images by their
+  /// strongest row: one expert mode): what a sample's coefficient vector is read from.
+  virtual const RunData& run() = 0;
+  /// Sample `sample` as 8-bit pixels; a backbone layer's with patch `patch` outlined (-1: none).
+  /// Empty (a head) when the data has no images.
+  virtual SampleImage image(int64_t sample, int64_t patch = -1) = 0;
 
   /// What only one kind has: the backbone layer's patch grid and images, or the head's cache.
   virtual VitBlockAnalysis* block() { return nullptr; }
