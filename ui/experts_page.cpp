@@ -131,6 +131,7 @@ void ExpertsPage::setSession(const SessionInfo& info, const QStringList& layers)
   classNames_ = info.classNames;
   requestedLayer_ = info.layer;
   imagesByPatch_ = info.patchGrid > 0;
+  imagesByChannel_ = imagesByPatch_ && !info.rowsArePatches;
   layer_->clear();
   for (const QString& name : layers) layer_->addItem(tr("Layer %1").arg(name), name);
   layer_->setCurrentIndex(std::max(0, layer_->findData(info.layer)));
@@ -178,9 +179,11 @@ void ExpertsPage::updateSummary() {
                         .arg(s.threshold)
                         .arg(locale.toString(s.mean_active_experts, 'f', 1), locale.toString(s.mutual_information_bits, 'f', 2))
                         .arg(proxy_->rowCount()) +
-                    (imagesByPatch_ ? tr("<br>Backbone layer: an image counts by its strongest patch (a Mixer token-mixing layer: channel) for the expert "
-                                         "(outlined in the gallery)")
-                                    : QString()));
+                    (imagesByChannel_ ? tr("<br>Token-mixing layer: an image counts by its strongest channel for the "
+                                           "expert (a channel is no place in the image: nothing is outlined)")
+                     : imagesByPatch_ ? tr("<br>Backbone layer: an image counts by its strongest patch for the expert "
+                                           "(outlined in the gallery)")
+                                      : QString()));
 }
 
 void ExpertsPage::reselectAfterFilter(qint64 expert) {

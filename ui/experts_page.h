@@ -92,6 +92,7 @@ class ExpertsPage : public QWidget {
   QStringList classNames_;
   QString requestedLayer_;  ///< the layer last opened or asked for
   bool imagesByPatch_ = false;  ///< a ViT block: an image counts by its strongest patch
+  bool imagesByChannel_ = false;  ///< a Mixer's token-mixing layer: images count by a channel
 };
 
 }  // namespace mumoe::ui

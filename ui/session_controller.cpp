@@ -150,6 +150,7 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
           info.hasImages = true;
           info.patchGrid = block->grid();
           info.sweepIsCheap = block->class_tokens_only();
+          info.rowsArePatches = block->rows_are_patches();
         } else if (auto* session = layer->session()) {
           info.extractedNow = extraction.chunks_computed > 0;
           info.cachePath = QString::fromStdString(session->cache_path());

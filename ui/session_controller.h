@@ -68,6 +68,8 @@ struct SessionInfo {
   /// ViT pools its class token): the window runs it at once. Otherwise (an earlier ViT block
   /// re-runs the blocks after it: minutes) it waits for Run Sweep.
   bool sweepIsCheap = true;
+  /// A backbone layer whose coefficients are per patch (false: a Mixer's token mixing, per channel).
+  bool rowsArePatches = true;
 };
 
 /// How an answer was obtained: from the cache or computed, the core's time, and the time from
