@@ -10,8 +10,15 @@
 namespace mumoe::analysis {
 namespace {
 
-[[maybe_unused]] void no_sheets() {
+// The contact sheet of either analysis (contact_sheet.h), or the refusal of a build without OpenCV.
+template <typename Analysis>
+void draw_sheet(const std::string& path, const Analysis& analysis, const Gallery& gallery, const SweepCallback& progress) {
+#ifdef MUMOE_WITH_OPENCV
+  write_gallery_sheet(path, analysis, gallery, progress);
+#else
+  (void)path, (void)analysis, (void)gallery, (void)progress;
   throw UsageError("this build has no OpenCV: PNG galleries are not available");
+#endif
 }
 
 template <typename F>
@@ -44,11 +51,7 @@ class HeadAnalysis final : public LayerAnalysis {
     return session_->sweep(mode, method, progress, recompute);
   }
   void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
-#ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(path, *session_, gallery, progress);
-#else
-    no_sheets();
-#endif
+    draw_sheet(path, *session_, gallery, progress);
   }
   AnalysisSession* session() override { return session_.get(); }
 
@@ -85,11 +88,7 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
     return timed([&] { return block_->sweep(method, progress); });
   }
   void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
-#ifdef MUMOE_WITH_OPENCV
-    analysis::write_gallery_sheet(path, *block_, gallery, progress);
-#else
-    no_sheets();
-#endif
+    draw_sheet(path, *block_, gallery, progress);
   }
   VitBlockAnalysis* block() override { return block_.get(); }
 

@@ -140,8 +140,7 @@ std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& o
   if (layer.empty()) {
     if (!options.layer.empty()) file.layer(options.layer);  // names the file's layers when it has no such one
     if (options.layer.empty() && model::manifest_linear_head(file.manifest(), file.path()))
-      throw UsageError(options.model_path + ": " + model::ClassifierModel::load(file).layer_family() +
-                       " head and no μMoE layer in its backbone: nothing to analyse");
+      throw UsageError(options.model_path + ": a Linear head and no μMoE layer in its backbone: nothing to analyse");
     throw UsageError("'" + options.layer + "' names no μMoE layer in the backbone of " + options.model_path +
                      " (blocks.{i}.mlp in a ViT; mixer_blocks.{i}.0.fn.1 or mixer_blocks.{i}.1.fn in an MLP-Mixer)");
   }

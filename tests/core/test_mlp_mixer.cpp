@@ -265,3 +265,31 @@ TEST(MlpMixer, LayerAnalysisOpensTheMixersLayers) {
     EXPECT_NE(std::string(e.what()).find("mixer_blocks.1.0.fn.1"), std::string::npos) << e.what();
   }
 }
+
+// Bad input: a Mixer whose shapes disagree and a truncated file are refused naming the file; an
+// output that is one of predict's inputs is refused and the model is left as it was.
+TEST(MlpMixer, InconsistentOrTruncatedMixersAndPredictOverItsModelAreRefused) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, mm::fixture("(1,)") + R"py(
+sd = {"module." + k: v for k, v in model.state_dict().items()}
+sd["module.mixer_blocks.0.0.fn.1.0.weight"] = torch.randn(24, 15)   # block 0 mixes 15 tokens, block 1 16
+torch.save(sd, "inconsistent.pth")
+data = open("mixer.pth", "rb").read()
+open("truncated.pth", "wb").write(data[: len(data) // 2])
+)py");
+  for (const auto* name : {"inconsistent.pth", "truncated.pth"}) {
+    try {
+      model::ModelFile::load(dir.file(name));
+      ADD_FAILURE() << name << " opened";
+    } catch (const FileError& e) {
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  const auto before = testkit::read_bytes(dir.file("mixer.pth"));
+  const auto run = testkit::run_cli("predict " + dir.file("mixer.pth") + " --data folder:" + dir.file("img") +
+                                    " --output " + dir.file("mixer.pth"));
+  EXPECT_EQ(run.code, 1) << run.out;
+  EXPECT_NE(run.out.find("mixer.pth"), std::string::npos) << run.out;
+  EXPECT_EQ(testkit::read_bytes(dir.file("mixer.pth")), before);
+}
