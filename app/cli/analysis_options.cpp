@@ -121,6 +121,7 @@ std::unique_ptr<analysis::TextAnalysisSession> open_text_analysis(AnalysisCliOpt
   t.max_sequences = text.max_sequences;
   t.n_head = o.model.heads;
   t.tokenizer = o.model.tokenizer;
+  t.chunk_batching = o.session.chunk_batching;  // a shard's chunks (analyze --shard)
   if (!extract) {  // a question that needs no coefficients (the model's own text)
     auto session = analysis::TextAnalysisSession::open(t);
     report_cache_opening(session->cache_report());

@@ -3,12 +3,19 @@
 // missing, unreadable run rows, results that are not JSON); `repair` drops exactly those, so the
 // next analysis recomputes them and everything sound is kept (core/cache/cache_repair.h).
 // Exit 0 when the cache is sound (check) or was repaired (repair), 2 when check found damage.
+// mumoe cache merge SHARD… --into CACHE: joins the caches of `analyze --shard K/N` tasks into one
+// (core/cache/cache_merge.h); a missing, duplicated, foreign or damaged shard is exit 2, naming
+// the file and the chunks, and the target is left as it was.
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <iostream>
+#include <vector>
 
 #include "cache/analysis_cache.h"
+#include "cache/cache_merge.h"
 #include "cache/cache_repair.h"
+#include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
@@ -19,7 +26,38 @@ namespace {
 struct CacheOptions {
   std::string cache;
   bool json = false;
+  std::vector<std::string> shards;  ///< merge: the shard caches
+  std::string into;                 ///< merge: the target
+  bool quiet = false;
 };
+
+int run_merge(const CacheOptions& o) {
+  catch_interrupts();
+  const auto start = std::chrono::steady_clock::now();
+  const auto report = cache::merge_shards(o.shards, o.into, [&](int64_t done, int64_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report_progress("merging (reading, then writing)", done, total, elapsed,
+                           elapsed / static_cast<double>(done) * static_cast<double>(total - done), o.quiet || o.json);
+  });
+  if (o.json) {
+    std::cout << json_text(nlohmann::json({{"cache", o.into},
+                                           {"run_id", report.run_id},
+                                           {"model", report.key.model_path},
+                                           {"data", report.key.data_identity},
+                                           {"layer", report.key.layer},
+                                           {"shards", report.shards},
+                                           {"chunks", report.chunks},
+                                           {"chunks_copied", report.chunks_copied},
+                                           {"chunks_kept", report.chunks_kept}}))
+              << "\n";
+  } else {
+    std::cout << "merged " << report.shards << " shards of " << io::printable(report.key.model_path) << " on "
+              << io::printable(report.key.data_identity) << ", layer '" << io::printable(report.key.layer) << "' into "
+              << o.into << " (run " << report.run_id << "): " << report.chunks_copied << " chunks copied, "
+              << report.chunks_kept << " there already, " << report.chunks << " in all\n";
+  }
+  return kSuccess;
+}
 
 int run_cache(const CacheOptions& o, bool repair) {
   const std::string path = o.cache.empty() ? cache::default_cache_path() : o.cache;
@@ -60,7 +98,7 @@ int run_cache(const CacheOptions& o, bool repair) {
 
 Command add_cache_command(CLI::App& parent) {
   auto o = std::make_shared<CacheOptions>();
-  auto* app = parent.add_subcommand("cache", "Check or repair an analysis cache");
+  auto* app = parent.add_subcommand("cache", "Check, repair or merge analysis caches");
   app->require_subcommand(1);
   for (const bool repair : {false, true}) {
     auto* sub = app->add_subcommand(repair ? "repair" : "check",
@@ -70,7 +108,16 @@ Command add_cache_command(CLI::App& parent) {
                     "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
     sub->add_flag("--json", o->json, "Print JSON");
   }
-  return {app, [o, app]() { return run_cache(*o, app->got_subcommand("repair")); }};
+  auto* merge = app->add_subcommand("merge", "Join the caches of `analyze --shard K/N` tasks into one cache");
+  merge->add_option("SHARDS", o->shards, "The shards' cache files (one per shard)")->required();
+  merge->add_option("--into", o->into, "The cache to merge into (created when absent; chunks it has are kept)")
+      ->required();
+  merge->add_flag("--json", o->json, "Print JSON");
+  merge->add_flag("--quiet", o->quiet, "No progress on stderr");
+  return {app, [o, app, merge]() {
+            if (app->got_subcommand(merge)) return run_merge(*o);
+            return run_cache(*o, app->got_subcommand("repair"));
+          }};
 }
 
 }  // namespace mumoe::cli

@@ -98,17 +98,27 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
   summary.run_id = cache.begin_run(key, info);
   const auto present = cache.chunk_indices(summary.run_id);
   const std::set<int64_t> done(present.begin(), present.end());
-  const int64_t chunks = info.chunk_count();
-  summary.chunks_reused = static_cast<int64_t>(done.size());
+  const auto& shard = batching.shard;
+  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
+    throw UsageError("shard " + std::to_string(shard.index) + "/" + std::to_string(shard.count) +
+                     " does not exist: K/N needs 0 ≤ K < N");
+  // This process's chunks: [first, chunks) — all of them, or a shard's.
+  const int64_t first = shard.first_chunk(info.chunk_count()), chunks = shard.end_chunk(info.chunk_count());
+  const int64_t first_sample = std::min(info.sample_count, first * info.chunk_size);
+  for (const int64_t c : done) summary.chunks_reused += c >= first && c < chunks;
+  if (!shard.whole())
+    cache.put_result(summary.run_id, kShardResultKind, std::to_string(shard.index) + "/" + std::to_string(shard.count),
+                     "{\"index\": " + std::to_string(shard.index) + ", \"count\": " + std::to_string(shard.count) +
+                         ", \"first_chunk\": " + std::to_string(first) + ", \"end_chunk\": " + std::to_string(chunks) + "}");
 
   ExtractionProgress p;
-  p.samples_total = info.sample_count;
-  p.chunks_total = chunks;
+  p.samples_total = std::min(info.sample_count, chunks * info.chunk_size) - first_sample;
+  p.chunks_total = chunks - first;
   // Chunk c and every one before it are stored; `computed_after` chunks after it are computed
   // already (later chunks of its batch), which the ETA does not count as left.
   const auto report = [&](int64_t c, int64_t computed_after = 0) {
-    p.chunks_done = c + 1;
-    p.samples_done = std::min(info.sample_count, (c + 1) * info.chunk_size);
+    p.chunks_done = c + 1 - first;
+    p.samples_done = std::min(info.sample_count, (c + 1) * info.chunk_size) - first_sample;
     p.elapsed_seconds = seconds_since(start);
     p.eta_seconds = summary.chunks_computed
                         ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1 - computed_after)
@@ -160,7 +170,7 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
     uncommitted.clear();
     for (size_t k = 0; k < stored.size(); ++k) report(stored[k], static_cast<int64_t>(stored.size() - k - 1));
   };
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (int64_t c = first; c < chunks; ++c) {
     if (done.count(c)) {
       finish_write();
       report(c);
@@ -201,7 +211,9 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
     written = c;
   }
   finish_write();
-  cache.complete_run(summary.run_id);
+  // A shard's run is complete only when the other shards' chunks are there too (a merge).
+  if (shard.whole() || static_cast<int64_t>(cache.chunk_indices(summary.run_id).size()) == info.chunk_count())
+    cache.complete_run(summary.run_id);
   summary.seconds = seconds_since(start);
   return summary;
 }

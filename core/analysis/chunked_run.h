@@ -11,6 +11,10 @@
 
 namespace mumoe::analysis {
 
+/// The result kind under which a shard's run records which shard it is (key "K/N", JSON
+/// {"index", "count", "first_chunk", "end_chunk"}).
+inline constexpr const char* kShardResultKind = "shard";
+
 /// Begins (or resumes) the run `key` with `info` and stores every chunk the cache lacks:
 /// `compute_chunk(c)` makes chunk c's record, which is stored in whole chunks (ChunkBatching), so
 /// a cancelled or killed extraction resumes where it stopped. Chunks already stored are skipped
@@ -18,6 +22,9 @@ namespace mumoe::analysis {
 /// samples done (min(sample_count, (c + 1) · chunk_size)) and an ETA from the chunks computed so
 /// far; false cancels (Cancelled; the stored chunks stay valid; seen at the next commit, so within
 /// about a batch). The run is marked complete at the end.
+/// A shard (batching.shard, count > 1) computes only its chunks: progress counts those, the run
+/// is marked complete only if every chunk happens to be present, and the run records the shard
+/// (result kind kShardResultKind, key "K/N": its chunk range) for `cache merge` to check.
 ExtractionSummary fill_chunked_run(cache::AnalysisCache& cache, const cache::RunKey& key, const cache::RunInfo& info,
                                    const std::function<cache::ChunkRecord(int64_t chunk)>& compute_chunk,
                                    const ExtractionCallback& progress, const ChunkBatching& batching = {});

@@ -76,6 +76,16 @@ LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, 
   return set;
 }
 
+TrainingSplit training_split(const nlohmann::json& provenance, double fraction_override) {
+  TrainingSplit split;
+  if (provenance.is_object()) {
+    split.validation_fraction = provenance.value("validation_fraction", split.validation_fraction);
+    split.seed = provenance.value("seed", split.seed);
+  }
+  if (fraction_override >= 0) split.validation_fraction = fraction_override;
+  return split;
+}
+
 TokenContext token_context(const LmEvalSet& set, int64_t token, int64_t radius) {
   if (token < 0 || token >= set.tokens())
     throw UsageError("token " + std::to_string(token) + " is outside the analysed set (0–" +

@@ -6,6 +6,8 @@
 // Torch-free (plain vectors), so the GUI's token view can hold one.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -50,6 +52,15 @@ LmEvalSet make_lm_eval_set(std::vector<int32_t> stream, std::vector<int64_t> doc
 /// identity names a tokenizer other than bytes, so that caches keep their runs apart.
 LmEvalSet load_lm_eval_set(const std::string& spec, double validation_fraction, uint64_t seed, int64_t block_size,
                            int64_t max_sequences, std::shared_ptr<const text::Tokenizer> tokenizer = nullptr);
+
+/// The validation split a GPT was trained with, as its manifest's provenance records it
+/// ("validation_fraction", default 0.05; "seed", default 0); fraction_override ≥ 0 replaces the
+/// fraction. What every analysis and `predict` pass to load_lm_eval_set.
+struct TrainingSplit {
+  double validation_fraction = 0.05;
+  uint64_t seed = 0;
+};
+TrainingSplit training_split(const nlohmann::json& provenance, double fraction_override = -1);
 
 /// A window of ±radius tokens around analysed token k, inside its document and the stream.
 struct TokenContext {

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "analysis/lm_eval_set.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -78,6 +79,42 @@ Predictions predict(model::ClassifierModel& model, const data::Dataset& data, in
   Predictions p;
   p.logits = torch::cat(logits);
   // The head comes last in the forward; the backbone's layers were met first.
+  for (auto& [name, parts] : layers) p.coefficients.push_back({name, torch::cat(parts)});
+  return p;
+}
+
+Predictions predict_lm(nn::MuMoEGpt& gpt, const LmEvalSet& set, int64_t batch, bool with_coefficients,
+                       const std::string& device_name, const SweepCallback& progress) {
+  if (batch <= 0) throw UsageError("the batch size must be positive");
+  const auto& config = gpt->config();
+  const int64_t T = set.block_size, windows = set.sequences;
+  if (T <= 0 || T > config.block_size)
+    throw UsageError("windows of " + std::to_string(T) + " tokens do not fit the GPT's context of " +
+                     std::to_string(config.block_size));
+  if (windows == 0) throw UsageError(set.identity + " has no window of " + std::to_string(T) + " tokens");
+  const auto device = nn::parse_device(device_name);
+  torch::NoGradGuard no_grad;
+  gpt->to(device);
+  gpt->eval();
+  const auto stream = torch::from_blob(const_cast<int32_t*>(set.stream.data()), {windows * T}, torch::kInt32)
+                          .to(torch::kLong)
+                          .view({windows, T});
+  std::vector<torch::Tensor> logits;
+  std::vector<std::pair<std::string, std::vector<torch::Tensor>>> layers;
+  std::map<std::string, size_t> where;
+  for (int64_t begin = 0; begin < windows; begin += batch) {
+    const int64_t end = std::min(windows, begin + batch);
+    const auto out = gpt->forward(stream.slice(0, begin, end));  // checks the ids against the vocabulary
+    logits.push_back(out.logits.detach().to(torch::kCPU, torch::kFloat32));
+    if (with_coefficients)
+      for (int64_t layer = 0; layer < static_cast<int64_t>(out.coefficients.size()); ++layer)
+        if (out.coefficients[layer].defined())
+          collect(layers, where, nn::gpt_mlp_layer_name(config, layer), {out.coefficients[layer]});
+    if (progress && !progress(end, windows)) throw Cancelled();
+  }
+  Predictions p;
+  p.logits = torch::cat(logits);
+  p.tokens = stream.clone();
   for (auto& [name, parts] : layers) p.coefficients.push_back({name, torch::cat(parts)});
   return p;
 }

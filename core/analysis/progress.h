@@ -6,6 +6,7 @@
 
 namespace mumoe::analysis {
 
+/// A shard's extraction (ChunkBatching::shard) counts its own chunks and samples only.
 struct ExtractionProgress {
   int64_t samples_done = 0;
   int64_t samples_total = 0;
@@ -32,6 +33,17 @@ using ExtractionCallback = std::function<bool(const ExtractionProgress&)>;
 struct ChunkBatching {
   double batch_seconds = 0.02;
   double commit_each_after_seconds = 0.005;
+  /// Which of the run's chunks this process computes (ChunkShard): all of them by default.
+  struct Shard {
+    int64_t index = 0;  ///< K in [0, count)
+    int64_t count = 1;  ///< N ≥ 1
+    bool whole() const { return count == 1; }
+    /// Shard K of N holds the contiguous chunks [K·C/N, (K+1)·C/N) of a run of C chunks: a
+    /// deterministic split that every task and the merge compute alike, balanced to one chunk,
+    /// contiguous so that a task streams one stretch of an image folder or token file.
+    int64_t first_chunk(int64_t chunks) const { return index * chunks / count; }
+    int64_t end_chunk(int64_t chunks) const { return (index + 1) * chunks / count; }
+  } shard;
 };
 /// A commit per chunk, as before batches: for tests that follow single chunks.
 inline constexpr ChunkBatching kCommitEachChunk{0, 0};

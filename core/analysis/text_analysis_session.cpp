@@ -83,11 +83,9 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
     throw UsageError("layer " + std::to_string(impl->layer) + " of " + options.model_path +
                      " has a plain MLP: it has no experts to analyse; choose a μMoE layer");
   impl->layer_name = nn::gpt_mlp_layer_name(gpt->config(), impl->layer);
-  const double fraction = options.validation_fraction >= 0 ? options.validation_fraction
-                                                             : m.provenance.value("validation_fraction", 0.05);
-  const auto seed = m.provenance.value("seed", uint64_t{0});
-  impl->set = load_lm_eval_set(options.data_spec, fraction, seed, gpt->config().block_size, options.max_sequences,
-                               impl->tokenizer);
+  const auto split = training_split(m.provenance, options.validation_fraction);
+  impl->set = load_lm_eval_set(options.data_spec, split.validation_fraction, split.seed, gpt->config().block_size,
+                               options.max_sequences, impl->tokenizer);
   impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
   impl->extraction.batching = options.chunk_batching;
   impl->extraction.device = options.device;

@@ -201,15 +201,18 @@ nn::GptConfig infer_gpt_config(const ModelFile& file, int64_t n_head) {
            ".projs.0) nor a plain MLP (transformer.h." + std::to_string(i) + ".mlp.c_fc.1.weight)");
     }
   }
-  if (!first) not_a_gpt(file, "it has no μMoE MLP block");
-  const auto& mlp = first->config;
-  if (mlp.hierarchy() != 1)
-    fail(layer_name(0) + " has " + std::to_string(mlp.hierarchy()) + " expert modes; the GPT supports one");
-  c.experts = mlp.expert_dims.front();
-  c.factorization = mlp.factorization;
-  c.cp_rank = mlp.cp_rank;
-  c.tr_ranks = mlp.tr_ranks;
-  c.gate_activation = mlp.gate_activation;
+  // No μMoE block at all: nanoGPT's GPT-2 itself, which opens with nothing to analyse (the μMoE
+  // settings keep their defaults and build nothing).
+  if (first) {
+    const auto& mlp = first->config;
+    if (mlp.hierarchy() != 1)
+      fail(first->name + " has " + std::to_string(mlp.hierarchy()) + " expert modes; the GPT supports one");
+    c.experts = mlp.expert_dims.front();
+    c.factorization = mlp.factorization;
+    c.cp_rank = mlp.cp_rank;
+    c.tr_ranks = mlp.tr_ranks;
+    c.gate_activation = mlp.gate_activation;
+  }
   try {
     c.validate();
   } catch (const UsageError& e) {

@@ -1,9 +1,11 @@
 #include "model/model_file.h"
+
 #include "io/json_file.h"
 #include "model/open_options.h"
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -67,7 +69,14 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
       // A Mixer: its layers are all in the backbone (and a plain-MLP Mixer has none).
       model.manifest_ = *inferred_classifier_manifest(*backbone, {});
     } else {
-      model.manifest_.layers = infer_layers(shapes, overrides, path);
+      std::vector<std::string> keys;
+      for (const auto& entry : shapes) keys.push_back(entry.first);
+      // nanoGPT's GPT-2 with plain MLPs only is still a GPT: it opens, evaluates and generates
+      // with nothing to analyse.
+      const bool any_layer = std::any_of(keys.begin(), keys.end(), [](const std::string& key) {
+        return key == "projs.0" || (key.size() > 8 && key.compare(key.size() - 8, 8, ".projs.0") == 0);
+      });
+      if (any_layer || !is_nanogpt_layout(keys)) model.manifest_.layers = infer_layers(shapes, overrides, path);
       model.manifest_.provenance = {{"source", "PyTorch state_dict; configuration inferred from key names and shapes"}};
       if (backbone)
         if (auto classifier = inferred_classifier_manifest(*backbone, model.manifest_.layers))
@@ -120,11 +129,17 @@ void ModelFile::check_layer_shapes(const ModelLayer& layer) const {
 const ModelLayer& ModelFile::layer(const std::string& name) const {
   for (const auto& l : manifest_.layers)
     if (l.name == name) return l;
+  if (manifest_.layers.empty())
+    throw UsageError(path() + " has no μMoE layer (its MLPs are all plain), so none named '" + name +
+                     "': it evaluates and generates, but has no experts to analyse");
   throw UsageError(path() + " has no μMoE layer named '" + name + "' (layers: " +
                    layer_names(manifest_) + ")");
 }
 
 const ModelLayer& ModelFile::single_layer() const {
+  if (manifest_.layers.empty())
+    throw UsageError(path() + " has no μMoE layer (its MLPs are all plain): it evaluates and generates, but has no "
+                              "experts to analyse");
   if (manifest_.layers.size() != 1)
     throw UsageError(path() + " has " + std::to_string(manifest_.layers.size()) +
                      " μMoE layers; choose one with --layer (" + layer_names(manifest_) + ")");

@@ -11,6 +11,7 @@
 #include "model/gpt_file.h"
 #include "model/manifest.h"
 #include "model/model_file.h"
+#include "model/state_dict_layout.h"
 #include "nn/backbone_config.h"
 
 namespace mumoe::model {
@@ -32,9 +33,11 @@ const char* to_string(ModelKind kind) {
 ModelKind model_kind(const ModelFile& file) {
   const auto& m = file.manifest();
   if (m.architecture == kGptArchitecture) return ModelKind::Gpt;
-  if (file.inferred())
+  if (file.inferred()) {
+    if (is_nanogpt_layout(file.tensor_names())) return ModelKind::Gpt;
     for (const auto& l : m.layers)
       if (l.name.rfind("transformer.h.", 0) == 0) return ModelKind::Gpt;
+  }
   return m.task == kMultiLabel ? ModelKind::MultiLabel : ModelKind::MultiClass;
 }
 

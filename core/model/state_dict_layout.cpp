@@ -166,6 +166,15 @@ std::string strip_wrapper_prefixes(const std::string& key) {
   return k;
 }
 
+bool is_nanogpt_layout(const std::vector<std::string>& keys) {
+  bool block = false, embedding = false;
+  for (const auto& key : keys) {
+    block = block || key == "transformer.h.0.ln_1.weight";
+    embedding = embedding || key == "transformer.wte.weight" || key == "lm_head.weight";
+  }
+  return block && embedding;
+}
+
 std::vector<ModelLayer> infer_layers(const ShapeMap& shapes, const LayoutOverrides& overrides,
                                      const std::string& path) {
   std::vector<ModelLayer> layers;

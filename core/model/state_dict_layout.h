@@ -42,6 +42,10 @@ struct LayoutOverrides {
 /// "module._orig_mod.head.projs.0" → "head.projs.0".
 std::string strip_wrapper_prefixes(const std::string& key);
 
+/// True for nanoGPT's key layout (normalised keys): transformer.h.0.ln_1.weight beside
+/// transformer.wte.weight or lm_head.weight — a GPT whatever its MLPs are, μMoE or plain.
+bool is_nanogpt_layout(const std::vector<std::string>& keys);
+
 /// Infers every μMoE layer from normalised key → shape. Throws FileError(path, …) when a layer is
 /// incomplete or inconsistent, or when the file holds no μMoE layer at all.
 std::vector<ModelLayer> infer_layers(const std::map<std::string, std::vector<int64_t>>& shapes,

@@ -13,7 +13,9 @@
 #include <fstream>
 
 #include "cli_runner.h"
+#include "io/safetensors.h"
 #include "python_fixture.h"
+#include "python_reference.h"
 #include "temp_dir.h"
 
 using namespace mumoe;
@@ -24,65 +26,13 @@ const char* kNanoGptScript = R"PY(
 import json, math
 sys.path.insert(0, sys.argv[2])
 import torch.nn as nn
-from reference_models import MuMoEMlp
+from reference_models import NanoGpt
 C, H, L, V, T, N, R = 48, 3, 2, 50304, 32, 4, 8
 BIAS = sys.argv[3] != 'no-bias'
 MIXED = sys.argv[3] == 'mixed'  # block 0's MLP the reference's plain one (layer_type linear)
+DENSE = sys.argv[3] == 'dense'  # every MLP the plain one: nanoGPT's GPT-2 itself, no experts
 
-class LayerNorm(nn.Module):  # nanoGPT's: the bias is optional (bias=False is train.py's default)
-    def __init__(s):
-        super().__init__()
-        s.weight = nn.Parameter(torch.ones(C))
-        s.bias = nn.Parameter(torch.zeros(C)) if BIAS else None
-    def forward(s, x): return nn.functional.layer_norm(x, (C,), s.weight, s.bias, 1e-5)
-
-class Attention(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.c_attn, s.c_proj = nn.Linear(C, 3 * C, bias=BIAS), nn.Linear(C, C, bias=BIAS)
-    def forward(s, x):
-        B, t, _ = x.shape
-        q, k, v = s.c_attn(x).split(C, dim=2)
-        q, k, v = [u.view(B, t, H, C // H).transpose(1, 2) for u in (q, k, v)]
-        att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
-        att = att.masked_fill(torch.ones(t, t).tril() == 0, float('-inf')).softmax(-1)
-        return s.c_proj((att @ v).transpose(1, 2).reshape(B, t, C))
-
-class Mlp(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.MuMoE_layer = MuMoEMlp(C, 4 * C, N, R)
-    def forward(s, x): return s.MuMoE_layer(x)
-
-class PlainMlp(nn.Module):  # the reference's MLP: its LayerNorm inside c_fc, no ln_2
-    def __init__(s):
-        super().__init__()
-        s.c_fc = nn.Sequential(LayerNorm(), nn.Linear(C, 4 * C, bias=BIAS))
-        s.c_proj = nn.Linear(4 * C, C, bias=BIAS)
-    def forward(s, x): return s.c_proj(nn.functional.gelu(s.c_fc(x)))
-
-class Block(nn.Module):
-    def __init__(s, plain=False):
-        super().__init__()
-        s.ln_1, s.attn, s.mlp = LayerNorm(), Attention(), PlainMlp() if plain else Mlp()
-    def forward(s, x):
-        x = x + s.attn(s.ln_1(x))
-        return x + s.mlp(x)  # the reference's blocks have no ln_2
-
-class GPT(nn.Module):
-    def __init__(s):
-        super().__init__()
-        s.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
-                                           h=nn.ModuleList([Block(MIXED and i == 0) for i in range(L)]),
-                                           ln_f=LayerNorm()))
-        s.lm_head = nn.Linear(C, V, bias=False)
-        s.transformer.wte.weight = s.lm_head.weight  # weight tying, as nanoGPT
-    def forward(s, idx):
-        x = s.transformer.wte(idx) + s.transformer.wpe(torch.arange(idx.shape[1]))
-        for b in s.transformer.h: x = b(x)
-        return s.lm_head(s.transformer.ln_f(x))
-
-model = GPT()
+model = NanoGpt(C, H, L, V, T, N, R, bias=BIAS, plain=range(L) if DENSE else (0,) if MIXED else ())
 with torch.no_grad():
     for name, p in model.named_parameters():
         if name.endswith('.bias') or 'ln' in name: p.normal_(0, 0.2) if name.endswith('.bias') else p.normal_(1, 0.2)
@@ -92,7 +42,7 @@ with torch.no_grad():
         b.attn.c_proj.weight.normal_(0, 0.4)
 model.eval()
 args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=BIAS, vocab_size=V, dropout=0.0,
-            layer_type='mixed' if MIXED else 'CPMuMoE', n_experts=N)
+            layer_type='linear' if DENSE else 'mixed' if MIXED else 'CPMuMoE', n_experts=N)
 torch.save({'model': model.state_dict(), 'optimizer': torch.optim.AdamW(model.parameters()).state_dict(),
             'model_args': args, 'iter_num': 5000, 'best_val_loss': torch.tensor(3.25),
             'config': {'dataset': 'openwebtext', 'learning_rate': 6e-4, 'compile': True}}, 'ckpt.pt')
@@ -115,6 +65,13 @@ with torch.no_grad():
         logits = model(torch.tensor([window[:-1]]))[0].double()
         loss += float(nn.functional.cross_entropy(logits, torch.tensor(window[1:]), reduction='sum'))
         count += len(window) - 1
+# What `mumoe predict` writes for the stream: its full windows of T tokens, their logits and every
+# μMoE block's coefficients.
+windows = torch.tensor(stream[:(len(stream) - 1) // T * T]).view(-1, T)
+with torch.no_grad():
+    expected = {'tokens': windows, 'logits': model(windows)}
+for name, layer in model.mumoe_layers().items(): expected[name] = layer.last
+torch.save(expected, 'expected.pth')
 json.dump({'continuation': ids[3:], 'val_loss': loss / count, 'val_tokens': count}, open('expected.json', 'w'))
 )PY";
 
@@ -131,6 +88,7 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
                          MUMOE_SOURCE_DIR + "/tests/support " + GetParam() + " 2>&1";
     ASSERT_EQ(std::system(command.c_str()), 0) << command;
   }
+  const bool dense = std::string(GetParam()) == "dense";
   std::ifstream in(dir.file("expected.json"));
   const auto reference = nlohmann::json::parse(in);
   const auto expected = reference.at("continuation").get<std::vector<int32_t>>();
@@ -158,7 +116,30 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
               1e-5 * reference.at("val_loss").get<double>());
   const auto gallery = testkit::run_cli("gallery " + ckpt + " --data " + val + " --layer 1 --expert 0 --max-sequences 4 "
                                         "--cache " + dir.file("cache.sqlite") + " --quiet --json");
-  EXPECT_EQ(gallery.code, 0) << gallery.out;
+  if (dense) {  // nothing to analyse, said as such
+    EXPECT_EQ(gallery.code, 1) << gallery.out;
+    EXPECT_NE(gallery.out.find("plain MLP"), std::string::npos) << gallery.out;
+  } else {
+    EXPECT_EQ(gallery.code, 0) << gallery.out;
+  }
+
+  // predict: the logits of the stream's windows and each μMoE block's coefficients, as PyTorch's.
+  const auto predictions = dir.file("predictions.safetensors");
+  const auto predicted = testkit::run_cli("predict " + ckpt + " --data " + val + " --coefficients --json --output " +
+                                          predictions);
+  ASSERT_EQ(predicted.code, 0) << predicted.out;
+  const auto wanted = testkit::read_expected(dir.file("expected.pth"));
+  const auto written = io::SafetensorsFile::open(predictions);
+  EXPECT_TRUE(torch::equal(written.read("tokens"), wanted.at("tokens")));
+  testkit::expect_close(written.read("logits"), wanted.at("logits"), "logits");
+  size_t layers = 0;
+  for (const auto& entry : written.entries())
+    if (entry.name != "logits" && entry.name != "tokens") {
+      ++layers;
+      ASSERT_TRUE(wanted.count(entry.name)) << entry.name;
+      testkit::expect_close(written.read(entry.name), wanted.at(entry.name), entry.name);
+    }
+  EXPECT_EQ(layers, wanted.size() - 2);
 
   // `info` says where the head count comes from — and that it is a guess without model_args.
   const auto info = [&](const std::string& file) {
@@ -183,8 +164,8 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
   EXPECT_NE(damaged.out.find(tokenizer_dir + "/vocab.json"), std::string::npos) << damaged.out;
 }
 
-// nanoGPT's own bias option: with biases, and without (train.py's default); and a GPT whose first
-// block has the reference's plain MLP beside μMoE ones.
-INSTANTIATE_TEST_SUITE_P(Variants, NanoGpt, ::testing::Values("bias", "no-bias", "mixed"));
+// nanoGPT's own bias option: with biases, and without (train.py's default); a GPT whose first
+// block has the reference's plain MLP beside μMoE ones; and nanoGPT's GPT-2 with no μMoE at all.
+INSTANTIATE_TEST_SUITE_P(Variants, NanoGpt, ::testing::Values("bias", "no-bias", "mixed", "dense"));
 
 }  // namespace

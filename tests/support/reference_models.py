@@ -264,3 +264,63 @@ def mixer(mumoe_blocks=(1,)):
 def mixer_transform():
     """The "mixer" preset at 32 px: experiments/mlp_mixer.py's Resize(256)/CenterCrop(224) scaled."""
     return eval_transform(32, 0.875, BILINEAR, IMAGENET_MEAN, IMAGENET_STD)
+
+class NanoGpt(nn.Module):
+    """nanoGPT's GPT (experiments/nanoGPT/model.py) with the reference's μMoE MLPs: wte, wpe,
+    blocks h.i = {ln_1, attn.c_attn/c_proj, mlp}, ln_f, lm_head tied to wte. As in the reference,
+    the blocks have no ln_2: a μMoE MLP (mlp.MuMoE_layer, a MuMoEMlp of width 4C) normalises its own
+    input, the plain MLP (layer_type linear) has its LayerNorm inside mlp.c_fc. Blocks in `plain`
+    get the plain MLP. bias=False drops every LayerNorm and attention bias (train.py's default)."""
+    def __init__(s, C, H, L, V, T, N, R, bias=True, plain=()):
+        super().__init__()
+        s.C, s.H = C, H
+        def norm(): return NanoGpt.LayerNorm(C, bias)
+        class Attention(nn.Module):
+            def __init__(a):
+                super().__init__()
+                a.c_attn, a.c_proj = nn.Linear(C, 3 * C, bias=bias), nn.Linear(C, C, bias=bias)
+            def forward(a, x):
+                B, t, _ = x.shape
+                q, k, v = [u.view(B, t, H, C // H).transpose(1, 2) for u in a.c_attn(x).split(C, dim=2)]
+                att = (q @ k.transpose(-2, -1)) / math.sqrt(C // H)
+                att = att.masked_fill(torch.ones(t, t).tril() == 0, float('-inf')).softmax(-1)
+                return a.c_proj((att @ v).transpose(1, 2).reshape(B, t, C))
+        class Mlp(nn.Module):
+            def __init__(m):
+                super().__init__()
+                m.MuMoE_layer = MuMoEMlp(C, 4 * C, N, R)
+            def forward(m, x): return m.MuMoE_layer(x)
+        class PlainMlp(nn.Module):
+            def __init__(m):
+                super().__init__()
+                m.c_fc = nn.Sequential(norm(), nn.Linear(C, 4 * C, bias=bias))
+                m.c_proj = nn.Linear(4 * C, C, bias=bias)
+            def forward(m, x): return m.c_proj(nn.functional.gelu(m.c_fc(x)))
+        class Block(nn.Module):
+            def __init__(b, is_plain):
+                super().__init__()
+                b.ln_1, b.attn, b.mlp = norm(), Attention(), PlainMlp() if is_plain else Mlp()
+            def forward(b, x):
+                x = x + b.attn(b.ln_1(x))
+                return x + b.mlp(x)
+        s.transformer = nn.ModuleDict(dict(wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
+                                           h=nn.ModuleList([Block(i in plain) for i in range(L)]), ln_f=norm()))
+        s.lm_head = nn.Linear(C, V, bias=False)
+        s.transformer.wte.weight = s.lm_head.weight
+
+    class LayerNorm(nn.Module):  # nanoGPT's own: the bias is optional (torch 1.13's has no bias=False)
+        def __init__(s, C, bias):
+            super().__init__()
+            s.weight = nn.Parameter(torch.ones(C))
+            s.bias = nn.Parameter(torch.zeros(C)) if bias else None
+        def forward(s, x): return nn.functional.layer_norm(x, s.weight.shape, s.weight, s.bias, 1e-5)
+
+    def mumoe_layers(s):
+        """{layer name: MuMoEMlp} of the μMoE blocks; each keeps its last coefficients (.last)."""
+        return {f'transformer.h.{i}.mlp.MuMoE_layer': b.mlp.MuMoE_layer
+                for i, b in enumerate(s.transformer.h) if hasattr(b.mlp, 'MuMoE_layer')}
+
+    def forward(s, idx):
+        x = s.transformer.wte(idx) + s.transformer.wpe(torch.arange(idx.shape[1]))
+        for b in s.transformer.h: x = b(x)
+        return s.lm_head(s.transformer.ln_f(x))

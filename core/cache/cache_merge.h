@@ -1,0 +1,48 @@
+// Merging the caches of a sharded extraction (`mumoe analyze --shard K/N`, one cache file per
+// task, so that no two tasks ever write one SQLite file — which SQLite's documentation warns
+// against on network file systems) into one ordinary cache that every command and the GUI open.
+//
+// A shard's cache holds one run — the whole run's key and shapes, its own contiguous chunks
+// (analysis/progress.h, ChunkBatching::Shard) and a marker result naming the shard "K/N"
+// (analysis/chunked_run.h). The merge refuses, naming the files and chunks, and leaves the target
+// exactly as it was, when:
+//   * a shard file is missing, is not a cache, or holds no shard run (or more than one run);
+//   * the shards are of different runs (model content hash, data identity and hash, layer,
+//     parameters or shapes differ) or of different splits (N);
+//   * a shard K is missing, given twice, or a chunk is held by two files;
+//   * together they lack a chunk the target lacks too;
+//   * a chunk is damaged (unreadable or not fitting the run);
+//   * the target holds the run with other shapes.
+// Everything is read and checked before the target is written; then the chunks the target lacks
+// are copied in one transaction and the run is marked complete. Merging into a cache that holds
+// some chunks already adds only the missing ones.
+//
+// Plain C++ and SQLite (no LibTorch, no Qt).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cache/analysis_cache.h"
+
+namespace mumoe::cache {
+
+struct MergeReport {
+  RunKey key;                 ///< the run merged
+  int64_t run_id = 0;         ///< its id in the target
+  int64_t shards = 0;         ///< N
+  int64_t chunks = 0;         ///< the run's chunk count
+  int64_t chunks_copied = 0;  ///< copied from the shards
+  int64_t chunks_kept = 0;    ///< the target had them already
+};
+
+/// Merges `shard_paths` into the cache at `target_path` (created when absent). `progress(chunks
+/// done, chunks total)` after every chunk checked and copied; false cancels (Cancelled; the
+/// target is left as it was). Throws FileError naming the file (and chunks) for bad shards,
+/// UsageError for an impossible request (no shard, the target among the shards).
+MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std::string& target_path,
+                         const std::function<bool(int64_t, int64_t)>& progress = {});
+
+}  // namespace mumoe::cache
