@@ -66,6 +66,7 @@ Command add_cache_command(CLI::App& parent);
 Command add_compare_command(CLI::App& parent);
 Command add_steer_command(CLI::App& parent);
 Command add_predict_command(CLI::App& parent);
+Command add_slurm_command(CLI::App& parent);
 #endif
 
 }  // namespace mumoe::cli

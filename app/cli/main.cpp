@@ -39,7 +39,8 @@ int main(int argc, char** argv) {
                                    add_fairness_command(app), add_export_command(app)};
 #ifdef MUMOE_WITH_ANALYSIS
   for (auto add : {add_analyze_command, add_stats_command, add_gallery_command, add_ablate_command,
-                    add_edits_command, add_cache_command, add_compare_command, add_predict_command})
+                    add_edits_command, add_cache_command, add_compare_command, add_predict_command,
+                    add_slurm_command})
     commands.push_back(add(app));
   commands.push_back(add_steer_command(app));
 #endif

@@ -46,7 +46,7 @@ struct ChunkBatching {
   } shard;
 };
 /// A commit per chunk, as before batches: for tests that follow single chunks.
-inline constexpr ChunkBatching kCommitEachChunk{0, 0};
+inline constexpr ChunkBatching kCommitEachChunk{0, 0, {}};
 
 /// Where extraction runs a μMoE head's expert arithmetic (extract_run, extraction.h):
 /// Auto — on the writer thread, beside the next chunk's gates, for a head without backbone on the

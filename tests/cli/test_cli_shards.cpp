@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <string>
 
 #include "cli_runner.h"
@@ -68,6 +69,36 @@ TEST(CliShards, AShardedGptBlockMergesIntoTheAnswersOfOneRun) {
   ASSERT_EQ(run_cli("analyze " + args + " --cache " + whole + " --quiet").code, 0);
   EXPECT_TRUE(answer("gallery " + args + " --expert 5 --cache " + merged) ==
               answer("gallery " + args + " --expert 5 --cache " + whole));
+}
+
+}  // namespace cli_shards_test
+
+namespace cli_shards_test {
+
+// `slurm analyze --dry-run`: the job array runs analyze's options verbatim with each task's shard
+// and cache, the merge names every shard's file; a typo in analyze's options is caught before
+// anything is submitted.
+TEST(CliSlurm, DryRunPrintsTheArrayAndTheMergeScripts) {
+  TempDir dir;
+  const auto model = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  const auto run = run_cli("slurm analyze --shards 3 --partition gpu --time 1:00:00 --cpus 4 --work-dir " +
+                           dir.file("work") + " --cache \"" + dir.file("it's.sqlite") + "\" --dry-run " + model +
+                           " --data fashion-mnist:test --layer head");
+  ASSERT_EQ(run.code, 0) << run.out;
+  for (const auto* line : {"#SBATCH --array=0-2", "#SBATCH --partition=gpu", "#SBATCH --time=1:00:00",
+                           "#SBATCH --cpus-per-task=4", "'--data' 'fashion-mnist:test' '--layer' 'head' --shard "
+                           "\"${SLURM_ARRAY_TASK_ID}/3\""})
+    EXPECT_NE(run.out.find(line), std::string::npos) << line << "\n" << run.out;
+  const auto merge = run.out.substr(run.out.find("merge.sbatch"));
+  for (int k = 0; k < 3; ++k)
+    EXPECT_NE(merge.find(dir.file("work") + "/shard-" + std::to_string(k) + ".sqlite"), std::string::npos) << merge;
+  EXPECT_NE(merge.find("--into '" + dir.path().string() + "/it'\\''s.sqlite'"), std::string::npos) << merge;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("work")));  // a dry run writes nothing
+
+  EXPECT_EQ(run_cli("slurm analyze --shards 3 --dry-run " + model + " --dat fashion-mnist:test").code, 1);
+  EXPECT_EQ(run_cli("slurm analyze --shards 3 --dry-run " + model + " --shard 1/3").code, 1);
+  EXPECT_EQ(run_cli("slurm analyze --shards 0 --dry-run " + model).code, 1);
+  EXPECT_EQ(run_cli("slurm analyze --shards 2 --dry-run " + dir.file("absent.pth")).code, 2);
 }
 
 }  // namespace cli_shards_test

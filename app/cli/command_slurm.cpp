@@ -1,0 +1,167 @@
+// mumoe slurm analyze [--shards N --partition P --time T --cpus C --gpus G --work-dir D --cache F
+// --dry-run] MODEL [analyze's options]: the extraction of `mumoe analyze` as a Slurm job array of
+// N shards and a merge job that depends on it (slurm_jobs.h). The analyze options are checked
+// here as `analyze` would parse them, then passed on verbatim; the scripts are written to the
+// work directory and submitted with sbatch, whose job ids are printed. --dry-run prints the
+// scripts and submits nothing.
+#include <nlohmann/json.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cache/analysis_cache.h"
+#include "cli_support.h"
+#include "io/atomic_file.h"
+#include "io/errors.h"
+#include "io/file_checks.h"
+#include "slurm_jobs.h"
+
+namespace mumoe::cli {
+namespace {
+
+struct SlurmOptions {
+  int64_t shards = 0;
+  std::string partition, time, work_dir, cache;
+  int64_t cpus = 0, gpus = 0;
+  bool dry_run = false, json = false;
+};
+
+// The path of this program, so that the tasks run the same mumoe.
+std::string this_program() {
+  std::error_code ec;
+  const auto path = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw FileError("/proc/self/exe", "cannot find this program's path: " + ec.message());
+  return path.string();
+}
+
+// Checks the options meant for `analyze` as it would parse them (a typo must not become N failed
+// tasks) and returns the model's path.
+std::string check_analyze_args(const std::vector<std::string>& args) {
+  for (const auto& arg : args)
+    for (const std::string own : {"--shard", "--cache"})
+      if (arg == own || arg.rfind(own + "=", 0) == 0)
+        throw UsageError(own + " is set by `slurm analyze` for each task (the merge's target is its --cache)");
+  CLI::App probe{"mumoe"};
+  const auto analyze = add_analyze_command(probe);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  reversed.push_back("analyze");
+  try {
+    probe.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(std::string("the options for analyze: ") + e.what());
+  }
+  const auto model = analyze.app->get_option("MODEL")->as<std::string>();
+  io::require_regular_file(model);
+  return model;
+}
+
+// Runs `sbatch --parsable ARGS SCRIPT` and returns the job id it prints ("123" or "123;cluster").
+std::string submit(const std::string& sbatch_args, const std::string& script) {
+  const auto command = "sbatch --parsable " + sbatch_args + shell_quote(script) + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) throw Error("cannot run sbatch");
+  std::string output;
+  std::array<char, 256> buffer{};
+  while (std::fgets(buffer.data(), buffer.size(), pipe.get())) output += buffer.data();
+  const int status = ::pclose(pipe.release());
+  while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
+  if (status != 0 || output.empty() || output.find_first_not_of("0123456789;_-abcdefghijklmnopqrstuvwxyz") != std::string::npos) {
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
+      throw Error("sbatch was not found: submit from a Slurm login node (--dry-run prints the scripts)");
+    throw Error("sbatch refused " + script + ": " + output);
+  }
+  return output.substr(0, output.find(';'));
+}
+
+int run_slurm_analyze(const SlurmOptions& o, const std::vector<std::string>& analyze_args) {
+  if (o.shards < 1) throw UsageError("--shards must be at least 1");
+  SlurmRequest r;
+  r.analyze_args = analyze_args;
+  const auto model = check_analyze_args(analyze_args);
+  r.program = this_program();
+  r.submit_dir = std::filesystem::current_path().string();
+  r.shards = o.shards;
+  r.partition = o.partition;
+  r.time = o.time;
+  r.cpus = o.cpus;
+  r.gpus = o.gpus;
+  r.cache = std::filesystem::absolute(o.cache.empty() ? cache::default_cache_path() : o.cache).string();
+  if (o.work_dir.empty()) {
+    const auto now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::gmtime(&now));
+    r.work_dir = (std::filesystem::current_path() / ("mumoe-slurm-" + std::string(stamp))).string();
+  } else {
+    r.work_dir = std::filesystem::absolute(o.work_dir).lexically_normal().string();
+    while (r.work_dir.size() > 1 && r.work_dir.back() == '/') r.work_dir.pop_back();
+  }
+  const auto analyze = analyze_script(r), merge = merge_script(r);
+  if (o.dry_run) {
+    std::cout << "# " << r.work_dir << "/analyze.sbatch\n" << analyze << "\n# " << r.work_dir << "/merge.sbatch\n"
+              << merge;
+    return kSuccess;
+  }
+  std::filesystem::create_directories(r.work_dir + "/logs");
+  const auto analyze_path = r.work_dir + "/analyze.sbatch", merge_path = r.work_dir + "/merge.sbatch";
+  for (const auto& [path, text] : {std::pair{analyze_path, analyze}, std::pair{merge_path, merge}}) {
+    io::AtomicFileWriter out(path);
+    out.write(text.data(), text.size());
+    out.commit();
+  }
+  const auto array_job = submit("", analyze_path);
+  const auto merge_job = submit("--dependency=afterok:" + array_job + " ", merge_path);
+  if (o.json) {
+    std::cout << json_text(nlohmann::json({{"model", model},
+                                           {"work_dir", r.work_dir},
+                                           {"analyze_job", array_job},
+                                           {"merge_job", merge_job},
+                                           {"shards", r.shards},
+                                           {"cache", r.cache}}))
+              << "\n";
+  } else {
+    std::cout << "submitted job array " << array_job << " (" << r.shards << " tasks) and merge job " << merge_job
+              << " into " << r.cache << "\n"
+              << "  scripts and logs: " << r.work_dir << "\n"
+              << "  a failed task: sbatch --array=K " << analyze_path << ", then sbatch " << merge_path << "\n";
+  }
+  return kSuccess;
+}
+
+}  // namespace
+
+Command add_slurm_command(CLI::App& parent) {
+  auto o = std::make_shared<SlurmOptions>();
+  auto* app = parent.add_subcommand("slurm", "Run an analysis on a Slurm cluster as a job array of shards");
+  app->require_subcommand(1);
+  auto* analyze = app->add_subcommand(
+      "analyze", "Submit `mumoe analyze MODEL [its options]` as N shard tasks and a merge job into --cache");
+  analyze->allow_extras();
+  analyze->add_option("--shards", o->shards, "N: tasks of the job array, one shard each")->required();
+  analyze->add_option("--partition", o->partition, "Slurm partition (default: the cluster's)");
+  analyze->add_option("--time", o->time, "Time limit per task, e.g. 2:00:00 (default: the partition's)");
+  analyze->add_option("--cpus", o->cpus, "CPUs per task (default: the cluster's)")->check(CLI::PositiveNumber);
+  analyze->add_option("--gpus", o->gpus, "GPUs per task (--gres=gpu:G; pass --device cuda to analyze)")
+      ->check(CLI::PositiveNumber);
+  analyze->add_option("--work-dir", o->work_dir,
+                      "Where the scripts, logs and shard caches go (default ./mumoe-slurm-DATE-TIME)");
+  analyze->add_option("--cache", o->cache,
+                      "The cache the merge job writes (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
+  analyze->add_flag("--dry-run", o->dry_run, "Print the two scripts; submit nothing");
+  analyze->add_flag("--json", o->json, "Print JSON");
+  analyze->footer("Everything else is passed to `mumoe analyze` (MODEL --data SPEC --layer …).");
+  return {app, [o, analyze]() { return run_slurm_analyze(*o, analyze->remaining()); }};
+}
+
+}  // namespace mumoe::cli
