@@ -31,6 +31,8 @@ TEST_PACKAGES=(
   python3-torch python3-torchvision python3-pil
   # the GPT-2 tokenizer's independent reference (tests/support/gpt-3-encoder/Encoder.js)
   nodejs
+  # a real one-node Slurm cluster for `mumoe slurm analyze` (scripts/slurm-local.sh)
+  munge slurmctld slurmd slurm-client
 )
 case "${1:-}" in
   --programs) ;;
