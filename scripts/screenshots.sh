@@ -31,6 +31,10 @@ for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortu
     grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
   [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
+# Demo 6: the GPT-2-BPE μMoE GPT's Tokens page (token galleries of whole words).
+"$studio" --screenshot "$out/gpt2-tokens.png" --view tokens --size 1400x860 "$demo/gpt2-fortunes.mumoe.safetensors" 2>&1 |
+  grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+[[ -s $out/gpt2-tokens.png ]] || { echo "screenshots.sh: no $out/gpt2-tokens.png" >&2; exit 1; }
 # Demo 4: the ViT's gallery.
 "$studio" --screenshot "$out/vit-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
   "$demo/vit-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
