@@ -33,6 +33,8 @@ TEST_PACKAGES=(
   nodejs
   # a real one-node Slurm cluster for `mumoe slurm analyze` (scripts/slurm-local.sh)
   munge slurmctld slurmd slurm-client
+  # a real browser opens `mumoe report`'s HTML, headless (tests/cli/test_cli_report.cpp)
+  chromium
 )
 case "${1:-}" in
   --programs) ;;

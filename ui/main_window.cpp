@@ -202,6 +202,10 @@ void MainWindow::buildActions() {
                                   &MainWindow::chooseExport);
   exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
   exportAction_->setToolTip(tr("Save the gallery or chart of this page as PNG or SVG (Ctrl+E)"));
+  reportAction_ = file->addAction(tr("Export &Report…"), this, &MainWindow::chooseExportReport);
+  reportAction_->setToolTip(tr("One self-contained HTML file of this layer's experts (table, galleries, charts) "
+                               "that opens in any browser — as `mumoe report` writes it"));
+  reportAction_->setEnabled(false);
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -355,6 +359,10 @@ void MainWindow::connectController() {
   connect(c, &SessionController::imagesReady, thumbnails_, &ThumbnailStore::insert);
   connect(c, &SessionController::galleryExported, this, [this](const QString& path, int images) {
     statusBar()->showMessage(tr("Saved %1 (%2 images)").arg(path).arg(images), 8000);
+  });
+  connect(c, &SessionController::reportExported, this, [this](const QString& path, int sections, qint64 bytes) {
+    statusBar()->showMessage(
+        tr("Saved the report %1 (%2 experts in detail, %3 KiB)").arg(path).arg(sections).arg(bytes / 1024), 8000);
   });
   connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
   connect(c, &SessionController::openFailed, this, [this](const QString& message) {
@@ -541,6 +549,7 @@ bool MainWindow::analyzeLayer(const QString& layer) {
 
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
+  reportAction_->setEnabled(false);  // until this model's session is open
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   sweepAction_->setEnabled(kind_ == Kind::MultiClass);
   if (kind_ != Kind::MultiClass) {
@@ -611,6 +620,7 @@ void MainWindow::startAnalysis() {
 
 void MainWindow::onSessionOpened(const SessionInfo& info) {
   QSettings().setValue(kDataKey, info.dataSpec);
+  reportAction_->setEnabled(true);
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
   thumbnails_->setAvailable(info.hasImages);
@@ -713,6 +723,18 @@ void MainWindow::chooseExport() {
   if (path.isEmpty()) return;
   settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
   exportCurrentView(path);
+}
+
+void MainWindow::chooseExportReport() {
+  if (!controller_->hasSession()) return;
+  QSettings settings;
+  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
+  const QString name = QFileInfo(currentPath_).completeBaseName() + QStringLiteral("-report.html");
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export Report"), dir + QLatin1Char('/') + name,
+                                                    tr("HTML files (*.html)"));
+  if (path.isEmpty()) return;
+  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
+  controller_->exportReport(path);
 }
 
 void MainWindow::chooseAndOpenModel() {

@@ -139,6 +139,7 @@ class MainWindow : public QMainWindow {
   void chooseDataFolder();
   void chooseFeatureFile();
   void chooseExport();
+  void chooseExportReport();
   void showLayerDetails();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
@@ -176,6 +177,7 @@ class MainWindow : public QMainWindow {
   QAction* undoEditAction_ = nullptr;
   QAction* redoEditAction_ = nullptr;
   QAction* exportAction_ = nullptr;
+  QAction* reportAction_ = nullptr;
   QAction* modelOptionsAction_ = nullptr;
   BiasPage* bias_ = nullptr;
   TokenPage* tokens_ = nullptr;

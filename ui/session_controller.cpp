@@ -8,9 +8,12 @@
 #include <exception>
 
 #include "analysis/analysis_session.h"
+#include "analysis/expert_report.h"
 #include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
+#include "io/atomic_file.h"
 #include "io/errors.h"
+#include "report/html_report.h"
 #include "thumbnail_store.h"
 #include "worker_queue.h"
 
@@ -239,6 +242,32 @@ void SessionController::exportGallery(const QString& path, const analysis::Galle
         slot.get().write_gallery_sheet(path.toStdString(), gallery, progress);
         const int count = static_cast<int>(total);
         return [this, path, count](double) { Q_EMIT galleryExported(path, count); };
+      },
+      JobFlags{true, true});
+}
+
+void SessionController::exportReport(const QString& path, const QString& experts) {
+  const QString task = tr("Writing the report");
+  submit(
+      task,
+      [this, path, experts, task, model = info_.modelPath, data = info_.dataSpec](
+          Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
+        analysis::ReportRequest request;
+        request.model_path = model.toStdString();
+        request.data_spec = data.toStdString();
+        request.experts = experts.toStdString();
+        request.app_version = MUMOE_VERSION;
+        const auto report = analysis::make_expert_report(slot.get(), request, [&](int64_t done, int64_t total) {
+          worker_->postProgress(task, done, total, -1);
+          return !cancelled();
+        });
+        const auto html = report::render_html(report);
+        io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
+        out.write(html.data(), html.size());
+        out.commit();
+        const int sections = static_cast<int>(report.details.size());
+        const auto bytes = static_cast<qint64>(html.size());
+        return [this, path, sections, bytes](double) { Q_EMIT reportExported(path, sections, bytes); };
       },
       JobFlags{true, true});
 }

@@ -121,6 +121,12 @@ class SessionController : public QObject {
   /// jobFailed("export gallery", …) follows. Cancellable between images.
   void exportGallery(const QString& path, const analysis::Gallery& gallery);
 
+  /// Writes the self-contained HTML report of the layer's experts (analysis/expert_report.h, the
+  /// same as `mumoe report`): the table of every expert with its ablation, and a section for
+  /// each of `experts` ("top-16", "all", "3,7,12"). reportExported() or jobFailed("export report",
+  /// …) follows. Cancellable between experts.
+  void exportReport(const QString& path, const QString& experts = QStringLiteral("top-16"));
+
   /// Stops the running job and drops the queued ones.
   void cancel();
   bool isBusy() const;
@@ -138,6 +144,7 @@ class SessionController : public QObject {
   void coefficientsReady(qint64 mode, qint64 sample, const QVector<double>& coefficients);
   void imagesReady(const QHash<qint64, QImage>& images);
   void galleryExported(const QString& path, int images);
+  void reportExported(const QString& path, int sections, qint64 bytes);
   /// Progress of a long job (`task` is its display name); etaSeconds < 0 when unknown. The same
   /// as worker()'s.
   void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);

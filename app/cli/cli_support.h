@@ -67,6 +67,7 @@ Command add_compare_command(CLI::App& parent);
 Command add_steer_command(CLI::App& parent);
 Command add_predict_command(CLI::App& parent);
 Command add_slurm_command(CLI::App& parent);
+Command add_report_command(CLI::App& parent);
 #endif
 
 }  // namespace mumoe::cli

@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
 #ifdef MUMOE_WITH_ANALYSIS
   for (auto add : {add_analyze_command, add_stats_command, add_gallery_command, add_ablate_command,
                     add_edits_command, add_cache_command, add_compare_command, add_predict_command,
-                    add_slurm_command})
+                    add_slurm_command, add_report_command})
     commands.push_back(add(app));
   commands.push_back(add_steer_command(app));
 #endif

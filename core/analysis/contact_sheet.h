@@ -29,6 +29,11 @@ struct ContactSheetStyle {
 std::vector<unsigned char> render_contact_sheet(const std::string& title, const std::vector<ContactSheetTile>& tiles,
                                                 const ContactSheetStyle& style = {});
 
+/// One image as a PNG thumbnail for the HTML report: scaled down (area) so that its longer side is
+/// `size` when it is larger, else as it is (the page scales it up); grey stays grey. Empty for an
+/// empty image.
+std::string encode_thumbnail_png(const SampleImage& image, int size);
+
 /// Renders and writes atomically. Throws WriteError naming the path.
 void write_contact_sheet(const std::string& path, const std::string& title,
                          const std::vector<ContactSheetTile>& tiles, const ContactSheetStyle& style = {});

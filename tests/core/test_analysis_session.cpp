@@ -333,9 +333,9 @@ TEST(ChunkedRun, BatchedChunksAreReportedInOrderOnceCommitted) {
     std::vector<int64_t> seen_at_first_report;  // what another connection holds then
   };
   const std::vector<Case> cases = {
-      {{60, 60}, {0, 1, 2, 3}},  // batches end before a stored chunk and after the last
-      {{60, 0}, {0, 3}},         // every start "slow": committed chunk by chunk (3 was there)
-      {{0, 60}, {0, 3}},         // every batch "old": likewise
+      {{60, 60, {}}, {0, 1, 2, 3}},  // batches end before a stored chunk and after the last
+      {{60, 0, {}}, {0, 3}},         // every start "slow": committed chunk by chunk (3 was there)
+      {{0, 60, {}}, {0, 3}},         // every batch "old": likewise
   };
   for (const auto& k : cases) {
     testkit::TempDir dir;
@@ -376,7 +376,7 @@ TEST(ChunkedRun, BatchedChunksAreReportedInOrderOnceCommitted) {
                        reported.push_back(p.chunks_done);
                        return true;
                      },
-                     {60, 60}),
+                     {60, 60, {}}),
                  UsageError);
     EXPECT_EQ(reported, (std::vector<int64_t>{1, 2, 3}));
     EXPECT_EQ(cache->chunk_indices(*cache->find_run(kSmallRunKey)), (std::vector<int64_t>{0, 1, 2}));
@@ -387,12 +387,50 @@ TEST(ChunkedRun, BatchedChunksAreReportedInOrderOnceCommitted) {
     auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
     EXPECT_THROW(analysis::fill_chunked_run(
                      *cache, kSmallRunKey, small_run_info(40), [](int64_t c) { return small_chunk(c); },
-                     [](const analysis::ExtractionProgress&) { return false; }, {60, 60}),
+                     [](const analysis::ExtractionProgress&) { return false; }, {60, 60, {}}),
                  Cancelled);
     const auto run = *cache->find_run(kSmallRunKey);
     EXPECT_EQ(cache->chunk_indices(run), (std::vector<int64_t>{0, 1, 2, 3}));
     EXPECT_FALSE(cache->run_complete(run));
   }
+}
+
+// A shard (ChunkBatching::shard) computes only its contiguous chunks, counts only those in its
+// progress, marks itself, and leaves the run partial until every shard's chunks are there.
+TEST(ChunkedRun, AShardComputesOnlyItsChunks) {
+  testkit::TempDir dir;
+  auto cache = cache::AnalysisCache::open(dir.file("cache.sqlite"));
+  const auto info = small_run_info(75);  // 8 chunks: shards of 3 hold 0–1, 2–4, 5–7
+  std::vector<int64_t> computed, reported;
+  analysis::ChunkBatching batching;
+  batching.shard = {1, 3};
+  const auto summary = analysis::fill_chunked_run(
+      *cache, kSmallRunKey, info,
+      [&](int64_t c) {
+        computed.push_back(c);
+        return small_chunk(c, c == 7 ? 5 : 10);
+      },
+      [&](const analysis::ExtractionProgress& p) {
+        EXPECT_EQ(p.chunks_total, 3);
+        EXPECT_EQ(p.samples_total, 30);
+        reported.push_back(p.samples_done);
+        return true;
+      },
+      batching);
+  EXPECT_EQ(computed, (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(reported.back(), 30);
+  EXPECT_FALSE(cache->run_complete(summary.run_id));
+  EXPECT_TRUE(cache->get_result(summary.run_id, analysis::kShardResultKind, "1/3").has_value());
+  for (const int64_t k : {0, 2}) {
+    batching.shard = {k, 3};
+    analysis::fill_chunked_run(*cache, kSmallRunKey, info, [&](int64_t c) { return small_chunk(c, c == 7 ? 5 : 10); },
+                               {}, batching);
+  }
+  EXPECT_TRUE(cache->run_complete(summary.run_id));
+  batching.shard = {3, 3};
+  EXPECT_THROW(analysis::fill_chunked_run(*cache, kSmallRunKey, info, [&](int64_t c) { return small_chunk(c); }, {},
+                                          batching),
+               UsageError);
 }
 
 // Two stages (extraction's gates, then its float64 arithmetic and record): chunk c's finishing

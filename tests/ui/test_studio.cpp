@@ -10,6 +10,7 @@
 #include <QCheckBox>
 #include <QFile>
 #include <QListView>
+#include <QRegularExpression>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTableView>
@@ -280,6 +281,33 @@ class StudioTest : public QObject {
     for (size_t c = 0; c < outcome.drop.size(); ++c)
       QVERIFY(qAbs(outcome.drop[c] - (info.accuracy.per_class[c] - outcome.after.per_class[c]) / info.accuracy.per_class[c]) <
               1e-12);
+  }
+
+  // File ▸ Export Report writes the page `mumoe report` writes for the same layer and data, byte
+  // for byte but for the line that says when it was made.
+  void exportsTheReportTheCliWrites() {
+    const auto info = window_->controller()->info();
+    const QString windowReport = dir_.filePath(QStringLiteral("window-report.html"));
+    QSignalSpy exported(window_->controller(), &ui::SessionController::reportExported);
+    window_->controller()->exportReport(windowReport, QStringLiteral("top-3"));
+    QVERIFY(exported.wait(60'000));
+    QCOMPARE(exported.first().at(1).toInt(), 3);
+    const QString cliReport = dir_.filePath(QStringLiteral("cli-report.html"));
+    const auto cli = testkit::run_cli(testkit::kDemoModel.toStdString().insert(0, "report ") + " --data " +
+                                      info.dataSpec.toStdString() + " --cache " +
+                                      dir_.filePath(QStringLiteral("cli.sqlite")).toStdString() +
+                                      " --experts top-3 --quiet --output " + cliReport.toStdString());
+    QCOMPARE(cli.code, 0);
+    const auto withoutDate = [](const QString& path) {
+      QFile f(path);
+      if (!f.open(QIODevice::ReadOnly)) return QString();
+      QString text = QString::fromUtf8(f.readAll());
+      return text.remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
+    };
+    const QString a = withoutDate(windowReport), b = withoutDate(cliReport);
+    QVERIFY(a.size() > 10'000);
+    QVERIFY(a.contains(QStringLiteral("<section class=\"expert\"")));
+    QVERIFY2(a == b, "the window's report differs from the CLI's");
   }
 
   void ablatesSeveralSelectedExpertsTogether() {

@@ -1,0 +1,188 @@
+#include "analysis/expert_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <numeric>
+#include <sstream>
+
+#include "analysis/gallery.h"
+#include "io/errors.h"
+#include "model/model_summary.h"
+#ifdef MUMOE_WITH_OPENCV
+#include "analysis/contact_sheet.h"
+#endif
+
+namespace mumoe::analysis {
+namespace {
+
+std::string percent(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f %%", 100 * fraction);
+  return text;
+}
+
+std::string now_utc() {
+  const auto now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+std::string gallery_title(const Gallery& g) {
+  std::ostringstream s;
+  s << g.items.size() << (g.request.order == GalleryOrder::Top ? " with the largest a" : " random with a ≥ ");
+  if (g.request.order != GalleryOrder::Top) {
+    char t[16];
+    std::snprintf(t, sizeof t, "%.2f", g.request.threshold);
+    s << t;
+  }
+  s << " of " << g.eligible << " eligible samples";
+  return s.str();
+}
+
+}  // namespace
+
+std::vector<int64_t> select_report_experts(const std::string& experts, const std::vector<int64_t>& loads) {
+  const auto n = static_cast<int64_t>(loads.size());
+  std::vector<int64_t> all(static_cast<size_t>(n));
+  std::iota(all.begin(), all.end(), 0);
+  if (experts == "all") return all;
+  if (experts.rfind("top-", 0) == 0) {
+    int64_t k = 0;
+    try {
+      size_t used = 0;
+      k = std::stoll(experts.substr(4), &used);
+      if (used != experts.size() - 4 || k < 1) throw std::invalid_argument("k");
+    } catch (const std::exception&) {
+      throw UsageError("--experts " + experts + ": top-K needs a positive K, e.g. top-16");
+    }
+    // The most loaded first; ties by index, so the choice is stable.
+    std::stable_sort(all.begin(), all.end(), [&](int64_t a, int64_t b) { return loads[a] > loads[b]; });
+    all.resize(static_cast<size_t>(std::min(k, n)));
+    return all;
+  }
+  std::vector<int64_t> chosen;
+  std::stringstream list(experts);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    size_t used = 0;
+    int64_t e = -1;
+    try {
+      e = std::stoll(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (item.empty() || used != item.size())
+      throw UsageError("--experts " + experts + ": expected all, top-K or a list of expert numbers like 3,7,12");
+    if (e < 0 || e >= n) throw UsageError("--experts: expert " + item + " does not exist (0 … " + std::to_string(n - 1) + ")");
+    if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
+  }
+  if (chosen.empty()) throw UsageError("--experts is empty");
+  return chosen;
+}
+
+report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportRequest& request,
+                                        const ReportProgress& progress) {
+  const int64_t mode = 0;
+  const auto stats = analysis.statistics(mode, request.threshold).value;
+  std::vector<int64_t> loads;
+  for (const auto& e : stats.experts) loads.push_back(e.load);
+  const auto shown = select_report_experts(request.experts, loads);
+  const auto accuracy = analysis.accuracy();
+  const auto n = static_cast<int64_t>(stats.experts.size());
+  const int64_t steps = (request.sweep ? n : 0) + static_cast<int64_t>(shown.size());
+  int64_t done = 0;
+  const auto step = [&] {
+    ++done;
+    if (progress && !progress(done, steps)) throw Cancelled();
+  };
+
+  report::ExpertReport r;
+  r.class_names = analysis.class_names();
+  r.class_accuracy = accuracy.per_class;
+  const auto file = request.model_path.substr(request.model_path.find_last_of('/') + 1);
+  r.title = file.empty() ? request.model_path : file;
+  const auto summary = model::summarize_model_file(request.model_path, request.overrides);
+  r.card = {{"model", request.model_path},
+            {"architecture", summary.backbone.empty() ? summary.architecture : summary.architecture + ", " + summary.backbone},
+            {"layer", analysis.layer_name()},
+            {"experts", std::to_string(n) + (stats.dead_experts ? " (" + std::to_string(stats.dead_experts) + " dead)" : "")},
+            {"data", request.data_spec},
+            {"samples", std::to_string(analysis.samples())},
+            {"accuracy", percent(accuracy.overall)},
+            {"provenance", summary.provenance_json},
+            {"made by", "mumoe-studio " + request.app_version},
+            {"generated", request.generated_utc.empty() ? now_utc() : request.generated_utc}};
+
+  std::vector<AblationOutcome> outcomes(static_cast<size_t>(n));
+  std::vector<bool> ablated(static_cast<size_t>(n), false);
+  if (request.sweep) {
+    const auto sweep = analysis.sweep(mode, AblationMethod::Sparse, [&](int64_t, int64_t) {
+      step();
+      return true;
+    });
+    for (const auto& o : sweep.value.experts)
+      if (!o.experts.empty() && o.experts.front() >= 0 && o.experts.front() < n) {
+        outcomes[o.experts.front()] = o;
+        ablated[o.experts.front()] = true;
+      }
+    r.has_sweep = true;
+  }
+  for (const auto e : shown)
+    if (!ablated[e]) {
+      outcomes[e] = analysis.ablate(mode, {e}, AblationMethod::Sparse).value;
+      ablated[e] = true;
+    }
+
+  for (int64_t e = 0; e < n; ++e) {
+    const auto& s = stats.experts[e];
+    report::ExpertRow row;
+    row.expert = e;
+    row.load = s.load;
+    row.support = s.support;
+    row.mean_coefficient = s.mean_coefficient;
+    row.top_classes = s.top_classes;
+    if (ablated[e]) {
+      row.has_ablation = true;
+      row.delta_accuracy = outcomes[e].after.overall - accuracy.overall;
+      row.polysemanticity = outcomes[e].has_effect ? outcomes[e].polysemanticity : std::nan("");
+    }
+    r.experts.push_back(row);
+  }
+
+  for (const auto e : shown) {
+    report::ExpertDetail d;
+    d.expert = e;
+    GalleryRequest g;
+    g.mode = mode;
+    g.expert = e;
+    g.threshold = request.threshold;
+    g.count = request.images;
+    const auto gallery = analysis.gallery(g).value;
+    d.gallery_title = gallery_title(gallery);
+    for (const auto& item : gallery.items) {
+      report::Tile t;
+      t.label = item.label >= 0 && item.label < static_cast<int64_t>(r.class_names.size()) ? r.class_names[item.label]
+                                                                                         : std::to_string(item.label);
+      t.prediction = item.prediction >= 0 && item.prediction < static_cast<int64_t>(r.class_names.size())
+                         ? r.class_names[item.prediction]
+                         : std::to_string(item.prediction);
+      t.coefficient = item.coefficient;
+      t.outlined = item.patch >= 0;
+#ifdef MUMOE_WITH_OPENCV
+      t.png = encode_thumbnail_png(analysis.image(item.sample, item.patch), static_cast<int>(request.thumbnail_pixels));
+#endif
+      d.tiles.push_back(std::move(t));
+    }
+    if (e < static_cast<int64_t>(stats.expert_class_counts.size())) d.class_histogram = stats.expert_class_counts[e];
+    const auto& o = outcomes[e];
+    for (size_t c = 0; c < o.after.per_class.size() && c < accuracy.per_class.size(); ++c)
+      d.accuracy_change.push_back(o.after.per_class[c] - accuracy.per_class[c]);
+    r.details.push_back(std::move(d));
+    step();
+  }
+  return r;
+}
+
+}  // namespace mumoe::analysis

@@ -1,0 +1,257 @@
+#include "report/html_report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+
+namespace mumoe::report {
+namespace {
+
+// Shortest round-trip form (17 significant digits at most) — what the CLI's JSON prints.
+std::string number(double value) {
+  if (std::isnan(value)) return "NaN";
+  char text[40];
+  for (int digits = 6; digits <= 17; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, value);
+    if (std::strtod(text, nullptr) == value) break;
+  }
+  return text;
+}
+
+std::string fixed(double value, int decimals) {
+  if (std::isnan(value)) return "–";
+  char text[40];
+  std::snprintf(text, sizeof text, "%.*f", decimals, value);
+  return text;
+}
+
+std::string class_name(const ExpertReport& r, int64_t c) {
+  return c >= 0 && c < static_cast<int64_t>(r.class_names.size()) ? r.class_names[c] : "class " + std::to_string(c);
+}
+
+// A horizontal bar chart, one bar per class: values ≥ 0 to the right of the axis, < 0 to the left.
+std::string bar_chart(const ExpertReport& r, const std::vector<double>& values, const std::string& caption,
+                      bool percent) {
+  const int row = 18, label_width = 120, half = 150, width = label_width + 2 * half + 70;
+  double scale = 0;
+  for (const double v : values) scale = std::max(scale, std::abs(v));
+  if (scale == 0) scale = 1;
+  const int height = row * static_cast<int>(values.size()) + 24;
+  std::ostringstream s;
+  s << "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
+    << "\" role=\"img\" aria-label=\"" << escape_html(caption) << "\"><title>" << escape_html(caption) << "</title>";
+  const int axis = label_width + half;
+  s << "<line x1=\"" << axis << "\" y1=\"0\" x2=\"" << axis << "\" y2=\"" << height - 20
+    << "\" stroke=\"#888\"/>";
+  for (size_t c = 0; c < values.size(); ++c) {
+    const int y = static_cast<int>(c) * row;
+    const double v = values[c];
+    const int length = static_cast<int>(std::round(std::abs(v) / scale * half));
+    const int x = v >= 0 ? axis : axis - length;
+    s << "<text x=\"" << label_width - 6 << "\" y=\"" << y + 13 << "\" text-anchor=\"end\">"
+      << escape_html(class_name(r, static_cast<int64_t>(c))) << "</text>"
+      << "<rect x=\"" << x << "\" y=\"" << y + 3 << "\" width=\"" << std::max(length, v != 0 ? 1 : 0)
+      << "\" height=\"" << row - 6 << "\" fill=\"" << (v < 0 ? "#c0392b" : "#2e86c1") << "\"><title>"
+      << escape_html(class_name(r, static_cast<int64_t>(c))) << ": " << (percent ? fixed(100 * v, 2) + " pp" : number(v))
+      << "</title></rect>"
+      << "<text x=\"" << (v >= 0 ? x + length + 4 : x - 4) << "\" y=\"" << y + 13 << "\" text-anchor=\""
+      << (v >= 0 ? "start" : "end") << "\" class=\"value\">" << (percent ? fixed(100 * v, 2) : number(v)) << "</text>";
+  }
+  s << "<text x=\"" << axis << "\" y=\"" << height - 4 << "\" text-anchor=\"middle\" class=\"axis\">"
+    << escape_html(caption) << "</text></svg>";
+  return s.str();
+}
+
+// The sweep: Δ accuracy of every expert, one thin bar each, in expert order.
+std::string sweep_chart(const ExpertReport& r) {
+  const int bar = 4, height = 160, middle = 80;
+  double scale = 0;
+  for (const auto& e : r.experts) scale = std::max(scale, std::abs(e.delta_accuracy));
+  if (scale == 0) scale = 1;
+  const int width = std::max<int>(300, bar * static_cast<int>(r.experts.size()) + 20);
+  std::ostringstream s;
+  s << "<svg class=\"chart sweep\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
+    << height + 20 << "\" role=\"img\" aria-label=\"accuracy change per ablated expert\">"
+    << "<title>Accuracy change when each expert is ablated</title>"
+    << "<line x1=\"10\" y1=\"" << middle << "\" x2=\"" << width - 10 << "\" y2=\"" << middle << "\" stroke=\"#888\"/>";
+  for (size_t i = 0; i < r.experts.size(); ++i) {
+    const auto& e = r.experts[i];
+    const int length = static_cast<int>(std::round(std::abs(e.delta_accuracy) / scale * (middle - 10)));
+    const int y = e.delta_accuracy >= 0 ? middle - length : middle;
+    s << "<a href=\"#expert-" << e.expert << "\"><rect x=\"" << 10 + bar * static_cast<int>(i) << "\" y=\"" << y
+      << "\" width=\"" << bar - 1 << "\" height=\"" << std::max(length, 1) << "\" fill=\""
+      << (e.delta_accuracy < 0 ? "#c0392b" : "#2e86c1") << "\"><title>expert " << e.expert << ": "
+      << fixed(100 * e.delta_accuracy, 2) << " pp</title></rect></a>";
+  }
+  s << "<text x=\"10\" y=\"" << height + 14 << "\" class=\"axis\">experts 0–" << r.experts.size() - 1
+    << " (bars: accuracy change when ablated; largest " << fixed(100 * scale, 2) << " pp)</text></svg>";
+  return s.str();
+}
+
+const char* kStyle = R"CSS(
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1180px; color: #222; padding: 0 16px; }
+h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 16px; }
+table { border-collapse: collapse; } td, th { padding: 3px 8px; border-bottom: 1px solid #ddd; text-align: right; }
+th { cursor: pointer; background: #f3f3f3; user-select: none; } th.sorted-asc::after { content: " ▲"; }
+th.sorted-desc::after { content: " ▼"; } td.text, th.text { text-align: left; }
+dl.card { display: grid; grid-template-columns: max-content auto; gap: 2px 16px; } dl.card dt { color: #666; }
+dl.card dd { margin: 0; word-break: break-all; }
+section.expert { border-top: 2px solid #ccc; margin-top: 24px; }
+.gallery { display: flex; flex-wrap: wrap; gap: 6px; } figure.tile { margin: 0; width: 84px; font-size: 11px; text-align: center; }
+figure.tile img { width: 84px; height: 84px; image-rendering: pixelated; border: 1px solid #ccc; display: block; }
+figure.tile.wrong figcaption .pred { color: #c0392b; }
+.charts { display: flex; flex-wrap: wrap; gap: 24px; } svg.chart text { font: 11px system-ui, sans-serif; }
+svg.chart text.axis { fill: #666; } #filter { margin: 8px 0; padding: 4px; width: 280px; }
+)CSS";
+
+// Sorting by a column's data-value (numbers, NaN last) and filtering rows by their text.
+const char* kScript = R"JS(
+(function () {
+  var table = document.getElementById('experts');
+  var body = table.tBodies[0];
+  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+    th.addEventListener('click', function () {
+      var ascending = !th.classList.contains('sorted-asc');
+      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) { h.classList.remove('sorted-asc', 'sorted-desc'); });
+      th.classList.add(ascending ? 'sorted-asc' : 'sorted-desc');
+      var rows = Array.prototype.slice.call(body.rows);
+      rows.sort(function (a, b) {
+        var x = a.cells[column].getAttribute('data-value'), y = b.cells[column].getAttribute('data-value');
+        var p = parseFloat(x), q = parseFloat(y);
+        if (isNaN(p) || isNaN(q)) {
+          if (isNaN(p) && isNaN(q)) return x < y ? -1 : x > y ? 1 : 0;
+          return isNaN(p) ? 1 : -1;
+        }
+        return ascending ? p - q : q - p;
+      });
+      rows.forEach(function (row) { body.appendChild(row); });
+    });
+  });
+  document.getElementById('filter').addEventListener('input', function (event) {
+    var words = event.target.value.toLowerCase().split(/\s+/).filter(Boolean);
+    Array.prototype.forEach.call(body.rows, function (row) {
+      var text = row.textContent.toLowerCase();
+      row.style.display = words.every(function (w) { return text.indexOf(w) >= 0; }) ? '' : 'none';
+    });
+  });
+})();
+)JS";
+
+}  // namespace
+
+std::string base64(const std::string& bytes) {
+  static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  size_t i = 0;
+  for (; i + 2 < bytes.size(); i += 3) {
+    const uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8) |
+                       static_cast<uint8_t>(bytes[i + 2]);
+    for (const int shift : {18, 12, 6, 0}) out += alphabet[(v >> shift) & 63];
+  }
+  if (i + 1 == bytes.size()) {
+    const uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += "==";
+  } else if (i + 2 == bytes.size()) {
+    const uint32_t v = (static_cast<uint8_t>(bytes[i]) << 16) | (static_cast<uint8_t>(bytes[i + 1]) << 8);
+    out += alphabet[(v >> 18) & 63];
+    out += alphabet[(v >> 12) & 63];
+    out += alphabet[(v >> 6) & 63];
+    out += '=';
+  }
+  return out;
+}
+
+std::string escape_html(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::string render_html(const ExpertReport& r) {
+  std::ostringstream h;
+  h << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    // Nothing may leave the page: no scripts, styles, images or frames from anywhere but itself.
+    << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; "
+       "style-src 'unsafe-inline'; script-src 'unsafe-inline'\">"
+    << "<title>" << escape_html(r.title) << " — experts</title><style>" << kStyle << "</style></head><body>\n";
+  h << "<h1>" << escape_html(r.title) << "</h1>\n<dl class=\"card\">";
+  for (const auto& [field, value] : r.card) h << "<dt>" << escape_html(field) << "</dt><dd>" << escape_html(value) << "</dd>";
+  h << "</dl>\n";
+  if (!r.class_accuracy.empty())
+    h << "<h2>Accuracy per class</h2>" << bar_chart(r, r.class_accuracy, "accuracy per class", false) << "\n";
+  if (r.has_sweep && !r.experts.empty()) h << "<h2>Ablation sweep</h2>" << sweep_chart(r) << "\n";
+
+  h << "<h2>Experts</h2><input id=\"filter\" type=\"search\" placeholder=\"Filter rows (e.g. a class name)\">"
+    << "<table id=\"experts\"><thead><tr><th data-key=\"expert\">expert</th><th data-key=\"load\">load</th>"
+    << "<th data-key=\"support\">support</th><th data-key=\"mean_coefficient\">mean a</th>"
+    << "<th data-key=\"delta_accuracy\">Δ accuracy (pp)</th><th data-key=\"polysemanticity\">polysemanticity</th>"
+    << "<th class=\"text\" data-key=\"top_classes\">top classes (samples)</th></tr></thead><tbody>\n";
+  std::vector<bool> detailed(r.experts.size() + 1, false);
+  for (const auto& d : r.details)
+    if (d.expert >= 0 && d.expert < static_cast<int64_t>(detailed.size())) detailed[d.expert] = true;
+  for (const auto& e : r.experts) {
+    std::string top;
+    for (const auto& [c, n] : e.top_classes) top += (top.empty() ? "" : ", ") + class_name(r, c) + " (" + std::to_string(n) + ")";
+    const bool linked = e.expert >= 0 && e.expert < static_cast<int64_t>(detailed.size()) && detailed[e.expert];
+    h << "<tr data-expert=\"" << e.expert << "\"><td data-key=\"expert\" data-value=\"" << e.expert << "\">"
+      << (linked ? "<a href=\"#expert-" + std::to_string(e.expert) + "\">" + std::to_string(e.expert) + "</a>"
+                 : std::to_string(e.expert))
+      << "</td><td data-key=\"load\" data-value=\"" << e.load << "\">" << e.load << "</td>"
+      << "<td data-key=\"support\" data-value=\"" << e.support << "\">" << e.support << "</td>"
+      << "<td data-key=\"mean_coefficient\" data-value=\"" << number(e.mean_coefficient) << "\">"
+      << fixed(e.mean_coefficient, 4) << "</td>";
+    if (e.has_ablation)
+      h << "<td data-key=\"delta_accuracy\" data-value=\"" << number(e.delta_accuracy) << "\">"
+        << fixed(100 * e.delta_accuracy, 2) << "</td><td data-key=\"polysemanticity\" data-value=\""
+        << number(e.polysemanticity) << "\">" << fixed(e.polysemanticity, 3) << "</td>";
+    else
+      h << "<td data-key=\"delta_accuracy\" data-value=\"NaN\">–</td><td data-key=\"polysemanticity\" data-value=\"NaN\">–</td>";
+    h << "<td class=\"text\" data-key=\"top_classes\" data-value=\"" << escape_html(top) << "\">" << escape_html(top)
+      << "</td></tr>\n";
+  }
+  h << "</tbody></table>\n";
+
+  for (const auto& d : r.details) {
+    h << "<section class=\"expert\" id=\"expert-" << d.expert << "\"><h2>Expert " << d.expert << "</h2>";
+    h << "<h3>Gallery</h3><p>" << escape_html(d.gallery_title) << "</p><div class=\"gallery\">";
+    for (const auto& t : d.tiles) {
+      const bool wrong = t.label != t.prediction;
+      h << "<figure class=\"tile" << (wrong ? " wrong" : "") << "\">";
+      if (!t.png.empty())
+        h << "<img alt=\"" << escape_html(t.label) << "\" src=\"data:image/png;base64," << base64(t.png) << "\">";
+      h << "<figcaption>" << escape_html(t.label) << "<br>a = " << fixed(t.coefficient, 2);
+      if (wrong) h << "<br><span class=\"pred\">→ " << escape_html(t.prediction) << "</span>";
+      h << "</figcaption></figure>";
+    }
+    if (d.tiles.empty()) h << "<p>No sample reaches the gallery's threshold.</p>";
+    h << "</div><div class=\"charts\">";
+    if (!d.class_histogram.empty()) {
+      std::vector<double> counts(d.class_histogram.begin(), d.class_histogram.end());
+      h << "<div><h3>Samples routed mainly to it, per class</h3>"
+        << bar_chart(r, counts, "samples whose largest coefficient is this expert's", false) << "</div>";
+    }
+    if (!d.accuracy_change.empty())
+      h << "<div><h3>Accuracy change per class when ablated (pp)</h3>"
+        << bar_chart(r, d.accuracy_change, "accuracy after ablation − before, percentage points", true) << "</div>";
+    h << "</div></section>\n";
+  }
+  h << "<script>" << kScript << "</script></body></html>\n";
+  return h.str();
+}
+
+}  // namespace mumoe::report

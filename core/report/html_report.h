@@ -1,0 +1,70 @@
+// A self-contained HTML report of one layer's experts (`mumoe report`, the GUI's Export Report):
+// one file, images embedded as data: URIs, charts as inline SVG, the table sorted and filtered by
+// a few lines of inline script — no network, no server, opens from disk in any browser.
+//
+// This file only renders: what goes in (ExpertReport) is computed by the analysis core
+// (analysis/expert_report.h) from the same calls as the CLI's JSON and the GUI's pages, so the
+// report's numbers are theirs. Plain C++ (no LibTorch, Qt or OpenCV).
+//
+// The page's structure, which tests and scripts may rely on:
+//   <table id="experts">, one <tr data-expert="N"> per expert with <td data-key="K"
+//   data-value="V"> cells for K in load, support, delta_accuracy, polysemanticity, mean_coefficient;
+//   <section class="expert" id="expert-N"> per expert shown in detail, with its gallery
+//   (<figure class="tile"> … <img src="data:image/png;base64,…">), its class histogram and its
+//   ablation chart (<svg class="chart">).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mumoe::report {
+
+struct Tile {
+  std::string png;        ///< PNG bytes of the thumbnail, at display size ("" = no image)
+  std::string label;      ///< the sample's class name
+  std::string prediction; ///< the model's predicted class name
+  double coefficient = 0;
+  bool outlined = false;  ///< a patch is outlined (a backbone layer's strongest patch)
+};
+
+struct ExpertRow {
+  int64_t expert = 0;
+  int64_t load = 0, support = 0;
+  double mean_coefficient = 0;
+  bool has_ablation = false;
+  double delta_accuracy = 0;   ///< accuracy after ablating the expert − before (percentage points / 100)
+  double polysemanticity = 0;  ///< p^(n) (NaN when the ablation changed nothing)
+  std::vector<std::pair<int64_t, int64_t>> top_classes;  ///< (class, samples), most first
+};
+
+struct ExpertDetail {
+  int64_t expert = 0;
+  std::string gallery_title;               ///< e.g. "32 random with a ≥ 0.50 of 812"
+  std::vector<Tile> tiles;
+  std::vector<int64_t> class_histogram;    ///< samples routed mainly to the expert, per class
+  std::vector<double> accuracy_change;     ///< per class, after − before (empty: no ablation)
+};
+
+struct ExpertReport {
+  std::string title;                    ///< e.g. the model's file name
+  /// The model card, in order: (field, value) — architecture, layer, data, samples, accuracy,
+  /// provenance, app version, generated.
+  std::vector<std::pair<std::string, std::string>> card;
+  std::vector<std::string> class_names;
+  std::vector<double> class_accuracy;   ///< before any ablation, per class
+  std::vector<ExpertRow> experts;       ///< every expert of the mode
+  std::vector<ExpertDetail> details;    ///< the experts shown in detail, in order
+  bool has_sweep = false;               ///< every row has its ablation: draw the sweep chart
+};
+
+/// The whole page. Text is HTML-escaped; numbers are written with enough digits to compare.
+std::string render_html(const ExpertReport& report);
+
+/// RFC 4648 base64 (for data: URIs).
+std::string base64(const std::string& bytes);
+/// &, <, >, " and ' escaped.
+std::string escape_html(const std::string& text);
+
+}  // namespace mumoe::report

@@ -1,0 +1,130 @@
+// `mumoe report`: the demo head's report holds one table row per expert with the numbers of
+// `mumoe stats --json` and `mumoe ablate --json`, one section per requested expert with its
+// gallery's images embedded, and fetches nothing; in a real browser (Debian's chromium, headless)
+// the page renders and sorting the table by a column works.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "temp_dir.h"
+
+namespace cli_report_test {
+
+using mumoe::testkit::json_output;
+using mumoe::testkit::read_bytes;
+using mumoe::testkit::run_cli;
+using mumoe::testkit::run_shell;
+using mumoe::testkit::TempDir;
+using mumoe::testkit::write_bytes;
+
+size_t count(const std::string& text, const std::string& part) {
+  size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + part.size())) ++n;
+  return n;
+}
+
+// The data-value of cell `key` in expert `e`'s table row.
+std::string cell(const std::string& html, int64_t e, const std::string& key) {
+  const auto row = html.find("<tr data-expert=\"" + std::to_string(e) + "\">");
+  if (row == std::string::npos) return "";
+  const auto at = html.find("data-key=\"" + key + "\" data-value=\"", row);
+  if (at == std::string::npos) return "";
+  const auto begin = html.find("data-value=\"", at) + 12;
+  return html.substr(begin, html.find('"', begin) - begin);
+}
+
+class CliReport : public ::testing::Test {
+ protected:
+  TempDir dir_;
+  std::string model_ = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/demo.mumoe.safetensors";
+  std::string args_ = model_ + " --data fashion-mnist:test --cache " + dir_.file("cache.sqlite") + " --quiet";
+};
+
+TEST_F(CliReport, HoldsTheNumbersOfStatsAndAblateAndEmbedsEverything) {
+  const auto output = dir_.file("report.html");
+  const auto made = json_output(run_cli("report " + args_ + " --experts top-4 --images 6 --output " + output + " --json"));
+  ASSERT_EQ(made.at("sections"), 4) << made.dump();
+  const auto html = read_bytes(output);
+  EXPECT_EQ(count(html, "<tr data-expert="), 128u);
+  EXPECT_EQ(count(html, "<section class=\"expert\""), 4u);
+  EXPECT_EQ(count(html, "<img alt="), 24u);
+  EXPECT_EQ(count(html, "src=\"data:image/png;base64,"), 24u);
+
+  const auto stats = json_output(run_cli("stats " + args_ + " --json"));
+  std::vector<std::pair<int64_t, int64_t>> by_load;
+  for (const auto& e : stats.at("experts")) {
+    const auto n = e.at("expert").get<int64_t>();
+    EXPECT_EQ(cell(html, n, "load"), std::to_string(e.at("load").get<int64_t>())) << n;
+    EXPECT_EQ(cell(html, n, "support"), std::to_string(e.at("support").get<int64_t>())) << n;
+    by_load.push_back({-e.at("load").get<int64_t>(), n});
+  }
+  std::stable_sort(by_load.begin(), by_load.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (int i = 0; i < 4; ++i) {  // the four most loaded have sections, and their ablation's numbers
+    const auto n = by_load[i].second;
+    EXPECT_NE(html.find("<section class=\"expert\" id=\"expert-" + std::to_string(n) + "\">"), std::string::npos) << n;
+    const auto ablated = json_output(run_cli("ablate " + args_ + " --experts " + std::to_string(n) + " --json"));
+    const auto& outcome = ablated.at("experts").at(0);
+    const double delta = outcome.at("accuracy_after").get<double>() - ablated.at("accuracy_before").get<double>();
+    EXPECT_NEAR(std::stod(cell(html, n, "delta_accuracy")), delta, 1e-12) << n;
+    if (outcome.at("has_effect").get<bool>())
+      EXPECT_NEAR(std::stod(cell(html, n, "polysemanticity")), outcome.at("polysemanticity").get<double>(), 1e-12) << n;
+  }
+  // Nothing leaves the page.
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("url("), std::string::npos);
+}
+
+TEST_F(CliReport, RefusesBadSelectionsAndOutputsOverInputs) {
+  EXPECT_EQ(run_cli("report " + args_ + " --experts top-0 --output " + dir_.file("r.html")).code, 1);
+  EXPECT_EQ(run_cli("report " + args_ + " --experts 3,999 --no-sweep --output " + dir_.file("r.html")).code, 1);
+  EXPECT_EQ(run_cli("report " + args_ + " --output " + model_).code, 1);
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("r.html")));
+}
+
+// Debian's chromium renders the report from disk, headless: a screenshot, and a click on the
+// table's "load" header sorts the rows by load, most first after a second click.
+TEST_F(CliReport, OpensInChromiumAndSortsTheTable) {
+  const char* browsers[] = {"/usr/bin/chromium", "/usr/bin/chromium-browser"};
+  std::string browser;
+  for (const auto* b : browsers)
+    if (std::filesystem::exists(b)) browser = b;
+  if (browser.empty()) GTEST_SKIP() << "chromium is not installed (scripts/setup.sh installs it)";
+  const auto output = dir_.file("report.html");
+  ASSERT_EQ(run_cli("report " + args_ + " --experts 0,1 --images 4 --no-sweep --output " + output).code, 0);
+  const std::string flags = " --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                            dir_.file("profile") + " --virtual-time-budget=3000 ";
+  const auto shot = dir_.file("shot.png");
+  const auto screenshot = run_shell(browser + flags + "--window-size=1200,1600 --screenshot=" + shot + " file://" +
+                                    output + " 2>&1");
+  ASSERT_TRUE(std::filesystem::exists(shot)) << screenshot.out;
+  EXPECT_GT(std::filesystem::file_size(shot), 10000u);
+  if (const char* keep = std::getenv("MUMOE_REPORT_SCREENSHOT")) std::filesystem::copy_file(
+      shot, keep, std::filesystem::copy_options::overwrite_existing);
+
+  // Two clicks on "load": descending. The page's own script does the sorting.
+  auto html = read_bytes(output);
+  const std::string click =
+      "<script>var th = document.querySelector('th[data-key=load]'); th.click(); th.click();</script>";
+  html.insert(html.rfind("</body>"), click);
+  const auto clicked = dir_.file("clicked.html");
+  write_bytes(clicked, html);
+  const auto dom = run_shell(browser + flags + "--dump-dom file://" + clicked + " 2>/dev/null");
+  ASSERT_EQ(dom.code, 0);
+  std::vector<long> loads;
+  const std::regex load_cell("data-key=\"load\" data-value=\"([0-9]+)\"");
+  for (std::sregex_iterator it(dom.out.begin(), dom.out.end(), load_cell), end; it != end; ++it)
+    loads.push_back(std::stol((*it)[1]));
+  ASSERT_EQ(loads.size(), 128u) << dom.out.substr(0, 2000);
+  EXPECT_TRUE(std::is_sorted(loads.rbegin(), loads.rend())) << "not sorted by load, most first";
+  EXPECT_NE(dom.out.find("class=\"sorted-desc\""), std::string::npos);
+}
+
+}  // namespace cli_report_test
