@@ -36,7 +36,8 @@ check "installed mumoe reads the installed demo" grep -q '"layers"' <<<"$info"
 check "mumoe --version" grep -qx '[0-9.]*' <<<"$("$prefix/bin/mumoe" --version)"
 check "mumoe help ablate" grep -q -- '--experts' <<<"$("$prefix/bin/mumoe" help ablate)"
 for sub in $("$prefix/bin/mumoe" --help | awk '/^Subcommands:/ { on = 1; next } on && /^  [a-z]/ { print $1 }'); do
-  [[ $sub == cache ]] && sub="cache check"  # cache's work is in its subcommands
+  [[ $sub == cache ]] && sub="cache check"  # cache's and slurm's work is in their subcommands
+  [[ $sub == slurm ]] && sub="slurm analyze"
   check "mumoe $sub takes --quiet" grep -q -- '--quiet' <<<"$("$prefix/bin/mumoe" $sub --help)"
 done
 

@@ -307,6 +307,12 @@ class StudioTest : public QObject {
     const QString a = withoutDate(windowReport), b = withoutDate(cliReport);
     QVERIFY(a.size() > 10'000);
     QVERIFY(a.contains(QStringLiteral("<section class=\"expert\"")));
+    if (a != b) {  // say where, with some context on both sides
+      qsizetype at = 0;
+      while (at < a.size() && at < b.size() && a[at] == b[at]) ++at;
+      qWarning("window: …%s…\ncli:    …%s…", qPrintable(a.mid(std::max<qsizetype>(0, at - 120), 240)),
+               qPrintable(b.mid(std::max<qsizetype>(0, at - 120), 240)));
+    }
     QVERIFY2(a == b, "the window's report differs from the CLI's");
   }
 
