@@ -36,6 +36,7 @@ analysis::ChunkBatching::Shard parse_shard(const std::string& text) {
   }
   if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
     throw UsageError("--shard " + text + ": K/N needs 0 ≤ K < N");
+  if (shard.count == 1) throw UsageError("--shard 0/1 is the whole run: leave --shard out");
   return shard;
 }
 

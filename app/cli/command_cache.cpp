@@ -39,6 +39,7 @@ int run_merge(const CacheOptions& o) {
     return report_progress("merging (reading, then writing)", done, total, elapsed,
                            elapsed / static_cast<double>(done) * static_cast<double>(total - done), o.quiet || o.json);
   });
+  if (!report.target_note.empty()) std::cerr << "mumoe: warning: " << report.target_note << "\n";
   if (o.json) {
     std::cout << json_text(nlohmann::json({{"cache", o.into},
                                            {"run_id", report.run_id},

@@ -1,9 +1,10 @@
 // mumoe report MODEL --data SPEC [--layer NAME] [--experts all|top-K|LIST] [--images N]
 // [--no-sweep] --output report.html: one self-contained HTML file of a layer's experts (the model
 // card, the sortable expert table, a section per chosen expert with its gallery, class histogram
-// and ablation chart, the sweep chart), computed through the same core calls as stats, gallery and
-// ablate (analysis/expert_report.h) and rendered by report/html_report.h. A missing analysis is
-// computed first, with progress, as every command does.
+// and ablation chart, the sweep chart; a GPT block's tokens in their context, with next-token
+// accuracy and loss), computed through the same core calls as stats, gallery and ablate
+// (analysis/expert_report.h) and rendered by report/html_report.h. A missing analysis is computed
+// first, with progress, as every command does.
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -23,6 +24,7 @@ namespace {
 struct ReportOptions {
   AnalysisCliOptions analysis;
   BlockCliOptions block;
+  TextCliOptions text;
   analysis::ReportRequest request;
   std::string output;
   bool no_sweep = false;
@@ -30,22 +32,30 @@ struct ReportOptions {
 
 int run_report(ReportOptions& o) {
   io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
-  if (is_text_model(o.analysis))
-    throw UsageError(o.analysis.model.model + " is a GPT: reports cover image models' layers for now (token "
-                                              "galleries: mumoe gallery)");
   const auto start = std::chrono::steady_clock::now();
-  auto layer = open_layer_analysis(o.analysis, o.block);
-  o.request.model_path = o.analysis.model.model;
-  o.request.data_spec = o.analysis.session.data_spec;
-  o.request.overrides = o.analysis.session.overrides;
-  o.request.sweep = !o.no_sweep;
-  o.request.app_version = MUMOE_VERSION;
-  const auto report = analysis::make_expert_report(*layer, o.request, [&](int64_t done, int64_t total) {
+  const auto progress = [&](int64_t done, int64_t total) {
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return report_progress("report", done, total, elapsed,
                            elapsed / static_cast<double>(done) * static_cast<double>(total - done),
                            o.analysis.quiet || o.analysis.json);
-  });
+  };
+  o.request.model_path = o.analysis.model.model;
+  o.request.sweep = !o.no_sweep;
+  o.request.app_version = MUMOE_VERSION;
+  report::ExpertReport report;
+  std::string layer_name;
+  if (is_text_model(o.analysis)) {  // a GPT's block: tokens in context, next-token accuracy and loss
+    auto session = open_text_analysis(o.analysis, o.text, true);
+    o.request.data_spec = session->eval_set().identity;
+    report = analysis::make_token_report(*session, o.request, progress);
+    layer_name = session->layer_name();
+  } else {
+    auto layer = open_layer_analysis(o.analysis, o.block);
+    o.request.data_spec = o.analysis.session.data_spec;
+    o.request.overrides = o.analysis.session.overrides;
+    report = analysis::make_expert_report(*layer, o.request, progress);
+    layer_name = layer->layer_name();
+  }
   const auto html = report::render_html(report);
   io::AtomicFileWriter out(o.output);
   out.write(html.data(), html.size());
@@ -53,13 +63,13 @@ int run_report(ReportOptions& o) {
   if (o.analysis.json) {
     std::cout << json_text(nlohmann::json({{"output", o.output},
                                            {"bytes", html.size()},
-                                           {"layer", layer->layer_name()},
+                                           {"layer", layer_name},
                                            {"experts", report.experts.size()},
                                            {"sections", report.details.size()}}))
               << "\n";
   } else {
     std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): " << report.details.size()
-              << " experts in detail of " << report.experts.size() << ", layer '" << layer->layer_name() << "'\n";
+              << " experts in detail of " << report.experts.size() << ", layer '" << layer_name << "'\n";
   }
   return kSuccess;
 }
@@ -71,6 +81,7 @@ Command add_report_command(CLI::App& parent) {
   auto* app = parent.add_subcommand("report", "Write a self-contained HTML report of a layer's experts");
   o->analysis.add_to(app);
   o->block.add_to(app);
+  o->text.add_to(app);
   app->add_option("--output", o->output, "The HTML file to write")->required();
   app->add_option("--experts", o->request.experts,
                   "Experts with a section: all, top-K (the most loaded; default top-16) or a list like 3,7,12");

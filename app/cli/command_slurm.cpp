@@ -77,16 +77,20 @@ std::string submit(const std::string& sbatch_args, const std::string& script) {
   while (std::fgets(buffer.data(), buffer.size(), pipe.get())) output += buffer.data();
   const int status = ::pclose(pipe.release());
   while (!output.empty() && (output.back() == '\n' || output.back() == '\r')) output.pop_back();
-  if (status != 0 || output.empty() || output.find_first_not_of("0123456789;_-abcdefghijklmnopqrstuvwxyz") != std::string::npos) {
+  // --parsable prints the id last ("123" or "123;cluster"); warnings or a site's job_submit
+  // messages may come before it on stderr.
+  const auto line = output.substr(output.find_last_of('\n') == std::string::npos ? 0 : output.find_last_of('\n') + 1);
+  const auto id = line.substr(0, line.find(';'));
+  if (status != 0 || id.empty() || id.find_first_not_of("0123456789_") != std::string::npos) {
     if (WIFEXITED(status) && WEXITSTATUS(status) == 127)
       throw Error("sbatch was not found: submit from a Slurm login node (--dry-run prints the scripts)");
     throw Error("sbatch refused " + script + ": " + output);
   }
-  return output.substr(0, output.find(';'));
+  return id;
 }
 
 int run_slurm_analyze(const SlurmOptions& o, const std::vector<std::string>& analyze_args) {
-  if (o.shards < 1) throw UsageError("--shards must be at least 1");
+  if (o.shards < 2) throw UsageError("--shards must be at least 2 (one task is `mumoe analyze` itself)");
   SlurmRequest r;
   r.analyze_args = analyze_args;
   const auto model = check_analyze_args(analyze_args);
@@ -107,6 +111,15 @@ int run_slurm_analyze(const SlurmOptions& o, const std::vector<std::string>& ana
     r.work_dir = std::filesystem::absolute(o.work_dir).lexically_normal().string();
     while (r.work_dir.size() > 1 && r.work_dir.back() == '/') r.work_dir.pop_back();
   }
+  // sbatch splits #SBATCH lines at blanks, treats quotes, backslashes and '#' itself, and expands
+  // '%' in --output: such paths cannot be written there faithfully.
+  for (const auto& [path, what] : {std::pair{r.submit_dir, "the current directory"}, std::pair{r.work_dir, "--work-dir"}})
+    if (path.find_first_of(" \t\n\r\"'\\#%") != std::string::npos)
+      throw UsageError(what + std::string(" (") + path +
+                       ") holds a blank, quote, backslash, '#' or '%', which #SBATCH lines cannot carry; use another");
+  // The target is only in the scripts' shell-quoted command and a comment line: a line break
+  // would end the comment.
+  if (r.cache.find_first_of("\n\r") != std::string::npos) throw UsageError("--cache holds a line break");
   const auto analyze = analyze_script(r), merge = merge_script(r);
   if (o.dry_run) {
     std::cout << "# " << r.work_dir << "/analyze.sbatch\n" << analyze << "\n# " << r.work_dir << "/merge.sbatch\n"
@@ -121,7 +134,13 @@ int run_slurm_analyze(const SlurmOptions& o, const std::vector<std::string>& ana
     out.commit();
   }
   const auto array_job = submit("", analyze_path);
-  const auto merge_job = submit("--dependency=afterok:" + array_job + " ", merge_path);
+  std::string merge_job;
+  try {
+    merge_job = submit("--dependency=afterok:" + array_job + " --kill-on-invalid-dep=yes ", merge_path);
+  } catch (const Error& e) {
+    throw Error(std::string(e.what()) + " (job array " + array_job + " is queued; submit " + merge_path +
+                " once it is done)");
+  }
   if (o.json) {
     std::cout << json_text(nlohmann::json({{"model", model},
                                            {"work_dir", r.work_dir},

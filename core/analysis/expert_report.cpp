@@ -1,12 +1,17 @@
 #include "analysis/expert_report.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 #include "analysis/gallery.h"
+#include "analysis/lm_ablation_results.h"
+#include "analysis/token_gallery.h"
 #include "io/errors.h"
 #include "model/model_summary.h"
 #ifdef MUMOE_WITH_OPENCV
@@ -63,6 +68,8 @@ std::vector<int64_t> select_report_experts(const std::string& experts, const std
     return all;
   }
   std::vector<int64_t> chosen;
+  if (experts.empty() || experts.back() == ',')
+    throw UsageError("--experts " + experts + ": expected all, top-K or a list of expert numbers like 3,7,12");
   std::stringstream list(experts);
   std::string item;
   while (std::getline(list, item, ',')) {
@@ -73,7 +80,7 @@ std::vector<int64_t> select_report_experts(const std::string& experts, const std
     } catch (const std::exception&) {
       used = 0;
     }
-    if (item.empty() || used != item.size())
+    if (item.empty() || used != item.size() || !std::isdigit(static_cast<unsigned char>(item.front())))
       throw UsageError("--experts " + experts + ": expected all, top-K or a list of expert numbers like 3,7,12");
     if (e < 0 || e >= n) throw UsageError("--experts: expert " + item + " does not exist (0 … " + std::to_string(n - 1) + ")");
     if (std::find(chosen.begin(), chosen.end(), e) == chosen.end()) chosen.push_back(e);
@@ -142,7 +149,9 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
     row.load = s.load;
     row.support = s.support;
     row.mean_coefficient = s.mean_coefficient;
-    row.top_classes = s.top_classes;
+    for (const auto& [c, count] : s.top_classes)
+      row.top_classes.push_back(
+          {c >= 0 && c < static_cast<int64_t>(r.class_names.size()) ? r.class_names[c] : "class " + std::to_string(c), count});
     if (ablated[e]) {
       row.has_ablation = true;
       row.delta_accuracy = outcomes[e].after.overall - accuracy.overall;
@@ -179,6 +188,116 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
     const auto& o = outcomes[e];
     for (size_t c = 0; c < o.after.per_class.size() && c < accuracy.per_class.size(); ++c)
       d.accuracy_change.push_back(o.after.per_class[c] - accuracy.per_class[c]);
+    r.details.push_back(std::move(d));
+    step();
+  }
+  return r;
+}
+
+report::ExpertReport make_token_report(TextAnalysisSession& session, const ReportRequest& request,
+                                       const ReportProgress& progress) {
+  const auto stats = session.statistics(request.threshold);
+  std::vector<int64_t> loads;
+  for (const auto& e : stats.experts) loads.push_back(e.load);
+  const auto shown = select_report_experts(request.experts, loads);
+  const auto n = static_cast<int64_t>(stats.experts.size());
+  const int64_t steps = (request.sweep ? n : 0) + static_cast<int64_t>(shown.size());
+  int64_t done = 0;
+  const auto step = [&] {
+    ++done;
+    if (progress && !progress(done, steps)) throw Cancelled();
+  };
+  const auto& set = session.eval_set();
+  const auto token_text = [&](int64_t id) {
+    if (!set.tokenizer || id < 0 || id >= set.tokenizer->vocab_size()) return std::string("#") + std::to_string(id);
+    try {
+      return set.tokenizer->token_text(static_cast<int32_t>(id));
+    } catch (const UsageError&) {  // an id that no token has
+      return std::string("#") + std::to_string(id);
+    }
+  };
+
+  // The ablations: every expert's (the sweep), else the shown ones'; all against one baseline.
+  std::vector<std::optional<LmAblationOutcome>> outcomes(static_cast<size_t>(n));
+  LmBaseline baseline;
+  if (request.sweep) {
+    const auto sweep = session.sweep(AblationMethod::Sparse, [&](int64_t, int64_t) {
+      step();
+      return true;
+    });
+    baseline = sweep.value.baseline;
+    for (const auto& o : sweep.value.experts)
+      if (!o.outcome.experts.empty() && o.outcome.experts.front() >= 0 && o.outcome.experts.front() < n)
+        outcomes[o.outcome.experts.front()] = o;
+  }
+  for (const auto e : shown)
+    if (!outcomes[e]) {
+      const auto one = session.ablate({e}).value;
+      baseline = one.baseline;
+      if (!one.experts.empty()) outcomes[e] = one.experts.front();
+    }
+
+  report::ExpertReport r;
+  const auto file = request.model_path.substr(request.model_path.find_last_of('/') + 1);
+  r.title = file.empty() ? request.model_path : file;
+  char loss[64];
+  std::snprintf(loss, sizeof loss, "%.4f nats/token", baseline.loss_before);
+  r.card = {{"model", request.model_path},
+            {"architecture", "μMoE GPT (" + std::string(set.tokenizer ? set.tokenizer->name() : "byte") + " tokens)"},
+            {"layer", session.layer_name()},
+            {"experts", std::to_string(n) + (stats.dead_experts ? " (" + std::to_string(stats.dead_experts) + " dead)" : "")},
+            {"data", set.identity},
+            {"tokens", std::to_string(set.tokens())},
+            {"next-token accuracy", percent(baseline.before.overall)},
+            {"loss", loss},
+            {"made by", "mumoe-studio " + request.app_version},
+            {"generated", request.generated_utc.empty() ? now_utc() : request.generated_utc}};
+  r.has_sweep = request.sweep;
+  for (int64_t e = 0; e < n; ++e) {
+    const auto& s = stats.experts[e];
+    report::ExpertRow row;
+    row.expert = e;
+    row.load = s.load;
+    row.support = s.support;
+    row.mean_coefficient = s.mean_coefficient;
+    for (const auto& [token, count] : s.top_classes) row.top_classes.push_back({token_text(token), count});
+    if (const auto& o = outcomes[e]) {
+      row.has_ablation = row.has_loss = true;
+      row.delta_accuracy = o->outcome.after.overall - baseline.before.overall;
+      row.delta_loss = o->loss_after - baseline.loss_before;
+      row.polysemanticity = o->outcome.has_effect ? o->outcome.polysemanticity : std::nan("");
+    }
+    r.experts.push_back(row);
+  }
+  for (const auto e : shown) {
+    report::ExpertDetail d;
+    d.expert = e;
+    GalleryRequest g;
+    g.expert = e;
+    g.threshold = request.threshold;
+    g.count = request.images;
+    const auto gallery = session.gallery(g).value;
+    d.gallery_title = std::to_string(gallery.items.size()) + " random tokens with a ≥ " +
+                      [&] {
+                        char t[16];
+                        std::snprintf(t, sizeof t, "%.2f", request.threshold);
+                        return std::string(t);
+                      }() +
+                      " of " + std::to_string(gallery.eligible) + " eligible, each in ±" +
+                      std::to_string(gallery.context_radius) + " tokens of its document";
+    for (const auto& item : gallery.items)
+      d.contexts.push_back({item.context.before, item.context.token, item.context.after, token_text(item.target),
+                            token_text(item.prediction), item.coefficient});
+    if (const auto& o = outcomes[e]) {
+      char line[256];
+      std::snprintf(line, sizeof line,
+                    "Ablated: next-token accuracy %.2f %% → %.2f %%, loss %.4f → %.4f nats/token; %lld tokens "
+                    "affected, %lld predictions changed.",
+                    100 * baseline.before.overall, 100 * o->outcome.after.overall, baseline.loss_before, o->loss_after,
+                    static_cast<long long>(o->outcome.affected_samples),
+                    static_cast<long long>(o->outcome.changed_predictions));
+      d.ablation_summary = line;
+    }
     r.details.push_back(std::move(d));
     step();
   }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/layer_analysis.h"
+#include "analysis/text_analysis_session.h"
 #include "report/html_report.h"
 
 namespace mumoe::analysis {
@@ -42,5 +43,12 @@ using ReportProgress = std::function<bool(int64_t done, int64_t total)>;
 /// Builds the report of expert mode 0 of `analysis`. Throws UsageError for a bad selection.
 report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportRequest& request,
                                         const ReportProgress& progress = {});
+
+/// The report of a GPT's MLP block (`session` opened and extracted): the table with next-token
+/// accuracy and loss when each expert is ablated, top next tokens, and for the experts shown their
+/// token gallery in context (±24 tokens) and their ablation in one line. Per-class charts are
+/// left out (a class is a next token: thousands of them).
+report::ExpertReport make_token_report(TextAnalysisSession& session, const ReportRequest& request,
+                                       const ReportProgress& progress = {});
 
 }  // namespace mumoe::analysis

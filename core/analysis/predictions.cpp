@@ -92,6 +92,14 @@ Predictions predict_lm(nn::MuMoEGpt& gpt, const LmEvalSet& set, int64_t batch, b
     throw UsageError("windows of " + std::to_string(T) + " tokens do not fit the GPT's context of " +
                      std::to_string(config.block_size));
   if (windows == 0) throw UsageError(set.identity + " has no window of " + std::to_string(T) + " tokens");
+  // The logits are [S, T, V] float32, kept until written: refuse what would not fit rather than
+  // fail half-way (GPT-2's vocabulary at T = 1,024 is 206 MB per window).
+  const double bytes = 4.0 * static_cast<double>(windows) * static_cast<double>(T) * static_cast<double>(config.vocab_size);
+  if (bytes > 4.0 * (1 << 30))
+    throw UsageError("the logits of " + std::to_string(windows) + " windows of " + std::to_string(T) + " tokens over " +
+                     std::to_string(config.vocab_size) + " tokens would take " +
+                     std::to_string(static_cast<int64_t>(bytes / (1 << 20))) +
+                     " MiB (at most 4 GiB): ask for fewer windows (--max-sequences)");
   const auto device = nn::parse_device(device_name);
   torch::NoGradGuard no_grad;
   gpt->to(device);

@@ -121,11 +121,14 @@ MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std:
   }
 
   // 2. The target: the run with the same shapes, or none yet.
-  io::regular_file_exists(target_path);  // refuses a directory, FIFO or device by name
+  // An absent target is created only once everything is checked: a refused merge leaves no file.
+  const bool target_exists = io::regular_file_exists(target_path);  // refuses a directory, FIFO or device
   CacheOpenReport target_report;
-  auto target = AnalysisCache::open(target_path, &target_report);
+  std::unique_ptr<AnalysisCache> target;
+  if (target_exists) target = AnalysisCache::open(target_path, &target_report);
   std::set<int64_t> kept;
-  const auto existing = target->find_run(key);
+  std::optional<int64_t> existing;
+  if (target) existing = target->find_run(key);
   if (existing) {
     if (const auto differs = difference(target->run_key(*existing), key, target->run_info(*existing), info);
         !differs.empty())
@@ -153,7 +156,7 @@ MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std:
     const int64_t begin = k * chunks / n, end = (k + 1) * chunks / n;
     const auto found = by_index.find(k);
     if (found == by_index.end()) {
-      bool target_has_all = true;
+      bool target_has_all = true;  // (an absent target has nothing)
       for (int64_t c = begin; c < end; ++c) target_has_all = target_has_all && kept.count(c);
       if (!target_has_all)
         throw FileError(target_path, "cannot be completed: shard " + std::to_string(k) + "/" + std::to_string(n) + " (" +
@@ -191,7 +194,9 @@ MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std:
     }
     step();
   }
+  if (!target) target = AnalysisCache::open(target_path, &target_report);
   MergeReport report;
+  report.target_note = opening_note(target_report);
   report.key = key;
   report.shards = n;
   report.chunks = chunks;

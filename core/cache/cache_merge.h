@@ -13,9 +13,13 @@
 //   * together they lack a chunk the target lacks too;
 //   * a chunk is damaged (unreadable or not fitting the run);
 //   * the target holds the run with other shapes.
-// Everything is read and checked before the target is written; then the chunks the target lacks
-// are copied in one transaction and the run is marked complete. Merging into a cache that holds
-// some chunks already adds only the missing ones.
+// Everything is read and checked before the target is written (an absent target is created only
+// then); then the chunks the target lacks are copied in one transaction and the run is marked
+// complete. Merging into a cache that holds some chunks already adds only the missing ones.
+// The shards and the target are opened as every command opens a cache: one of ours that is
+// corrupt or of a newer schema is set aside (renamed) and reported — a shard then refused by name.
+// Like `analyze`, writing the run into the target drops that target's runs of an older version of
+// the same model file (cache::AnalysisCache::begin_run), also when the copy then fails.
 //
 // Plain C++ and SQLite (no LibTorch, no Qt).
 #pragma once
@@ -36,6 +40,7 @@ struct MergeReport {
   int64_t chunks = 0;         ///< the run's chunk count
   int64_t chunks_copied = 0;  ///< copied from the shards
   int64_t chunks_kept = 0;    ///< the target had them already
+  std::string target_note;    ///< what opening the target did (cache::opening_note), "" when nothing
 };
 
 /// Merges `shard_paths` into the cache at `target_path` (created when absent). `progress(chunks

@@ -57,7 +57,8 @@ std::string bar_chart(const ExpertReport& r, const std::vector<double>& values, 
       << escape_html(class_name(r, static_cast<int64_t>(c))) << ": " << (percent ? fixed(100 * v, 2) + " pp" : number(v))
       << "</title></rect>"
       << "<text x=\"" << (v >= 0 ? x + length + 4 : x - 4) << "\" y=\"" << y + 13 << "\" text-anchor=\""
-      << (v >= 0 ? "start" : "end") << "\" class=\"value\">" << (percent ? fixed(100 * v, 2) : number(v)) << "</text>";
+      << (v >= 0 ? "start" : "end") << "\" class=\"value\">"
+      << (percent ? fixed(100 * v, 2) : v == std::round(v) ? fixed(v, 0) : fixed(v, 3)) << "</text>";
   }
   s << "<text x=\"" << axis << "\" y=\"" << height - 4 << "\" text-anchor=\"middle\" class=\"axis\">"
     << escape_html(caption) << "</text></svg>";
@@ -104,6 +105,9 @@ figure.tile img { width: 84px; height: 84px; image-rendering: pixelated; border:
 figure.tile.wrong figcaption .pred { color: #c0392b; }
 .charts { display: flex; flex-wrap: wrap; gap: 24px; } svg.chart text { font: 11px system-ui, sans-serif; }
 svg.chart text.axis { fill: #666; } #filter { margin: 8px 0; padding: 4px; width: 280px; }
+.gallery:has(div.context) { display: block; } div.context { font: 12px/1.6 ui-monospace, monospace; white-space: pre-wrap;
+  border-bottom: 1px solid #eee; } div.context mark { background: #ffd54f; font-weight: bold; }
+div.context .a { color: #2e7d32; } div.context .next { color: #666; } div.context .next.wrong { color: #c0392b; }
 )CSS";
 
 // Sorting by a column's data-value (numbers, NaN last) and filtering rows by their text.
@@ -121,7 +125,7 @@ const char* kScript = R"JS(
         var x = a.cells[column].getAttribute('data-value'), y = b.cells[column].getAttribute('data-value');
         var p = parseFloat(x), q = parseFloat(y);
         if (isNaN(p) || isNaN(q)) {
-          if (isNaN(p) && isNaN(q)) return x < y ? -1 : x > y ? 1 : 0;
+          if (isNaN(p) && isNaN(q)) return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
           return isNaN(p) ? 1 : -1;
         }
         return ascending ? p - q : q - p;
@@ -196,17 +200,21 @@ std::string render_html(const ExpertReport& r) {
     h << "<h2>Accuracy per class</h2>" << bar_chart(r, r.class_accuracy, "accuracy per class", false) << "\n";
   if (r.has_sweep && !r.experts.empty()) h << "<h2>Ablation sweep</h2>" << sweep_chart(r) << "\n";
 
+  const bool with_loss = std::any_of(r.experts.begin(), r.experts.end(), [](const ExpertRow& e) { return e.has_loss; });
   h << "<h2>Experts</h2><input id=\"filter\" type=\"search\" placeholder=\"Filter rows (e.g. a class name)\">"
     << "<table id=\"experts\"><thead><tr><th data-key=\"expert\">expert</th><th data-key=\"load\">load</th>"
     << "<th data-key=\"support\">support</th><th data-key=\"mean_coefficient\">mean a</th>"
-    << "<th data-key=\"delta_accuracy\">Δ accuracy (pp)</th><th data-key=\"polysemanticity\">polysemanticity</th>"
-    << "<th class=\"text\" data-key=\"top_classes\">top classes (samples)</th></tr></thead><tbody>\n";
+    << "<th data-key=\"delta_accuracy\">Δ accuracy (pp)</th>"
+    << (with_loss ? "<th data-key=\"delta_loss\">Δ loss (nats/token)</th>" : "")
+    << "<th data-key=\"polysemanticity\">polysemanticity</th>"
+    << "<th class=\"text\" data-key=\"top_classes\">" << (with_loss ? "top next tokens" : "top classes")
+    << " (samples)</th></tr></thead><tbody>\n";
   std::vector<bool> detailed(r.experts.size() + 1, false);
   for (const auto& d : r.details)
     if (d.expert >= 0 && d.expert < static_cast<int64_t>(detailed.size())) detailed[d.expert] = true;
   for (const auto& e : r.experts) {
     std::string top;
-    for (const auto& [c, n] : e.top_classes) top += (top.empty() ? "" : ", ") + class_name(r, c) + " (" + std::to_string(n) + ")";
+    for (const auto& [name, n] : e.top_classes) top += (top.empty() ? "" : ", ") + name + " (" + std::to_string(n) + ")";
     const bool linked = e.expert >= 0 && e.expert < static_cast<int64_t>(detailed.size()) && detailed[e.expert];
     h << "<tr data-expert=\"" << e.expert << "\"><td data-key=\"expert\" data-value=\"" << e.expert << "\">"
       << (linked ? "<a href=\"#expert-" + std::to_string(e.expert) + "\">" + std::to_string(e.expert) + "</a>"
@@ -217,10 +225,14 @@ std::string render_html(const ExpertReport& r) {
       << fixed(e.mean_coefficient, 4) << "</td>";
     if (e.has_ablation)
       h << "<td data-key=\"delta_accuracy\" data-value=\"" << number(e.delta_accuracy) << "\">"
-        << fixed(100 * e.delta_accuracy, 2) << "</td><td data-key=\"polysemanticity\" data-value=\""
-        << number(e.polysemanticity) << "\">" << fixed(e.polysemanticity, 3) << "</td>";
+        << fixed(100 * e.delta_accuracy, 2) << "</td>";
     else
-      h << "<td data-key=\"delta_accuracy\" data-value=\"NaN\">–</td><td data-key=\"polysemanticity\" data-value=\"NaN\">–</td>";
+      h << "<td data-key=\"delta_accuracy\" data-value=\"NaN\">–</td>";
+    if (with_loss)
+      h << "<td data-key=\"delta_loss\" data-value=\"" << (e.has_loss ? number(e.delta_loss) : "NaN") << "\">"
+        << (e.has_loss ? fixed(e.delta_loss, 4) : "–") << "</td>";
+    h << "<td data-key=\"polysemanticity\" data-value=\"" << (e.has_ablation ? number(e.polysemanticity) : "NaN")
+      << "\">" << (e.has_ablation ? fixed(e.polysemanticity, 3) : "–") << "</td>";
     h << "<td class=\"text\" data-key=\"top_classes\" data-value=\"" << escape_html(top) << "\">" << escape_html(top)
       << "</td></tr>\n";
   }
@@ -238,8 +250,17 @@ std::string render_html(const ExpertReport& r) {
       if (wrong) h << "<br><span class=\"pred\">→ " << escape_html(t.prediction) << "</span>";
       h << "</figcaption></figure>";
     }
-    if (d.tiles.empty()) h << "<p>No sample reaches the gallery's threshold.</p>";
-    h << "</div><div class=\"charts\">";
+    for (const auto& c : d.contexts) {
+      const bool wrong = c.target != c.prediction;
+      h << "<div class=\"context\"><span class=\"a\">a = " << fixed(c.coefficient, 2) << "</span> <span class=\"text\">"
+        << escape_html(c.before) << "<mark>" << escape_html(c.token) << "</mark>" << escape_html(c.after)
+        << "</span> <span class=\"next" << (wrong ? " wrong" : "") << "\">next " << escape_html(c.target)
+        << (wrong ? ", predicted " + escape_html(c.prediction) : std::string(", predicted")) << "</span></div>";
+    }
+    if (d.tiles.empty() && d.contexts.empty()) h << "<p>No sample reaches the gallery's threshold.</p>";
+    h << "</div>";
+    if (!d.ablation_summary.empty()) h << "<p class=\"ablation\">" << escape_html(d.ablation_summary) << "</p>";
+    h << "<div class=\"charts\">";
     if (!d.class_histogram.empty()) {
       std::vector<double> counts(d.class_histogram.begin(), d.class_histogram.end());
       h << "<div><h3>Samples routed mainly to it, per class</h3>"

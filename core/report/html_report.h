@@ -8,10 +8,12 @@
 //
 // The page's structure, which tests and scripts may rely on:
 //   <table id="experts">, one <tr data-expert="N"> per expert with <td data-key="K"
-//   data-value="V"> cells for K in load, support, delta_accuracy, polysemanticity, mean_coefficient;
+//   data-value="V"> cells for K in load, support, delta_accuracy, polysemanticity, mean_coefficient
+//   (and delta_loss for a language model);
 //   <section class="expert" id="expert-N"> per expert shown in detail, with its gallery
-//   (<figure class="tile"> … <img src="data:image/png;base64,…">), its class histogram and its
-//   ablation chart (<svg class="chart">).
+//   (<figure class="tile"> … <img src="data:image/png;base64,…">; a language model's:
+//   <div class="context"> lines with the token in <mark>), its class histogram and its ablation
+//   chart (<svg class="chart">).
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,13 @@ struct Tile {
   bool outlined = false;  ///< a patch is outlined (a backbone layer's strongest patch)
 };
 
+/// A token of a language model's gallery, in its context (display text, analysis/lm_eval_set.h).
+struct ContextLine {
+  std::string before, token, after;
+  std::string target, prediction;  ///< the next token and the model's guess, as display text
+  double coefficient = 0;
+};
+
 struct ExpertRow {
   int64_t expert = 0;
   int64_t load = 0, support = 0;
@@ -36,7 +45,9 @@ struct ExpertRow {
   bool has_ablation = false;
   double delta_accuracy = 0;   ///< accuracy after ablating the expert − before (percentage points / 100)
   double polysemanticity = 0;  ///< p^(n) (NaN when the ablation changed nothing)
-  std::vector<std::pair<int64_t, int64_t>> top_classes;  ///< (class, samples), most first
+  std::vector<std::pair<std::string, int64_t>> top_classes;  ///< (class name, samples), most first
+  bool has_loss = false;       ///< a language model: its next-token loss
+  double delta_loss = 0;       ///< mean loss after ablating − before, nats/token
 };
 
 struct ExpertDetail {
@@ -45,6 +56,8 @@ struct ExpertDetail {
   std::vector<Tile> tiles;
   std::vector<int64_t> class_histogram;    ///< samples routed mainly to the expert, per class
   std::vector<double> accuracy_change;     ///< per class, after − before (empty: no ablation)
+  std::vector<ContextLine> contexts;       ///< a language model's gallery: tokens in context
+  std::string ablation_summary;            ///< one line on the ablation ("" = none)
 };
 
 struct ExpertReport {

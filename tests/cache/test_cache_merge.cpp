@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -155,6 +156,10 @@ TEST(CacheMerge, RefusesAWholeRunsCacheAndADamagedChunk) {
   expect_refused(shards, target, shards[2], "chunk 5 is damaged");
   // Not a file at all.
   expect_refused({shards[0], dir.file("absent.sqlite")}, target, dir.file("absent.sqlite"), "does not exist");
+  // A refused merge into a new file leaves no file behind.
+  const auto fresh = dir.file("fresh.sqlite");
+  EXPECT_THROW(merge_shards({shards[0], shards[1]}, fresh), FileError);
+  EXPECT_FALSE(std::filesystem::exists(fresh));
   EXPECT_THROW(merge_shards({shards[0]}, shards[0]), UsageError);
   EXPECT_THROW(merge_shards({}, target), UsageError);
 }

@@ -73,8 +73,9 @@ TEST_F(CliReport, HoldsTheNumbersOfStatsAndAblateAndEmbedsEverything) {
     const auto& outcome = ablated.at("experts").at(0);
     const double delta = outcome.at("accuracy_after").get<double>() - ablated.at("accuracy_before").get<double>();
     EXPECT_NEAR(std::stod(cell(html, n, "delta_accuracy")), delta, 1e-12) << n;
-    if (outcome.at("has_effect").get<bool>())
+    if (outcome.at("has_effect").get<bool>()) {
       EXPECT_NEAR(std::stod(cell(html, n, "polysemanticity")), outcome.at("polysemanticity").get<double>(), 1e-12) << n;
+    }
   }
   // Nothing leaves the page.
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
@@ -87,6 +88,34 @@ TEST_F(CliReport, RefusesBadSelectionsAndOutputsOverInputs) {
   EXPECT_EQ(run_cli("report " + args_ + " --experts 3,999 --no-sweep --output " + dir_.file("r.html")).code, 1);
   EXPECT_EQ(run_cli("report " + args_ + " --output " + model_).code, 1);
   EXPECT_FALSE(std::filesystem::exists(dir_.file("r.html")));
+}
+
+// A GPT block's report: every expert in the table with the next-token accuracy and loss that
+// `mumoe ablate --json` gives, and the experts shown with their tokens in context as `mumoe gallery`.
+TEST_F(CliReport, AGptBlocksReportHasTheAblationsAndTokenGalleriesOfTheCli) {
+  const auto gpt = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/gpt-fortunes.mumoe.safetensors";
+  const auto args = gpt + " --layer 3 --max-sequences 16 --cache " + dir_.file("gpt.sqlite") + " --quiet";
+  const auto output = dir_.file("gpt.html");
+  ASSERT_EQ(run_cli("report " + args + " --experts 5,23 --images 4 --output " + output).code, 0);
+  const auto html = read_bytes(output);
+  EXPECT_EQ(count(html, "<tr data-expert="), 32u);
+  EXPECT_EQ(count(html, "<section class=\"expert\""), 2u);
+  for (const int expert : {5, 23}) {
+    const auto ablated = json_output(run_cli("ablate " + args + " --experts " + std::to_string(expert) + " --json"));
+    const auto& outcome = ablated.at("experts").at(0);
+    EXPECT_NEAR(std::stod(cell(html, expert, "delta_loss")),
+                outcome.at("loss_after").get<double>() - ablated.at("loss_before").get<double>(), 1e-12);
+    EXPECT_NEAR(std::stod(cell(html, expert, "delta_accuracy")),
+                outcome.at("accuracy_after").get<double>() - ablated.at("accuracy_before").get<double>(), 1e-12);
+    const auto gallery = json_output(run_cli("gallery " + args + " --expert " + std::to_string(expert) +
+                                             " --count 4 --json"));
+    const auto section = html.substr(html.find("id=\"expert-" + std::to_string(expert) + "\""));
+    for (const auto& item : gallery.at("items")) {
+      const auto token = item.at("token").get<std::string>();
+      if (token.find_first_of("<>&\"'") != std::string::npos) continue;  // escaped in the page
+      EXPECT_NE(section.find("<mark>" + token + "</mark>"), std::string::npos) << token;
+    }
+  }
 }
 
 // Debian's chromium renders the report from disk, headless: a screenshot, and a click on the

@@ -97,7 +97,9 @@ TEST(CliSlurm, DryRunPrintsTheArrayAndTheMergeScripts) {
 
   EXPECT_EQ(run_cli("slurm analyze --shards 3 --dry-run " + model + " --dat fashion-mnist:test").code, 1);
   EXPECT_EQ(run_cli("slurm analyze --shards 3 --dry-run " + model + " --shard 1/3").code, 1);
-  EXPECT_EQ(run_cli("slurm analyze --shards 0 --dry-run " + model).code, 1);
+  EXPECT_EQ(run_cli("slurm analyze --shards 1 --dry-run " + model).code, 1);  // one task is analyze itself
+  // sbatch splits #SBATCH lines at blanks: a work directory with one is refused, not mangled.
+  EXPECT_EQ(run_cli("slurm analyze --shards 2 --work-dir '" + dir.file("my runs") + "' --dry-run " + model).code, 1);
   EXPECT_EQ(run_cli("slurm analyze --shards 2 --dry-run " + dir.file("absent.pth")).code, 2);
 }
 

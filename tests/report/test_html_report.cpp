@@ -35,7 +35,7 @@ TEST(HtmlReport, EscapesTextEverywhere) {
   r.title = "<script>alert(1)</script>";
   r.class_names = {"<b>", "ok"};
   r.card = {{"model", "a&b"}};
-  r.experts = {{0, 1, 1, 0.5, true, -0.25, 0.5, {{0, 1}}}};
+  r.experts = {{0, 1, 1, 0.5, true, -0.25, 0.5, {{"<b>", 1}}}};
   const auto html = render_html(r);
   EXPECT_EQ(html.find("<script>alert"), std::string::npos);
   EXPECT_EQ(html.find("<b>"), std::string::npos);
@@ -49,7 +49,7 @@ TEST(HtmlReport, HasARowPerExpertAndASectionPerDetail) {
   r.class_accuracy = {0.5, 0.75};
   for (int64_t e = 0; e < 5; ++e)
     r.experts.push_back({e, 10 * e, 20 * e, 0.125 * static_cast<double>(e), true, -0.01 * static_cast<double>(e),
-                         e ? 0.3 : std::nan(""), {{1, e}}});
+                         e ? 0.3 : std::nan(""), {{"dog", e}}});
   r.has_sweep = true;
   ExpertDetail d;
   d.expert = 3;
@@ -73,6 +73,28 @@ TEST(HtmlReport, HasARowPerExpertAndASectionPerDetail) {
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
   EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
+}
+
+// A language model's report: a Δ loss column, and tokens in their context, the token marked.
+TEST(HtmlReport, ALanguageModelsTokensAreShownInTheirContext) {
+  ExpertReport r;
+  r.title = "gpt";
+  ExpertRow row{0, 3, 9, 0.1, true, -0.002, 0.9, {{" the", 3}}};
+  row.has_loss = true;
+  row.delta_loss = 0.0125;
+  r.experts = {row};
+  ExpertDetail d;
+  d.expert = 0;
+  d.contexts = {{"Once upon", " a", " time", " time", " day", 0.75}};
+  d.ablation_summary = "next-token accuracy 20.1 % → 19.9 %";
+  r.details = {d};
+  const auto html = render_html(r);
+  EXPECT_NE(html.find("<th data-key=\"delta_loss\">"), std::string::npos);
+  EXPECT_NE(html.find("data-key=\"delta_loss\" data-value=\"0.0125\""), std::string::npos);
+  EXPECT_NE(html.find("Once upon<mark> a</mark> time"), std::string::npos);
+  EXPECT_NE(html.find("next  time, predicted  day"), std::string::npos);
+  EXPECT_NE(html.find("next-token accuracy 20.1 % → 19.9 %"), std::string::npos);
+  EXPECT_EQ(count(html, "<div class=\"context\">"), 1u);
 }
 
 }  // namespace html_report_test
