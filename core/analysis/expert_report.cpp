@@ -46,6 +46,56 @@ std::string gallery_title(const Gallery& g) {
   return s.str();
 }
 
+// Counts the report's steps (the sweep's experts, then each detailed expert) for `progress`.
+class Steps {
+ public:
+  Steps(const ReportProgress& progress, int64_t total) : progress_(progress), total_(total) {}
+  void operator()() {
+    ++done_;
+    if (progress_ && !progress_(done_, total_)) throw Cancelled();
+  }
+
+ private:
+  const ReportProgress& progress_;
+  int64_t total_, done_ = 0;
+};
+
+std::string file_name(const std::string& path) {
+  const auto file = path.substr(path.find_last_of('/') + 1);
+  return file.empty() ? path : file;
+}
+
+std::string experts_line(const ModeStatistics& stats) {
+  return std::to_string(stats.experts.size()) +
+         (stats.dead_experts ? " (" + std::to_string(stats.dead_experts) + " dead)" : "");
+}
+
+// An expert's table row from its statistics; its ablation (if any) against `before`.
+report::ExpertRow row_of(const ExpertSummary& s, const std::function<std::string(int64_t)>& class_name,
+                         const AblationOutcome* ablated, double before) {
+  report::ExpertRow row;
+  row.expert = s.expert;
+  row.load = s.load;
+  row.support = s.support;
+  row.mean_coefficient = s.mean_coefficient;
+  for (const auto& [c, count] : s.top_classes) row.top_classes.push_back({class_name(c), count});
+  if (ablated) {
+    row.has_ablation = true;
+    row.delta_accuracy = ablated->after.overall - before;
+    row.polysemanticity = ablated->has_effect ? ablated->polysemanticity : std::nan("");
+  }
+  return row;
+}
+
+GalleryRequest gallery_request(int64_t mode, int64_t expert, const ReportRequest& request) {
+  GalleryRequest g;
+  g.mode = mode;
+  g.expert = expert;
+  g.threshold = request.threshold;
+  g.count = request.images;
+  return g;
+}
+
 }  // namespace
 
 std::vector<int64_t> select_report_experts(const std::string& experts, const std::vector<int64_t>& loads) {
@@ -98,23 +148,17 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
   const auto shown = select_report_experts(request.experts, loads);
   const auto accuracy = analysis.accuracy();
   const auto n = static_cast<int64_t>(stats.experts.size());
-  const int64_t steps = (request.sweep ? n : 0) + static_cast<int64_t>(shown.size());
-  int64_t done = 0;
-  const auto step = [&] {
-    ++done;
-    if (progress && !progress(done, steps)) throw Cancelled();
-  };
+  Steps step(progress, (request.sweep ? n : 0) + static_cast<int64_t>(shown.size()));
 
   report::ExpertReport r;
   r.class_names = analysis.class_names();
   r.class_accuracy = accuracy.per_class;
-  const auto file = request.model_path.substr(request.model_path.find_last_of('/') + 1);
-  r.title = file.empty() ? request.model_path : file;
+  r.title = file_name(request.model_path);
   const auto summary = model::summarize_model_file(request.model_path, request.overrides);
   r.card = {{"model", request.model_path},
             {"architecture", summary.backbone.empty() ? summary.architecture : summary.architecture + ", " + summary.backbone},
             {"layer", analysis.layer_name()},
-            {"experts", std::to_string(n) + (stats.dead_experts ? " (" + std::to_string(stats.dead_experts) + " dead)" : "")},
+            {"experts", experts_line(stats)},
             {"data", request.data_spec},
             {"samples", std::to_string(analysis.samples())},
             {"accuracy", percent(accuracy.overall)},
@@ -142,33 +186,16 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
       ablated[e] = true;
     }
 
-  for (int64_t e = 0; e < n; ++e) {
-    const auto& s = stats.experts[e];
-    report::ExpertRow row;
-    row.expert = e;
-    row.load = s.load;
-    row.support = s.support;
-    row.mean_coefficient = s.mean_coefficient;
-    for (const auto& [c, count] : s.top_classes)
-      row.top_classes.push_back(
-          {c >= 0 && c < static_cast<int64_t>(r.class_names.size()) ? r.class_names[c] : "class " + std::to_string(c), count});
-    if (ablated[e]) {
-      row.has_ablation = true;
-      row.delta_accuracy = outcomes[e].after.overall - accuracy.overall;
-      row.polysemanticity = outcomes[e].has_effect ? outcomes[e].polysemanticity : std::nan("");
-    }
-    r.experts.push_back(row);
-  }
+  const auto class_name = [&](int64_t c) {
+    return c >= 0 && c < static_cast<int64_t>(r.class_names.size()) ? r.class_names[c] : "class " + std::to_string(c);
+  };
+  for (int64_t e = 0; e < n; ++e)
+    r.experts.push_back(row_of(stats.experts[e], class_name, ablated[e] ? &outcomes[e] : nullptr, accuracy.overall));
 
   for (const auto e : shown) {
     report::ExpertDetail d;
     d.expert = e;
-    GalleryRequest g;
-    g.mode = mode;
-    g.expert = e;
-    g.threshold = request.threshold;
-    g.count = request.images;
-    const auto gallery = analysis.gallery(g).value;
+    const auto gallery = analysis.gallery(gallery_request(mode, e, request)).value;
     d.gallery_title = gallery_title(gallery);
     for (const auto& item : gallery.items) {
       report::Tile t;
@@ -201,12 +228,7 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
   for (const auto& e : stats.experts) loads.push_back(e.load);
   const auto shown = select_report_experts(request.experts, loads);
   const auto n = static_cast<int64_t>(stats.experts.size());
-  const int64_t steps = (request.sweep ? n : 0) + static_cast<int64_t>(shown.size());
-  int64_t done = 0;
-  const auto step = [&] {
-    ++done;
-    if (progress && !progress(done, steps)) throw Cancelled();
-  };
+  Steps step(progress, (request.sweep ? n : 0) + static_cast<int64_t>(shown.size()));
   const auto& set = session.eval_set();
   const auto token_text = [&](int64_t id) {
     if (!set.tokenizer || id < 0 || id >= set.tokenizer->vocab_size()) return std::string("#") + std::to_string(id);
@@ -238,14 +260,13 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
     }
 
   report::ExpertReport r;
-  const auto file = request.model_path.substr(request.model_path.find_last_of('/') + 1);
-  r.title = file.empty() ? request.model_path : file;
+  r.title = file_name(request.model_path);
   char loss[64];
   std::snprintf(loss, sizeof loss, "%.4f nats/token", baseline.loss_before);
   r.card = {{"model", request.model_path},
             {"architecture", "μMoE GPT (" + std::string(set.tokenizer ? set.tokenizer->name() : "byte") + " tokens)"},
             {"layer", session.layer_name()},
-            {"experts", std::to_string(n) + (stats.dead_experts ? " (" + std::to_string(stats.dead_experts) + " dead)" : "")},
+            {"experts", experts_line(stats)},
             {"data", set.identity},
             {"tokens", std::to_string(set.tokens())},
             {"next-token accuracy", percent(baseline.before.overall)},
@@ -254,29 +275,18 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
             {"generated", request.generated_utc.empty() ? now_utc() : request.generated_utc}};
   r.has_sweep = request.sweep;
   for (int64_t e = 0; e < n; ++e) {
-    const auto& s = stats.experts[e];
-    report::ExpertRow row;
-    row.expert = e;
-    row.load = s.load;
-    row.support = s.support;
-    row.mean_coefficient = s.mean_coefficient;
-    for (const auto& [token, count] : s.top_classes) row.top_classes.push_back({token_text(token), count});
-    if (const auto& o = outcomes[e]) {
-      row.has_ablation = row.has_loss = true;
-      row.delta_accuracy = o->outcome.after.overall - baseline.before.overall;
+    const auto& o = outcomes[e];
+    auto row = row_of(stats.experts[e], token_text, o ? &o->outcome : nullptr, baseline.before.overall);
+    if (o) {
+      row.has_loss = true;
       row.delta_loss = o->loss_after - baseline.loss_before;
-      row.polysemanticity = o->outcome.has_effect ? o->outcome.polysemanticity : std::nan("");
     }
     r.experts.push_back(row);
   }
   for (const auto e : shown) {
     report::ExpertDetail d;
     d.expert = e;
-    GalleryRequest g;
-    g.expert = e;
-    g.threshold = request.threshold;
-    g.count = request.images;
-    const auto gallery = session.gallery(g).value;
+    const auto gallery = session.gallery(gallery_request(0, e, request)).value;
     d.gallery_title = std::to_string(gallery.items.size()) + " random tokens with a ≥ " +
                       [&] {
                         char t[16];
