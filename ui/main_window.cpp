@@ -315,6 +315,7 @@ void MainWindow::buildToolBar() {
   dataCombo_->setInsertPolicy(QComboBox::NoInsert);
   dataCombo_->addItems({QStringLiteral("fashion-mnist:test"), QStringLiteral("fashion-mnist:train"),
                         QStringLiteral("biased-fmnist:test")});
+  dataCombo_->setObjectName(QStringLiteral("dataSpec"));
   dataCombo_->setToolTip(tr("Data SPEC: fashion-mnist:test, idx:DIR:test, folder:DIR, celeba:DIR:test, features:FILE"));
   dataCombo_->setCurrentText(QSettings().value(kDataKey, QStringLiteral("fashion-mnist:test")).toString());
   connect(dataCombo_, &QComboBox::activated, this, [this] { setDataSpec(dataCombo_->currentText()); });
@@ -550,6 +551,9 @@ bool MainWindow::analyzeLayer(const QString& layer) {
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
   reportAction_->setEnabled(false);  // until this model's session is open
+  // A GPT's pages read the validation split of the text it was trained on, not the image data
+  // named here: the box is greyed rather than shown as if it applied.
+  dataCombo_->setEnabled(kind_ != Kind::Gpt);
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   sweepAction_->setEnabled(kind_ == Kind::MultiClass);
   if (kind_ != Kind::MultiClass) {

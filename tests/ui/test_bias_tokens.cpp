@@ -385,6 +385,8 @@ class BiasTokensTest : public QObject {
     QVERIFY2(window->openModel(testkit::kDemoGpt), qPrintable(window->lastError()));
     QVERIFY(opened.wait(60'000));
     window->tokenPage()->worker()->waitForIdle();
+    // The toolbar's Data box names image data, which a GPT does not read: it is greyed.
+    QVERIFY(!window->findChild<QComboBox*>(QStringLiteral("dataSpec"))->isEnabled());
     auto* steering = window->steeringPage();
     QTRY_VERIFY_WITH_TIMEOUT(steering->layerCount() > 0, 10'000);
     window->tabs()->setCurrentIndex(int(ui::MainWindow::Page::Steering));
