@@ -128,6 +128,11 @@ TEST_P(NanoGpt, AGpt2CheckpointOpensWithItsModelArgsAndItsTokenizer) {
   const auto predicted = testkit::run_cli("predict " + ckpt + " --data " + val + " --coefficients --json --output " +
                                           predictions);
   ASSERT_EQ(predicted.code, 0) << predicted.out;
+  // The output may not be the token file read (nor the model): refused, and the file kept.
+  const auto stream_bytes = testkit::read_bytes(dir.file("val.bin"));
+  EXPECT_EQ(testkit::run_cli("predict " + ckpt + " --data " + val + " --output " + dir.file("val.bin")).code, 1);
+  EXPECT_EQ(testkit::run_cli("predict " + ckpt + " --data " + val + " --output " + ckpt).code, 1);
+  EXPECT_EQ(testkit::read_bytes(dir.file("val.bin")), stream_bytes);
   const auto wanted = testkit::read_expected(dir.file("expected.pth"));
   const auto written = io::SafetensorsFile::open(predictions);
   EXPECT_TRUE(torch::equal(written.read("tokens"), wanted.at("tokens")));
