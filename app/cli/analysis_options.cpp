@@ -72,6 +72,15 @@ bool report_progress(const std::string& label, int64_t done, int64_t total, doub
   return !interrupted();
 }
 
+std::function<bool(int64_t, int64_t)> progress_reporter(const std::string& label, bool quiet) {
+  const auto start = std::chrono::steady_clock::now();
+  return [label, quiet, start](int64_t done, int64_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double eta = done > 0 ? elapsed / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+    return report_progress(label, done, total, elapsed, eta, quiet);
+  };
+}
+
 std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, analysis::ExtractionSummary* summary) {
   catch_interrupts();
   o.session.model_path = o.model.model;

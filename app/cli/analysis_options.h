@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,10 @@ std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& opt
 /// A progress line "LABEL 4500/10000 (45%) 3.2 s, ETA 3.9 s" on stderr, rewritten in place on a
 /// terminal and printed every ~10% otherwise; returns false once SIGINT arrived.
 bool report_progress(const std::string& label, int64_t done, int64_t total, double elapsed, double eta, bool quiet);
+
+/// report_progress as a callback (done, total), timed from its creation, the ETA from the rate so
+/// far: what a long command passes to the core.
+std::function<bool(int64_t, int64_t)> progress_reporter(const std::string& label, bool quiet);
 
 /// The files an analysis command reads — the model, a features: data file, the images named by
 /// --images, the cache — for io::refuse_output_over_inputs.

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "analysis/text_analysis_session.h"
+#include "cache/cache_merge.h"
 #include "analysis_options.h"
 #include "cli_support.h"
 
@@ -22,22 +23,10 @@ struct AnalyzeOptions : AnalysisCliOptions {
 
 // "K/N" with 0 ≤ K < N → the shard; anything else is a usage error.
 analysis::ChunkBatching::Shard parse_shard(const std::string& text) {
-  const auto slash = text.find('/');
-  analysis::ChunkBatching::Shard shard;
-  try {
-    size_t used = 0;
-    if (slash == std::string::npos) throw std::invalid_argument("no slash");
-    shard.index = std::stoll(text.substr(0, slash), &used);
-    if (used != slash) throw std::invalid_argument("K");
-    shard.count = std::stoll(text.substr(slash + 1), &used);
-    if (used != text.size() - slash - 1) throw std::invalid_argument("N");
-  } catch (const std::exception&) {
-    throw UsageError("--shard " + text + ": expected K/N, e.g. 3/8");
-  }
-  if (shard.count < 1 || shard.index < 0 || shard.index >= shard.count)
-    throw UsageError("--shard " + text + ": K/N needs 0 ≤ K < N");
-  if (shard.count == 1) throw UsageError("--shard 0/1 is the whole run: leave --shard out");
-  return shard;
+  const auto parsed = cache::parse_shard(text);
+  if (!parsed) throw UsageError("--shard " + text + ": expected K/N with 0 ≤ K < N, e.g. 3/8");
+  if (parsed->second == 1) throw UsageError("--shard 0/1 is the whole run: leave --shard out");
+  return {parsed->first, parsed->second};
 }
 
 // Extraction only, for a shard or a GPT: what was computed, no summary of a run that may be partial.

@@ -8,7 +8,6 @@
 // the file and the chunks, and the target is left as it was.
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <iostream>
 #include <vector>
 
@@ -33,12 +32,8 @@ struct CacheOptions {
 
 int run_merge(const CacheOptions& o) {
   catch_interrupts();
-  const auto start = std::chrono::steady_clock::now();
-  const auto report = cache::merge_shards(o.shards, o.into, [&](int64_t done, int64_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_progress("merging (reading, then writing)", done, total, elapsed,
-                           elapsed / static_cast<double>(done) * static_cast<double>(total - done), o.quiet || o.json);
-  });
+  const auto report =
+      cache::merge_shards(o.shards, o.into, progress_reporter("merging (reading, then writing)", o.quiet || o.json));
   if (!report.target_note.empty()) std::cerr << "mumoe: warning: " << report.target_note << "\n";
   if (o.json) {
     std::cout << json_text(nlohmann::json({{"cache", o.into},

@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
-#include <chrono>
 #include <iostream>
 
 #include "analysis/lm_eval_set.h"
@@ -46,12 +45,7 @@ int run_predict(const PredictOptions& o) {
                                               {o.model.backbone, "the TorchScript backbone"},
                                               {o.model.class_names, "--class-names"}});
   catch_interrupts();
-  const auto start = std::chrono::steady_clock::now();
-  const auto progress = [&](int64_t done, int64_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_progress("predicting", done, total, elapsed,
-                           elapsed / static_cast<double>(done) * static_cast<double>(total - done), o.quiet || o.json);
-  };
+  const auto progress = progress_reporter("predicting", o.quiet || o.json);
   analysis::Predictions p;
   if (analysis::is_gpt_model_file(o.model.model)) {
     if (o.limit != 0) throw UsageError("--limit counts images; a GPT's windows are --max-sequences");

@@ -7,7 +7,6 @@
 // first, with progress, as every command does.
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <iostream>
 
 #include "analysis/expert_report.h"
@@ -32,13 +31,7 @@ struct ReportOptions {
 
 int run_report(ReportOptions& o) {
   io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
-  const auto start = std::chrono::steady_clock::now();
-  const auto progress = [&](int64_t done, int64_t total) {
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return report_progress("report", done, total, elapsed,
-                           elapsed / static_cast<double>(done) * static_cast<double>(total - done),
-                           o.analysis.quiet || o.analysis.json);
-  };
+  const auto progress = progress_reporter("report", o.analysis.quiet || o.analysis.json);
   o.request.model_path = o.analysis.model.model;
   o.request.sweep = !o.no_sweep;
   o.request.app_version = MUMOE_VERSION;

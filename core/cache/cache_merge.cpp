@@ -28,22 +28,6 @@ std::string chunk_range(int64_t first, int64_t end) {
                           : "chunks " + std::to_string(first) + "–" + std::to_string(end - 1);
 }
 
-// "K/N" → (K, N); nullopt for anything else.
-std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& key) {
-  const auto slash = key.find('/');
-  if (slash == std::string::npos || slash == 0 || slash + 1 == key.size()) return std::nullopt;
-  try {
-    size_t used = 0;
-    const auto k = std::stoll(key.substr(0, slash), &used);
-    if (used != slash) return std::nullopt;
-    const auto n = std::stoll(key.substr(slash + 1), &used);
-    if (used != key.size() - slash - 1 || n < 1 || k < 0 || k >= n) return std::nullopt;
-    return std::make_pair(k, n);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-}
-
 ShardFile open_shard(const std::string& path) {
   io::require_regular_file(path);
   ShardFile s;
@@ -88,6 +72,21 @@ std::string difference(const RunKey& a, const RunKey& b, const RunInfo& x, const
 }
 
 }  // namespace
+
+std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& key) {
+  const auto slash = key.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == key.size()) return std::nullopt;
+  try {
+    size_t used = 0;
+    const auto k = std::stoll(key.substr(0, slash), &used);
+    if (used != slash) return std::nullopt;
+    const auto n = std::stoll(key.substr(slash + 1), &used);
+    if (used != key.size() - slash - 1 || n < 1 || k < 0 || k >= n) return std::nullopt;
+    return std::make_pair(k, n);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
 
 MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std::string& target_path,
                          const std::function<bool(int64_t, int64_t)>& progress) {

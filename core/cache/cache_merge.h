@@ -26,12 +26,18 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cache/analysis_cache.h"
 
 namespace mumoe::cache {
+
+/// "K/N" with 0 ≤ K < N (a shard's marker, and `analyze --shard`'s argument) → (K, N); nullopt
+/// for anything else.
+std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& text);
 
 struct MergeReport {
   RunKey key;                 ///< the run merged
