@@ -1,7 +1,8 @@
-// mumoe export MODEL (--edits FILE | --session DB) --output OUT [--layout auto|mumoe|reference|source]
-//   [--data SPEC] [--overwrite] [--json]
-// Folds saved edits into the model's weights, writes it and verifies the written file against
-// the live-edited model (model_export.h). The source model is never modified.
+// mumoe export MODEL (--edits FILE | --session DB | --remove-experts LAYER:LIST…) --output OUT
+//   [--layout auto|mumoe|reference|source] [--data SPEC] [--overwrite] [--json]
+// Folds saved edits into the model's weights, or removes experts for good (their weights zeroed,
+// what ablation computes), writes it and verifies the written file against the live-edited model
+// (model_export.h). The source model is never modified.
 #include <iostream>
 #include <limits>
 
@@ -27,6 +28,7 @@ namespace {
 struct ExportOptions {
   ModelOptions model;
   std::string edits, session, output, layout = "auto", data;
+  std::vector<std::string> remove_experts;  ///< LAYER:LIST, one per layer
   bool overwrite = false, json = false;
   int64_t verify_samples = 256;
 };
@@ -49,7 +51,44 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
 #endif
 }
 
+// The default verification data of a removal: what the analysis commands default to.
+constexpr const char* kDefaultRemovalData = "fashion-mnist:test";
+
+int run_removal(const ExportOptions& o) {
+  if (!o.edits.empty() || !o.session.empty())
+    throw UsageError("give either --remove-experts or --edits/--session, not both (export removes experts or folds "
+                     "edits, one at a time)");
+  std::vector<editing::ExpertRemoval> removals;
+  for (const auto& text : o.remove_experts) removals.push_back(editing::parse_expert_removal(text));
+  const auto source = model::ModelFile::load(o.model.model, o.model.overrides());
+  const std::string spec = o.data.empty() ? kDefaultRemovalData : o.data;
+  editing::ExportRequest request;
+  request.output = o.output;
+  request.layout = editing::parse_export_layout(o.layout);
+  request.overwrite = o.overwrite;
+  request.verify_samples = o.verify_samples;
+  const auto report = editing::export_without_experts(source, removals, data::load_dataset(spec), request);
+  if (o.json) {
+    auto j = editing::to_json(report);
+    j["model"] = o.model.model;
+    j["verify_data"] = spec;
+    std::cout << json_text(j) << "\n";
+  } else {
+    std::string removed;
+    for (const auto& r : report.removed) {
+      std::string list;
+      for (const auto n : r.experts) list += (list.empty() ? "" : ",") + std::to_string(n);
+      removed += (removed.empty() ? "" : "; ") + r.layer + " expert" + (r.experts.size() == 1 ? " " : "s ") + list;
+    }
+    std::cout << "wrote " << report.output << " (" << editing::to_string(report.layout) << " layout; removed " << removed
+              << "); reloaded and compared with the live ablation on " << report.verified_samples << " samples of "
+              << spec << ": max |difference| = " << report.max_abs_difference << "\n";
+  }
+  return kSuccess;
+}
+
 int run_export(const ExportOptions& o) {
+  if (!o.remove_experts.empty()) return run_removal(o);
   // The source model may be replaced only with --overwrite (export_edited_model checks it); no
   // other input of this command may be the output, nor the output's manifest sidecar.
   std::vector<io::NamedInput> inputs = {{o.edits, "--edits"}, {o.session, "--session"},
@@ -98,12 +137,19 @@ Command add_export_command(CLI::App& parent) {
   o->model.add_to(app);  // MODEL (the unedited model) and what a plain state dict cannot say
   app->add_option("--edits", o->edits, "Edits JSON (from mumoe rewrite --edits-out or --json)");
   app->add_option("--session", o->session, "Edit-session database holding this model's edits");
+  app->add_option("--remove-experts", o->remove_experts,
+                  "LAYER:EXPERTS (e.g. mixer_blocks.1.1.fn:3,7; repeat per layer): write the model with these experts "
+                  "removed (W_n := 0, what `mumoe ablate` measures); the layer's shapes stay")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app->add_option("--output", o->output, "Model file to write")->required();
   app->add_option("--layout", o->layout,
                   "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe (model file "
                   "with manifest), reference (plain state_dict in the reference keys) or source (the opened file's "
                   "own keys and format: .pth or safetensors)");
-  app->add_option("--data", o->data, "Data SPEC to verify on (default: the first edit's training data)");
+  app->add_option("--data", o->data,
+                  "Data SPEC to verify on (default: the first edit's training data; fashion-mnist:test for "
+                  "--remove-experts)");
   app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output (required to replace the source model)");

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "analysis/ablation_metrics.h"
-#include "analysis/expert_slices.h"
+#include "nn/expert_slices.h"
 #include "analysis/lm_forward.h"
 #include "io/errors.h"
 #include "nn/device.h"
@@ -194,8 +194,8 @@ LmAblation::After LmAblation::after_naive(const std::vector<int64_t>& experts) {
   // MLP's expert n's output layer (expert_slices.h).
   auto gpt_block = gpt_->block(layer_);
   std::vector<std::pair<torch::Tensor, torch::Tensor>> saved;  // (slice view, original values)
-  for (auto& slice : gpt_block->has_router_mlp() ? expert_slices(gpt_block->router_mlp(), experts)
-                                                  : expert_slices(gpt_block->mlp(), experts)) {
+  for (auto& slice : gpt_block->has_router_mlp() ? nn::expert_slices(gpt_block->router_mlp(), experts)
+                                                  : nn::expert_slices(gpt_block->mlp(), experts)) {
     saved.emplace_back(slice, slice.clone());
     slice.zero_();
   }

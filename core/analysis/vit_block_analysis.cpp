@@ -1,6 +1,6 @@
 #include "analysis/vit_block_analysis.h"
 
-#include "analysis/expert_slices.h"
+#include "nn/expert_slices.h"
 
 #include <torch/torch.h>
 
@@ -332,8 +332,8 @@ std::vector<int64_t> VitBlockAnalysis::predictions_after(const std::vector<int64
     // forward over every image, restore the slices.
     auto classifier = d.model.image_classifier();
     auto router = d.tokens()->router_mlp(d.block);
-    auto slices = router.is_empty() ? expert_slices(d.tokens()->mumoe_mlp(d.block), experts)
-                                    : expert_slices(router, experts);
+    auto slices = router.is_empty() ? nn::expert_slices(d.tokens()->mumoe_mlp(d.block), experts)
+                                    : nn::expert_slices(router, experts);
     std::vector<torch::Tensor> saved;
     for (auto& slice : slices) {
       saved.push_back(slice.clone());

@@ -1,5 +1,6 @@
-// Export of an edited model: every logit edit folded exactly into the weights (edit_fold.h),
-// written as the project's model file, as a plain state_dict in the reference key layout
+// Export of an edited model: every logit edit folded exactly into the weights (edit_fold.h), or
+// experts removed for good (their factor slices zeroed: W_n := 0, what ablation computes), written
+// as the project's model file, as a plain state_dict in the reference key layout
 // (spec §2), or in the source file's own layout — the same keys and prefixes, a .pth when it was
 // a PyTorch checkpoint — so the user's `model.load_state_dict(torch.load(path), strict=True)`
 // gives the edited model; verified before it is published.
@@ -39,10 +40,25 @@ struct ExportRequest {
   double tolerance = 1e-5;       ///< float32 max abs difference allowed
 };
 
+/// Experts removed from one μMoE layer for good: W_n := 0 for each listed n of its first expert
+/// mode (nn/expert_slices.h: CP row n of both layers' expert factors, TR slice n; a router MLP's
+/// expert output layer) — exactly the ablation a_n := 0 of the Ablation page and `mumoe ablate`, so
+/// the exported model predicts what they showed. The layer's shapes stay, so a user's
+/// `load_state_dict(strict=True)` takes the file.
+struct ExpertRemoval {
+  std::string layer;             ///< as `mumoe info` names it; "" = the model's only μMoE layer
+  std::vector<int64_t> experts;  ///< ascending, distinct
+};
+
+/// "LAYER:3,7" or "3,7" (the model's only layer). Throws UsageError naming `text` when malformed.
+ExpertRemoval parse_expert_removal(const std::string& text);
+nlohmann::json to_json(const ExpertRemoval& removal);
+
 struct ExportReport {
   std::string output;
   ExportLayout layout = ExportLayout::Mumoe;  ///< as written (never Auto)
   int64_t edits = 0;
+  std::vector<ExpertRemoval> removed;  ///< export_without_experts: the layers resolved by name
   nlohmann::json layer_before;  ///< the edited layer's configuration before …
   nlohmann::json layer_after;   ///< … and after folding (ranks grown)
   double max_abs_difference = 0;
@@ -56,6 +72,16 @@ struct ExportReport {
 ExportReport export_edited_model(const model::ModelFile& source, const std::vector<LogitEdit>& edits,
                                  const data::Dataset& verify_data, const ExportRequest& request,
                                  const io::WriteProgress& progress = {});
+
+/// Writes `source` with the experts of `removals` removed (one entry per layer) and verifies it like
+/// export_edited_model: the reloaded file's logits against the source model's with those experts
+/// ablated live, on the first samples of `verify_data` (any data the model reads: a multi-label
+/// model's targets are taken from it here, ClassifierModel::prepare). Image classifiers (experts of their μMoE
+/// head or of backbone blocks: ViT MLPs, Mixer mixing MLPs) and bare μMoE layers; a GPT is refused.
+/// Auto layout as export_edited_model's. Throws as export_edited_model does.
+ExportReport export_without_experts(const model::ModelFile& source, const std::vector<ExpertRemoval>& removals,
+                                    const data::Dataset& verify_data, const ExportRequest& request,
+                                    const io::WriteProgress& progress = {});
 
 nlohmann::json to_json(const ExportReport& report);
 

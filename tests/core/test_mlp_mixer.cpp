@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "analysis/layer_analysis.h"
@@ -292,4 +293,59 @@ open("truncated.pth", "wb").write(data[: len(data) // 2])
   EXPECT_EQ(run.code, 1) << run.out;
   EXPECT_NE(run.out.find("mixer.pth"), std::string::npos) << run.out;
   EXPECT_EQ(testkit::read_bytes(dir.file("mixer.pth")), before);
+}
+
+// Experts removed for good (mumoe export --remove-experts): the file written in the user's layout
+// loads into the reference Mixer with load_state_dict(strict=True), and PyTorch's forward of it
+// equals the original model's with those experts' coefficients forced to 0 (MuMoEMixing.ablated,
+// the reference's a_n := 0) — in two layers at once. Everything else in the file is unchanged.
+TEST(MlpMixer, ExportWithoutExpertsLoadsStrictlyAndEqualsTheAblation) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, mm::fixture("(1,)"));
+  const auto run = testkit::run_cli("export " + dir.file("mixer.pth") + " --remove-experts mixer_blocks.1.1.fn:1,4 " +
+                                    "--remove-experts mixer_blocks.1.0.fn.1:2 --data folder:" + dir.file("img") +
+                                    " --output " + dir.file("without.pth") + " --json");
+  ASSERT_EQ(run.code, 0) << run.out;
+  const auto report = testkit::json_output(run);
+  EXPECT_EQ(report.at("layout"), "source") << report.dump();
+  EXPECT_EQ(report.at("removed_experts").size(), 2u) << report.dump();
+  run_python(dir, testkit::reference_models() + R"py(
+def load(path):
+    sd = torch.load(path)
+    assert all(k.startswith("module.") for k in sd), "the DDP prefix was not kept"
+    m = mixer((1,))
+    m.load_state_dict({k[len("module."):]: v for k, v in sd.items()}, strict=True)
+    return m.eval(), sd
+original, before = load("mixer.pth")
+exported, after = load("without.pth")
+assert set(before) == set(after), sorted(set(before) ^ set(after))
+x = load_images("img", mixer_transform())
+out = {}
+with torch.no_grad():
+    out["exported"] = exported(x)
+    out["plain"] = original(x)
+    layers = original.mumoe_layers()
+    layers["mixer_blocks.1.1.fn"].ablated = [1, 4]
+    layers["mixer_blocks.1.0.fn.1"].ablated = [2]
+    out["ablated"] = original(x)
+# Only the two layers' expert factors (MuMoE/MuMoE2 factors.0) may differ.
+out["changed_keys"] = torch.tensor([k.endswith("factors.0") and ("mixer_blocks.1." in k)
+                                    for k in before if not torch.equal(before[k], after[k])], dtype=torch.long)
+torch.save(out, "check.pth")
+)py");
+  const auto check = read_expected(dir.file("check.pth"));
+  expect_close(check.at("exported"), check.at("ablated"), "exported vs ablated logits");
+  // The comparison can fail: removing these experts changes the logits.
+  EXPECT_GT((check.at("ablated") - check.at("plain")).abs().max().item<double>(), 1e-3);
+  EXPECT_EQ(check.at("changed_keys").numel(), 4);  // MuMoE and MuMoE2 of two layers
+  EXPECT_EQ(check.at("changed_keys").sum().item<int64_t>(), 4);
+
+  // Refused with the file named and nothing written: an expert out of range, an unknown layer.
+  for (const auto* bad : {"mixer_blocks.1.1.fn:6", "mixer_blocks.0.1.fn:0"}) {
+    const auto refused = testkit::run_cli("export " + dir.file("mixer.pth") + " --remove-experts " + bad +
+                                          " --data folder:" + dir.file("img") + " --output " + dir.file("bad.pth"));
+    EXPECT_EQ(refused.code, 1) << bad << ": " << refused.out;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("bad.pth"))) << bad;
+  }
 }

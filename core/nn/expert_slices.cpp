@@ -1,11 +1,11 @@
-#include "analysis/expert_slices.h"
+#include "nn/expert_slices.h"
 
 #include <torch/torch.h>
 
-namespace mumoe::analysis {
+namespace mumoe::nn {
 
-std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& block, const std::vector<int64_t>& experts) {
-  const int64_t axis = block->config().factorization == nn::Factorization::CP ? 0 : 1;
+std::vector<torch::Tensor> expert_slices(const MuMoEBlock& block, const std::vector<int64_t>& experts) {
+  const int64_t axis = block->config().factorization == Factorization::CP ? 0 : 1;
   std::vector<torch::Tensor> slices;
   for (const auto& layer : {block->first_layer(), block->second_layer()})
     if (!layer.is_empty())
@@ -13,7 +13,7 @@ std::vector<torch::Tensor> expert_slices(const nn::MuMoEBlock& block, const std:
   return slices;
 }
 
-std::vector<torch::Tensor> expert_slices(const nn::MoELayer& layer, const std::vector<int64_t>& experts) {
+std::vector<torch::Tensor> expert_slices(const MoELayer& layer, const std::vector<int64_t>& experts) {
   const bool two_layer = layer->config().hidden_dim > 0;
   auto params = layer->named_parameters(/*recurse=*/false);
   std::vector<torch::Tensor> slices;
