@@ -206,6 +206,11 @@ void MainWindow::buildActions() {
   reportAction_->setToolTip(tr("One self-contained HTML file of this layer's experts (table, galleries, charts) "
                                "that opens in any browser — as `mumoe report` writes it"));
   reportAction_->setEnabled(false);
+  removalAction_ = file->addAction(tr("Export Model &Without Selected Experts…"), this,
+                                   &MainWindow::chooseExportWithoutExperts);
+  removalAction_->setToolTip(tr("Write the model with the selected experts removed for good (their weights zeroed: "
+                                "what Ablate measured), in your own file layout, verified before it is saved"));
+  removalAction_->setEnabled(false);
   file->addSeparator();
   auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
   quit->setShortcut(QKeySequence::Quit);
@@ -364,6 +369,9 @@ void MainWindow::connectController() {
   connect(c, &SessionController::reportExported, this, [this](const QString& path, int sections, qint64 bytes) {
     statusBar()->showMessage(
         tr("Saved the report %1 (%2 experts in detail, %3 KiB)").arg(path).arg(sections).arg(bytes / 1024), 8000);
+  });
+  connect(c, &SessionController::modelExported, this, [this](const QString& path, const QString& summary) {
+    statusBar()->showMessage(tr("Saved %1 (%2)").arg(path, summary), 12000);
   });
   connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
   connect(c, &SessionController::openFailed, this, [this](const QString& message) {
@@ -551,6 +559,7 @@ bool MainWindow::analyzeLayer(const QString& layer) {
 void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
   reportAction_->setEnabled(false);  // until this model's session is open
+  removalAction_->setEnabled(false);
   // A GPT's pages read the validation split of the text it was trained on, not the image data
   // named here: the box is greyed rather than shown as if it applied.
   dataCombo_->setEnabled(kind_ != Kind::Gpt);
@@ -625,6 +634,7 @@ void MainWindow::startAnalysis() {
 void MainWindow::onSessionOpened(const SessionInfo& info) {
   QSettings().setValue(kDataKey, info.dataSpec);
   reportAction_->setEnabled(true);
+  removalAction_->setEnabled(true);
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
   thumbnails_->setAvailable(info.hasImages);
@@ -739,6 +749,24 @@ void MainWindow::chooseExportReport() {
   if (path.isEmpty()) return;
   settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
   controller_->exportReport(path);
+}
+
+void MainWindow::chooseExportWithoutExperts() {
+  const auto experts = experts_->selectedExperts();
+  if (!controller_->hasSession() || experts.isEmpty()) {
+    statusBar()->showMessage(tr("Select the experts to remove on the Experts page first"), 5000);
+    return;
+  }
+  QSettings settings;
+  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
+  const QFileInfo model(currentPath_);
+  const QString name = model.completeBaseName() + QStringLiteral("-without-experts.") + model.suffix();
+  const QString path = QFileDialog::getSaveFileName(this, tr("Export Model Without Selected Experts"),
+                                                    dir + QLatin1Char('/') + name,
+                                                    tr("Model files (*.safetensors *.pth *.pt)"));
+  if (path.isEmpty()) return;
+  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
+  controller_->exportWithoutExperts(path, experts);
 }
 
 void MainWindow::chooseAndOpenModel() {

@@ -140,6 +140,8 @@ class MainWindow : public QMainWindow {
   void chooseFeatureFile();
   void chooseExport();
   void chooseExportReport();
+  /// File ▸ Export Model Without Selected Experts…: the Experts page's selection, removed for good.
+  void chooseExportWithoutExperts();
   void showLayerDetails();
   void rememberRecent(const QString& path);
   void rebuildRecentMenu();
@@ -178,6 +180,7 @@ class MainWindow : public QMainWindow {
   QAction* redoEditAction_ = nullptr;
   QAction* exportAction_ = nullptr;
   QAction* reportAction_ = nullptr;
+  QAction* removalAction_ = nullptr;
   QAction* modelOptionsAction_ = nullptr;
   BiasPage* bias_ = nullptr;
   TokenPage* tokens_ = nullptr;

@@ -2,6 +2,7 @@
 
 #include <QCoreApplication>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QTimer>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "analysis/expert_report.h"
 #include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
+#include "editing/export_request.h"
 #include "io/atomic_file.h"
 #include "io/errors.h"
 #include "report/html_report.h"
@@ -270,6 +272,34 @@ void SessionController::exportReport(const QString& path, const QString& experts
         return [this, path, sections, bytes](double) { Q_EMIT reportExported(path, sections, bytes); };
       },
       JobFlags{true, true});
+}
+
+void SessionController::exportWithoutExperts(const QString& path, const QVector<qint64>& experts) {
+  if (!hasSession_ || experts.isEmpty()) return;
+  const QString task = tr("Export model");
+  submit(
+      task,
+      [this, path, model = info_.modelPath, data = info_.dataSpec, layer = info_.layer,
+       removed = std::vector<int64_t>(experts.begin(), experts.end())](Slot&, const std::function<bool()>&) -> Deliver {
+        if (QFileInfo(path) == QFileInfo(model))
+          throw UsageError(path.toStdString() + " is the open model: choose another file to write the model to");
+        editing::ExportRequest request;
+        request.output = path.toStdString();
+        request.overwrite = true;  // the file dialog asked before replacing a file
+        std::vector<int64_t> sorted = removed;
+        std::sort(sorted.begin(), sorted.end());
+        const auto report = editing::export_model_without_experts(
+            model.toStdString(), {editing::ExpertRemoval{layer.toStdString(), sorted}}, data.toStdString(), request);
+        QStringList numbers;
+        for (const auto n : sorted) numbers << QString::number(n);
+        const QString summary = tr("%1 layout; removed %2 expert(s) %3; max |difference| %4 on %5 samples")
+                                    .arg(QString::fromStdString(editing::to_string(report.layout)), layer,
+                                         numbers.join(QLatin1Char(',')))
+                                    .arg(report.max_abs_difference)
+                                    .arg(report.verified_samples);
+        return [this, path, summary](double) { Q_EMIT modelExported(path, summary); };
+      },
+      JobFlags{false, true});
 }
 
 void SessionController::requestImages(const QVector<qint64>& samples) {

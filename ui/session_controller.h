@@ -127,6 +127,13 @@ class SessionController : public QObject {
   /// …) follows. Cancellable between experts.
   void exportReport(const QString& path, const QString& experts = QStringLiteral("top-16"));
 
+  /// Writes the model with `experts` of the analysed layer removed for good (W_n := 0, what Ablate
+  /// computes; editing/export_request.h), in the user's own layout when the model was opened from
+  /// theirs, verified against the live ablation on the open data set. An existing file at `path`
+  /// is replaced (the file dialog asked), never the open model. modelExported() or
+  /// jobFailed("Export model", …) follows.
+  void exportWithoutExperts(const QString& path, const QVector<qint64>& experts);
+
   /// Stops the running job and drops the queued ones.
   void cancel();
   bool isBusy() const;
@@ -145,6 +152,9 @@ class SessionController : public QObject {
   void imagesReady(const QHash<qint64, QImage>& images);
   void galleryExported(const QString& path, int images);
   void reportExported(const QString& path, int sections, qint64 bytes);
+  /// `summary`: the layout, the experts removed and the verification ("source layout; removed
+  /// head experts 3,7; max |difference| 0 on 256 samples").
+  void modelExported(const QString& path, const QString& summary);
   /// Progress of a long job (`task` is its display name); etaSeconds < 0 when unknown. The same
   /// as worker()'s.
   void progress(const QString& task, qint64 done, qint64 total, double etaSeconds);

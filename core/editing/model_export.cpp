@@ -435,6 +435,11 @@ ExportReport export_without_experts(const model::ModelFile& source, const std::v
   return report;
 }
 
+ExportReport export_model_without_experts(const std::string& model_path, const std::vector<ExpertRemoval>& removals,
+                                          const std::string& data_spec, const ExportRequest& request) {
+  return export_without_experts(model::ModelFile::load(model_path), removals, data::load_dataset(data_spec), request);
+}
+
 nlohmann::json to_json(const ExportReport& r) {
   nlohmann::json removed = nlohmann::json::array();
   for (const auto& x : r.removed) removed.push_back(to_json(x));

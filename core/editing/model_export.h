@@ -17,54 +17,12 @@
 #include <vector>
 
 #include "data/dataset.h"
+#include "editing/export_request.h"
 #include "editing/logit_edit.h"
 #include "io/safetensors.h"
 #include "model/model_file.h"
 
 namespace mumoe::editing {
-
-/// Auto: Source for a model opened from a user's state dict (no manifest), else Mumoe.
-/// Source: every tensor of the source file under its own name, the edited layer's replaced;
-/// safetensors carry the manifest in their metadata, a .pth/.pt output gets it in
-/// model::manifest_sidecar_path (torch.load ignores both).
-enum class ExportLayout { Auto, Mumoe, Reference, Source };
-ExportLayout parse_export_layout(const std::string& text);  ///< "auto" | "mumoe" | "reference" | "source"
-std::string to_string(ExportLayout layout);
-
-struct ExportRequest {
-  std::string output;
-  ExportLayout layout = ExportLayout::Auto;
-  /// Replace an existing destination (required when it is the source model itself).
-  bool overwrite = false;
-  int64_t verify_samples = 256;  ///< the first samples of the verification data
-  double tolerance = 1e-5;       ///< float32 max abs difference allowed
-};
-
-/// Experts removed from one μMoE layer for good: W_n := 0 for each listed n of its first expert
-/// mode (nn/expert_slices.h: CP row n of both layers' expert factors, TR slice n; a router MLP's
-/// expert output layer) — exactly the ablation a_n := 0 of the Ablation page and `mumoe ablate`, so
-/// the exported model predicts what they showed. The layer's shapes stay, so a user's
-/// `load_state_dict(strict=True)` takes the file.
-struct ExpertRemoval {
-  std::string layer;             ///< as `mumoe info` names it; "" = the model's only μMoE layer
-  std::vector<int64_t> experts;  ///< ascending, distinct
-};
-
-/// "LAYER:3,7" or "3,7" (the model's only layer). Throws UsageError naming `text` when malformed.
-ExpertRemoval parse_expert_removal(const std::string& text);
-nlohmann::json to_json(const ExpertRemoval& removal);
-
-struct ExportReport {
-  std::string output;
-  ExportLayout layout = ExportLayout::Mumoe;  ///< as written (never Auto)
-  int64_t edits = 0;
-  std::vector<ExpertRemoval> removed;  ///< export_without_experts: the layers resolved by name
-  nlohmann::json layer_before;  ///< the edited layer's configuration before …
-  nlohmann::json layer_after;   ///< … and after folding (ranks grown)
-  double max_abs_difference = 0;
-  int64_t verified_samples = 0;
-  double seconds = 0;
-};
 
 /// Folds `edits` into the model of `source` and writes it as requested. `verify_data` must fit
 /// the model (its test split, say). Throws UsageError (bad request, existing destination),
@@ -83,6 +41,5 @@ ExportReport export_without_experts(const model::ModelFile& source, const std::v
                                     const data::Dataset& verify_data, const ExportRequest& request,
                                     const io::WriteProgress& progress = {});
 
-nlohmann::json to_json(const ExportReport& report);
 
 }  // namespace mumoe::editing

@@ -334,6 +334,34 @@ class StudioTest : public QObject {
     QVERIFY(window_->ablationChart()->summaryText().contains(QStringLiteral("together")));
   }
 
+  // File ▸ Export Model Without Selected Experts: the written model classifies as the open model
+  // does with those experts ablated (`mumoe evaluate --ablate`, the CLI's own forward), which differs
+  // from the unablated model's; the open model is never the destination.
+  void exportsTheModelWithoutTheSelectedExperts() {
+    const auto info = window_->controller()->info();
+    const QVector<qint64> experts = {0, 1};
+    const QString path = dir_.filePath(QStringLiteral("without.safetensors"));
+    QSignalSpy exported(window_->controller(), &ui::SessionController::modelExported);
+    window_->controller()->exportWithoutExperts(path, experts);
+    QVERIFY(exported.wait(60'000));
+    QVERIFY2(exported.first().at(1).toString().contains(QStringLiteral("0,1")), qPrintable(exported.first().at(1).toString()));
+    const std::string data = " --data " + info.dataSpec.toStdString() + " --json";
+    const auto per_class = [](const testkit::CliRun& run) {
+      return testkit::json_output(run).at("per_class_accuracy").dump();
+    };
+    const auto written = testkit::run_cli("evaluate " + path.toStdString() + data);
+    const auto ablated = testkit::run_cli("evaluate " + testkit::kDemoModel.toStdString() + data + " --ablate 0,1");
+    const auto plain = testkit::run_cli("evaluate " + testkit::kDemoModel.toStdString() + data);
+    QCOMPARE(written.code, 0);
+    QCOMPARE(per_class(written), per_class(ablated));
+    QVERIFY(per_class(written) != per_class(plain));
+
+    QSignalSpy failed(window_->controller(), &ui::SessionController::jobFailed);
+    window_->controller()->exportWithoutExperts(testkit::kDemoModel, experts);
+    QVERIFY(failed.wait(30'000));
+    QVERIFY2(failed.first().at(1).toString().contains(QStringLiteral("open model")), qPrintable(failed.first().at(1).toString()));
+  }
+
   void exportsChartsAsPngAndSvg() {
     window_->showPage(ui::MainWindow::Page::Ablation);
     const QString png = dir_.filePath(QStringLiteral("ablation.png"));
