@@ -43,7 +43,7 @@ std::vector<int64_t> to_vector(const torch::Tensor& t) {
 // BLOCKS: the blocks that mix with μMoE blocks (the rest with plain MLPs).
 constexpr const char* kFixture = R"py(
 torch.manual_seed(0)
-model = mixer(BLOCKS)
+model = mixer(BLOCKS, KIND)
 torch.save({"module." + k: v for k, v in model.state_dict().items()}, "mixer.pth")
 # 36 px: the transform's resize (to 36) is then the identity. PIL rounds a resized image to 8
 # bits, the app keeps it in float: resizing is compared elsewhere, not to 1e-5.
@@ -63,7 +63,10 @@ with torch.no_grad():
 torch.save(out, "expected.pth")
 )py";
 
-std::string fixture(const std::string& blocks) { return testkit::reference_models() + "BLOCKS = " + blocks + "\n" + kFixture; }
+// KIND: "cp" or "tr" (the script's --layer CPMuMoE or TRMuMoE).
+std::string fixture(const std::string& blocks, const std::string& kind = "cp") {
+  return testkit::reference_models() + "BLOCKS = " + blocks + "\nKIND = \"" + kind + "\"\n" + kFixture;
+}
 
 }  // namespace mlp_mixer_test
 
@@ -348,4 +351,43 @@ torch.save(out, "check.pth")
     EXPECT_EQ(refused.code, 1) << bad << ": " << refused.out;
     EXPECT_FALSE(std::filesystem::exists(dir.file("bad.pth"))) << bad;
   }
+}
+
+// The script's --layer TRMuMoE: tensor-ring mixing MLPs (ranks 4, 4 and 0.19 of the mixed width)
+// open from names and shapes, and the app's logits, coefficients and every expert's removal (both
+// methods) equal the test's PyTorch transcription of spec §1's ring contraction.
+TEST(MlpMixer, TensorRingMixingLayersMatchPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, mm::fixture("(1,)", "tr"));
+  const auto expected = read_expected(dir.file("expected.pth"));
+  const auto file = model::ModelFile::load(dir.file("mixer.pth"));
+  const auto& layers = file.manifest().layers;
+  ASSERT_EQ(layers.size(), 2u);
+  for (const auto& [layer, width] : {std::pair{0, int64_t{16}}, std::pair{1, int64_t{32}}}) {
+    const auto& config = layers[static_cast<size_t>(layer)].config;
+    EXPECT_EQ(config.factorization, nn::Factorization::TR) << layers[static_cast<size_t>(layer)].name;
+    EXPECT_EQ(config.tr_ranks, (std::vector<int64_t>{4, 4, static_cast<int64_t>(width * 0.19)}));
+  }
+  auto classifier = model::ClassifierModel::load(file);
+  const auto data = data::load_dataset("folder:" + dir.file("img"));
+  torch::NoGradGuard no_grad;
+  expect_close(classifier.forward(data, torch::arange(data.size()), torch::kCPU).output, expected.at("logits"), "logits");
+  const auto before = mm::to_vector(expected.at("logits").argmax(1));
+  int64_t changed = 0;
+  for (const auto& [name, step, rows] : {std::tuple{std::string("mixer_blocks.1.0.fn.1"), int64_t{2}, int64_t{32}},
+                                         std::tuple{std::string("mixer_blocks.1.1.fn"), int64_t{3}, int64_t{16}}}) {
+    analysis::VitBlockAnalysis analysis(classifier, data, step);
+    std::vector<torch::Tensor> samples;
+    for (int64_t s = 0; s < analysis.samples(); ++s)
+      samples.push_back(torch::tensor(analysis.token_coefficients(s), torch::kFloat64).view({rows, 6}));
+    expect_close(torch::stack(samples), expected.at("coefficients " + name), name + " coefficients");
+    for (int64_t n = 0; n < 6; ++n) {
+      const auto wanted = mm::to_vector(expected.at("ablated " + name + " " + std::to_string(n)));
+      EXPECT_EQ(analysis.predictions_after({n}, analysis::AblationMethod::Sparse), wanted) << name << " expert " << n;
+      EXPECT_EQ(analysis.predictions_after({n}, analysis::AblationMethod::Naive), wanted) << name << " expert " << n;
+      for (size_t i = 0; i < wanted.size(); ++i) changed += wanted[i] != before[i];
+    }
+  }
+  EXPECT_GT(changed, 0);  // the comparison can fail: these removals change predictions
 }

@@ -192,24 +192,43 @@ class Lambda(nn.Module):
         s.fn = fn
     def forward(s, x): return s.fn(x)
 
+class TR(nn.Module):
+    """The reference's TRMuMoE cores as the Mixer script builds them (ranks [[4, N, 4], [4, I+1, r],
+    [r, O, 4]]): factors.0 [R1, N, R2], factors.1 [R2, I+1, R3], factors.2 [R3, O, R1] (spec §1)."""
+    def __init__(s, n, i, o, r):
+        super().__init__()
+        s.factors = nn.ParameterList([nn.Parameter(torch.randn(4, n, 4) * 0.5 + torch.eye(4).unsqueeze(1)),
+                                      nn.Parameter(torch.randn(4, i + 1, r) / math.sqrt(i)),
+                                      nn.Parameter(torch.randn(r, o, 4) / math.sqrt(4 * r))])
+
+def tr(a, z, f):
+    """Spec §1, Eq. 3, as plain einsums: A = F0 ×₂ a, Z = F1 ×₂ [z; 1], y_o = Σ F2[r3,o,r1] (A Z)[r1,r3]."""
+    f0, f1, f2 = f.factors
+    A = torch.einsum("mn,anb->mab", a, f0)
+    Z = torch.einsum("mi,bic->mbc", torch.cat([z, torch.ones(z.shape[0], 1)], 1), f1)
+    return torch.einsum("mac,coa->mo", torch.bmm(A, Z), f2)
+
 class MuMoEMixing(nn.Module):
-    """MuMoE(CPMuMoE, input_dim=d, output_dim=hidden, second_dim=d, expert_dims=[n], act=entmax15)
-    with the wrapper's defaults (normalization='bn', apply_ln=False): y = CP2([GELU(CP1([z, 1], a)), 1], a),
-    a = entmax15(BN(z @ projs.0)). `ablated`: experts whose coefficient is forced to 0 (W_n := 0)."""
-    def __init__(s, d, hidden, n, r):
+    """MuMoE(CPMuMoE or TRMuMoE, input_dim=d, output_dim=hidden, second_dim=d, expert_dims=[n],
+    act=entmax15) with the wrapper's defaults (normalization='bn', apply_ln=False):
+    y = F2([GELU(F1([z, 1], a)), 1], a), a = entmax15(BN(z @ projs.0)). `kind` "cp" (rank r) or
+    "tr" (ranks 4, 4, r). `ablated`: experts whose coefficient is forced to 0 (W_n := 0)."""
+    def __init__(s, d, hidden, n, r, kind="cp"):
         super().__init__()
         s.projs = nn.ParameterList([nn.Parameter(torch.randn(d, n) / math.sqrt(d))])
         s.bn = nn.ModuleList([nn.BatchNorm1d(n, affine=False)])
         s.bn[0].running_mean.normal_(0, 0.3)
         s.bn[0].running_var.uniform_(0.5, 2)
-        s.MuMoE, s.MuMoE2 = CP(n, d, hidden, r), CP(n, hidden, d, r)
+        layer = CP if kind == "cp" else TR
+        s.apply_layer = MuMoEMlp.cp if kind == "cp" else tr
+        s.MuMoE, s.MuMoE2 = layer(n, d, hidden, r), layer(n, hidden, d, r)
         s.ablated, s.last = [], None
     def forward(s, x):
         z = x.reshape(-1, x.shape[-1])
         a = entmax15(s.bn[0](z @ s.projs[0]))
         a[:, s.ablated] = 0
         s.last = a.reshape(*x.shape[:-1], -1)
-        y = MuMoEMlp.cp(a, nn.functional.gelu(MuMoEMlp.cp(a, z, s.MuMoE)), s.MuMoE2)
+        y = s.apply_layer(a, nn.functional.gelu(s.apply_layer(a, z, s.MuMoE)), s.MuMoE2)
         return y.reshape(x.shape)
 
 class PreNormResidual(nn.Module):
@@ -218,24 +237,27 @@ class PreNormResidual(nn.Module):
         s.fn, s.norm = fn, nn.LayerNorm(dim)
     def forward(s, x): return s.fn(s.norm(x)) + x
 
-def mixer_feed_forward(outer, hidden, mumoe, n, r):
-    if mumoe: return MuMoEMixing(outer, hidden, n, r)
+def mixer_feed_forward(outer, hidden, mumoe, n, r, kind="cp"):
+    if mumoe: return MuMoEMixing(outer, hidden, n, r, kind)
     return nn.Sequential(nn.Linear(outer, hidden), nn.GELU(), nn.Dropout(0.), nn.Linear(hidden, outer), nn.Dropout(0.))
 
 class Mixer(nn.Module):
-    def __init__(s, img, patch, dim, depth, classes, token_hidden, channel_hidden, experts, mumoe_blocks, channels=3):
+    def __init__(s, img, patch, dim, depth, classes, token_hidden, channel_hidden, experts, mumoe_blocks, channels=3,
+                 kind="cp"):
         super().__init__()
         g = img // patch
         t = g * g
+        rank = lambda width: int(width * (0.75 if kind == "cp" else 0.19))   # the script's multipliers
         s.stem = nn.Sequential(
             Lambda(lambda x: x.reshape(x.shape[0], channels, g, patch, g, patch).permute(0, 2, 4, 3, 5, 1)
                    .reshape(x.shape[0], t, patch * patch * channels)),   # 'b c (h p1) (w p2) -> b (h w) (p1 p2 c)'
             nn.Linear(patch * patch * channels, dim))
         s.mixer_blocks = nn.ModuleList([nn.Sequential(
             PreNormResidual(dim, nn.Sequential(Lambda(lambda x: x.transpose(1, 2)),
-                                               mixer_feed_forward(t, token_hidden, i in mumoe_blocks, experts, int(t * 0.75)),
+                                               mixer_feed_forward(t, token_hidden, i in mumoe_blocks, experts,
+                                                                  rank(t), kind),
                                                Lambda(lambda x: x.transpose(1, 2)))),
-            PreNormResidual(dim, mixer_feed_forward(dim, channel_hidden, i in mumoe_blocks, experts, int(dim * 0.75))))
+            PreNormResidual(dim, mixer_feed_forward(dim, channel_hidden, i in mumoe_blocks, experts, rank(dim), kind)))
             for i in range(depth)])
         s.head = nn.Sequential(nn.LayerNorm(dim), Lambda(lambda x: x.mean(1)), nn.Linear(dim, classes))
         for name, p in s.named_parameters():   # LayerNorm affine matters too
@@ -252,11 +274,12 @@ class Mixer(nn.Module):
             if isinstance(block[1].fn, MuMoEMixing): out[f"mixer_blocks.{i}.1.fn"] = block[1].fn
         return out
 
-def mixer(mumoe_blocks=(1,)):
+def mixer(mumoe_blocks=(1,), kind="cp"):
     """A Mixer/8 at 32 px (16 tokens), width 32, 2 blocks, hidden 24 (token) and 64 (channel), 5
     classes; blocks in `mumoe_blocks` mix with μMoE blocks of 6 experts (CP ranks 12 and 24, the
-    script's 0.75 multiplier), the others with the script's `--layer MLP` baseline."""
-    m = Mixer(32, 8, 32, 2, 5, 24, 64, 6, set(mumoe_blocks))
+    script's 0.75 multiplier; TR ranks 4, 4 and 3 or 6, its 0.19), the others with the script's
+    `--layer MLP` baseline."""
+    m = Mixer(32, 8, 32, 2, 5, 24, 64, 6, set(mumoe_blocks), kind=kind)
     for layer in m.mumoe_layers().values():   # stronger experts: removing one changes predictions
         layer.MuMoE2.factors[2].data *= 3
     return m.eval()
