@@ -181,7 +181,7 @@ double ExactLayer::float32_score_error(const float* input_row, const double* mod
 torch::Tensor ExactLayer::float32_input_side(const torch::Tensor& rows) {
   if (!float32_scores_) throw std::logic_error("ExactLayer::float32_input_side: this layer's scores are not float32");
   const auto layer = gates_->first_layer();
-  return nn::cp_input_side(layer->factors(), layer->input_with_bias(rows.to(device_).to(torch::kFloat32)));
+  return layer->cp_input_side(rows.to(device_).to(torch::kFloat32));
 }
 
 std::vector<double> ExactLayer::float32_score_errors(const torch::Tensor& rows,
@@ -266,7 +266,7 @@ torch::Tensor ExactLayer::input_side(const torch::Tensor& rows) {
   if (!splits_input_side_) throw std::logic_error("ExactLayer::input_side: this layer's arithmetic does not split");
   // As MultilinearLayerImpl::forward prepares its input, then the first half of nn::cp_forward.
   const auto layer = float64_layer()->first_layer();
-  return nn::cp_input_side(layer->factors(), layer->input_with_bias(rows.to(torch::kFloat64)));
+  return layer->cp_input_side(rows.to(torch::kFloat64));
 }
 
 torch::Tensor ExactLayer::output_from_input_side(const torch::Tensor& input_side,
@@ -301,7 +301,7 @@ torch::Tensor ExactLayer::cp_output_from_sparse_coefficients(const torch::Tensor
   const auto layer = float64_layer();
   const auto factors = layer->first_layer()->factors();
   const size_t modes = coefficients.size();
-  auto hidden = nn::cp_input_side(factors, layer->first_layer()->input_with_bias(rows));  // [M, R]
+  auto hidden = layer->first_layer()->cp_input_side(rows);  // [M, R]
   for (size_t e = 0; e < modes; ++e) hidden = hidden * sparse_rows_times(coefficients[e], factors[e]);
   return hidden.matmul(factors[modes + 1].t());  // [M, O]
 }

@@ -214,16 +214,16 @@ void RankOneAblation::set_contexts(const torch::Tensor& inputs, const std::vecto
   // call, with the widened parameters), then the bias column.
   auto z = inputs;
   if (input_ln_) z = torch::layer_norm(z, {z.size(-1)}, input_ln_weight_, input_ln_bias_, input_ln_eps_);
-  z = layer_->first_layer()->input_with_bias(z);
   count_ = inputs.size(0);
   if (cp_) {
-    auto v = z.matmul(factors_[modes]);  // [B, R]
+    auto v = nn::cp_input_side_of(factors_[modes], z, layer_->first_layer()->use_bias());  // [B, R]
     for (int64_t e = 0; e < modes; ++e)
       if (e != mode_) v = v * coefficients[e].matmul(factors_[e]);
     v_ = v.contiguous();
     context_norm_ = bounds ? row_norms(v_) : torch::Tensor();
     return;
   }
+  z = layer_->first_layer()->input_with_bias(z);
   const auto r1 = factors_[0].size(0);
   auto left = torch::eye(r1, inputs.options()).expand({count_, r1, r1});
   for (int64_t e = 0; e < mode_; ++e) left = left.bmm(mode2(factors_[e], coefficients[e]));

@@ -16,6 +16,10 @@ namespace mumoe::nn {
 /// Entries must be finite (NaN/inf scores give NaN coefficients; callers validate inputs).
 torch::Tensor entmax15(const torch::Tensor& scores);
 
+/// entmax15's forward pass in ATen tensor operations on any device (no autograd): what entmax15
+/// computes off the CPU, and the reference whose bits its CPU kernel reproduces (tests).
+torch::Tensor entmax15_reference_forward(const torch::Tensor& scores);
+
 /// Applies the chosen activation over the last dimension.
 torch::Tensor apply_gate_activation(GateActivationKind activation, const torch::Tensor& scores);
 

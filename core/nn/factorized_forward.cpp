@@ -31,6 +31,14 @@ torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, const tor
   return z.matmul(factors[factors.size() - 2]);  // [M, R]
 }
 
+torch::Tensor cp_input_side_of(const torch::Tensor& input_factor, const torch::Tensor& z, bool use_bias) {
+  if (!use_bias) return z.matmul(input_factor);
+  const int64_t inputs = z.size(-1);
+  TORCH_CHECK(input_factor.size(0) == inputs + 1, "cp_input_side_of: the input factor has ", input_factor.size(0),
+              " rows, not ", inputs, " + 1 (the bias row)");
+  return torch::addmm(input_factor.select(0, inputs), z, input_factor.narrow(0, 0, inputs));
+}
+
 torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,
                                          const std::vector<torch::Tensor>& coefficients,
                                          const torch::Tensor& input_side) {

@@ -22,6 +22,11 @@ torch::Tensor cp_forward(const std::vector<torch::Tensor>& factors,
 /// second-to-last factor), which needs no coefficients, then the rest from it (extraction computes
 /// the two on different threads).
 torch::Tensor cp_input_side(const std::vector<torch::Tensor>& factors, const torch::Tensor& z);
+/// The input side of a layer with a bias from z [M, I] itself: U_inᵀ [z; 1] = z · U_in[:I] + U_in[I]
+/// in one addmm, the bias row as BLAS's C — the same I + 1 terms summed, without copying z into
+/// [z; 1] (that copy cost 9 % of a μMoE Mixer's forward pass, docs/BENCHMARKS.md). Without a
+/// bias (`use_bias` false), z · U_in. What MultilinearLayerImpl::forward computes for CP layers.
+torch::Tensor cp_input_side_of(const torch::Tensor& input_factor, const torch::Tensor& z, bool use_bias);
 torch::Tensor cp_forward_from_input_side(const std::vector<torch::Tensor>& factors,
                                          const std::vector<torch::Tensor>& coefficients,
                                          const torch::Tensor& input_side);

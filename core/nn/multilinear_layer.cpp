@@ -62,12 +62,17 @@ torch::Tensor MultilinearLayerImpl::input_with_bias(const torch::Tensor& z) cons
   return use_bias_ ? with_bias_column(z) : z;
 }
 
+torch::Tensor MultilinearLayerImpl::cp_input_side(const torch::Tensor& z) const {
+  TORCH_CHECK(factorization_ == Factorization::CP, "cp_input_side: the layer is not a CP layer");
+  const auto fs = factors();
+  return cp_input_side_of(fs[fs.size() - 2], z, use_bias_);
+}
+
 torch::Tensor MultilinearLayerImpl::forward(const torch::Tensor& z,
                                             const std::vector<torch::Tensor>& coefficients) {
-  const auto input = input_with_bias(z);
   auto fs = factors();
-  return factorization_ == Factorization::CP ? cp_forward(fs, coefficients, input)
-                                             : tr_forward(fs, coefficients, input);
+  return factorization_ == Factorization::CP ? cp_forward_from_input_side(fs, coefficients, cp_input_side(z))
+                                             : tr_forward(fs, coefficients, input_with_bias(z));
 }
 
 }  // namespace mumoe::nn

@@ -31,6 +31,9 @@ class MultilinearLayerImpl : public torch::nn::Module {
   /// z [M, I] with the bias column where the layer has one: what forward() multiplies by the
   /// input factor (the ablation engines and ExactLayer compute parts of forward() from it).
   torch::Tensor input_with_bias(const torch::Tensor& z) const;
+  /// CP layers: U_inᵀ [z; 1] from z [M, I] (nn::cp_input_side_of), the first half of forward() with
+  /// its bits — what the ablation engines compute parts of forward() from.
+  torch::Tensor cp_input_side(const torch::Tensor& z) const;
 
  private:
   Factorization factorization_;
