@@ -6,7 +6,13 @@
 //
 // Usage: mumoe-bench-backbone MODEL [--batch 32] [--repeats 5] [--threads 2] [--preset NAME]
 // Prints one JSON line: batch, repeats, threads, median and best seconds per batch, images/s.
+// MUMOE_BENCH_TRACE=FILE also writes LibTorch's profile of the timed batches (Chrome trace JSON):
+// where the time goes, op by op.
 #include <torch/torch.h>
+#include <torch/csrc/autograd/profiler_legacy.h>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
 
 #include <algorithm>
 #include <chrono>
@@ -71,6 +77,13 @@ int main(int argc, char** argv) {
       return kept + out.output.sum().item<double>();
     };
     run();  // warm-up
+    // The profiler records the timed batches only (the warm-up is done).
+    std::unique_ptr<std::ofstream> trace_file;
+    std::unique_ptr<torch::autograd::profiler::RecordProfile> profile;
+    if (const char* trace = std::getenv("MUMOE_BENCH_TRACE")) {
+      trace_file = std::make_unique<std::ofstream>(trace);
+      profile = std::make_unique<torch::autograd::profiler::RecordProfile>(*trace_file);
+    }
     std::vector<double> seconds;
     for (int64_t r = 0; r < repeats; ++r) {
       const auto start = std::chrono::steady_clock::now();

@@ -136,3 +136,23 @@ TEST(Entmax15, GradientIsZeroOutsideTheSupportAndSumsToZero) {
   EXPECT_EQ(grad[0][0].item<double>(), 0.0);
   EXPECT_NEAR(grad.sum().item<double>(), 0.0, 1e-12);  // coefficients always sum to 1
 }
+
+// The CPU kernel (row by row) against the ATen-operations path it replaced on the CPU, which stays
+// the path on other devices: the same bits on widths around the top-k windows (64, 256), ties,
+// −∞ entries, tiny and huge scales, non-contiguous and higher-rank inputs, in float and double.
+TEST(Entmax15, CpuKernelGivesTheTensorOperationsBits) {
+  torch::manual_seed(11);
+  for (const auto dtype : {torch::kFloat32, torch::kFloat64}) {
+    for (const int64_t d : {1, 2, 3, 7, 63, 64, 65, 200, 256, 257, 1100}) {
+      auto x = torch::randn({97, d}, dtype) * torch::logspace(-3, 3, 97, 10, dtype).unsqueeze(1);
+      x.slice(0, 0, 5) = torch::round(x.slice(0, 0, 5));  // ties
+      if (d > 3) x[7][1] = -std::numeric_limits<double>::infinity();
+      const auto kernel = mumoe::nn::entmax15(x);
+      const auto reference = mumoe::nn::entmax15_reference_forward(x);
+      ASSERT_TRUE(torch::equal(kernel, reference)) << dtype << " d = " << d << ": max |difference| "
+                                                   << (kernel - reference).abs().max().item<double>();
+    }
+    const auto wide = torch::randn({6, 40, 30}, dtype).transpose(1, 2);  // [6, 30, 40], not contiguous
+    EXPECT_TRUE(torch::equal(mumoe::nn::entmax15(wide), mumoe::nn::entmax15_reference_forward(wide.contiguous())));
+  }
+}
