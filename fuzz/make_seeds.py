@@ -87,3 +87,20 @@ for name, app in [("empty.sqlite", 0), ("ours.sqlite", 0x4D754D6F)]:
     db.close()
     put("fuzz_cache_open", name, open(path, "rb").read())
     os.remove(path)
+
+# The two model families the layout inference learnt last (issue 44), small enough for -max_len:
+# the reference's μMoE MLP-Mixer as accelerate saves it ("module." keys), and a nanoGPT ckpt.pt with
+# its model_args, optimizer state and config beside the state dict.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from reference_models import NanoGpt, mixer  # noqa: E402
+
+for kind in ("cp", "tr"):
+    m = mixer((1,), kind)
+    put("fuzz_model_file", f"mixer-{kind}.pth", saved({"module." + k: v for k, v in m.state_dict().items()}))
+gpt = NanoGpt(16, 2, 2, 64, 8, 4, 4, bias=True, plain=(0,))
+args = dict(n_layer=2, n_head=2, n_embd=16, block_size=8, bias=True, vocab_size=64, dropout=0.0,
+            layer_type="mixed", n_experts=4)
+put("fuzz_model_file", "nanogpt-ckpt.pt",
+    saved({"model": gpt.state_dict(), "optimizer": torch.optim.AdamW(gpt.parameters()).state_dict(),
+           "model_args": args, "iter_num": 5, "config": {"dataset": "openwebtext", "compile": True}}))
+put("fuzz_model_file", "nanogpt.safetensors", safetensors(gpt.state_dict()))
