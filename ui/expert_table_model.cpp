@@ -128,7 +128,9 @@ QVariant ExpertTableModel::headerData(int section, Qt::Orientation orientation, 
     switch (section) {
       case Load: return tr("Samples whose coefficient for this expert reaches the threshold");
       case AccuracyChange: return tr("Overall accuracy change when this expert alone is removed (from the sweep)");
-      case Polysemanticity: return tr("Polysemanticity of the expert's ablation (Eq. 4; from the sweep)");
+      case Polysemanticity: return tr("Polysemanticity of the expert's ablation (Eq. 4, ‖d − onehot(argmax d)‖₂ over the relative class "
+                                   "accuracy drops d; from the sweep): lower is more specialised, and an expert whose "
+                                   "removal costs one class only a little scores near 1");
       default: return {};
     }
   }

@@ -29,6 +29,8 @@ class SweepChart : public QWidget {
   /// The bar heights (polysemanticity) in bar order.
   QVector<double> polysemanticity() const;
   QChartView* chartView() const { return view_; }
+  /// The line under the chart: how many experts have an effect, the mean and what it means.
+  QString summaryText() const;
 
  Q_SIGNALS:
   void expertClicked(qint64 expert);

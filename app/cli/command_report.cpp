@@ -4,13 +4,21 @@
 // and ablation chart, the sweep chart; a GPT block's tokens in their context, with next-token
 // accuracy and loss), computed through the same core calls as stats, gallery and ablate
 // (analysis/expert_report.h) and rendered by report/html_report.h. A missing analysis is computed
-// first, with progress, as every command does.
+// first, with progress, as every command does. On a multi-label model: --target ATTR --sensitive
+// ATTR [--subpop P] [--session DB] [--baselines]: the bias-correction table (editing/bias_report.h)
+// of the model as opened, with the session's edits, and the baselines.
 #include <nlohmann/json.hpp>
 
 #include <iostream>
 
+#include "analysis/content_hash.h"
 #include "analysis/expert_report.h"
 #include "analysis_options.h"
+#include "bias_options.h"
+#include "editing/bias_report.h"
+#include "editing/edit_session_store.h"
+#include "model/model_file.h"
+#include "model/model_summary.h"
 #include "cli_support.h"
 #include "io/atomic_file.h"
 #include "io/errors.h"
@@ -27,7 +35,51 @@ struct ReportOptions {
   analysis::ReportRequest request;
   std::string output;
   bool no_sweep = false;
+  // A multi-label model's bias table.
+  std::string target, sensitive, subpopulation, session, train_data;
+  bool baselines = false;
 };
+
+// The edits applied in `session` to the model (none when the session does not hold it).
+std::vector<editing::LogitEdit> session_edits(const std::string& session, const std::string& model) {
+  if (session.empty()) return {};
+  const auto store = editing::EditSessionStore::open(session, editing::EditSessionStore::kMustExist);
+  const auto stored = store->load(analysis::hash_file(model));
+  if (!stored) throw UsageError(session + " holds no edits for " + model + " (its content hash is not in it)");
+  if (!stored->damaged.empty())
+    throw UsageError(session + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of " + model +
+                     " (" + stored->damaged.front() + "): remove them with `mumoe edits MODEL --session DB "
+                     "--drop-damaged` first");
+  return stored->stack.applied();
+}
+
+report::ExpertReport bias_report(const ReportOptions& o) {
+  if (o.target.empty() || o.sensitive.empty())
+    throw UsageError(o.analysis.model.model + " is a multi-label model: its report is the bias table of one output; "
+                     "give --target ATTR and --sensitive ATTR (and --session DB for its edits)");
+  BiasCliOptions b;
+  b.model = o.analysis.model.model;
+  // The image default means "not given": a multi-label model reads the bias commands' default.
+  if (o.analysis.session.data_spec != analysis::SessionOptions().data_spec) b.data = o.analysis.session.data_spec;
+  b.train_data = o.train_data;
+  b.device = o.analysis.session.device;
+  b.cache = o.analysis.session.cache_path;
+  b.quiet = o.analysis.quiet || o.analysis.json;
+  auto task = o.subpopulation.empty() ? editing::cell_task(o.target, 1, o.sensitive, 1)
+                                      : editing::make_bias_task(o.target, o.subpopulation, o.sensitive);
+  const auto edits = session_edits(o.session, b.model);
+  const auto study = open_bias_study(b, /*with_train=*/o.baselines, task_attributes(task));
+  if (o.subpopulation.empty())  // as `mumoe fairness`: the worst-served cell
+    if (const auto cell = editing::worst_cell(study.fairness(task)))
+      task = editing::cell_task(o.target, cell->first, task.sensitive, cell->second);
+  editing::BiasReportRequest request;
+  request.model_path = b.model;
+  request.data_spec = b.data;
+  request.baselines = o.baselines;
+  request.app_version = MUMOE_VERSION;
+  if (o.baselines && !b.quiet) std::cerr << "training the oversampling baseline …\n";
+  return editing::make_bias_report(study, task, edits, request);
+}
 
 int run_report(ReportOptions& o) {
   io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
@@ -37,7 +89,17 @@ int run_report(ReportOptions& o) {
   o.request.app_version = MUMOE_VERSION;
   report::ExpertReport report;
   std::string layer_name;
-  if (is_text_model(o.analysis)) {  // a GPT's block: tokens in context, next-token accuracy and loss
+  const bool multilabel =
+      !is_text_model(o.analysis) &&
+      model::model_kind(model::ModelFile::load(o.analysis.model.model, o.analysis.session.overrides)) ==
+          model::ModelKind::MultiLabel;
+  if (multilabel) {
+    report = bias_report(o);
+    layer_name = "head";
+  } else if (!o.target.empty() || !o.sensitive.empty() || !o.session.empty() || o.baselines) {
+    throw UsageError("--target, --sensitive, --subpop, --session and --baselines are for multi-label models; " +
+                     o.analysis.model.model + " is not one");
+  } else if (is_text_model(o.analysis)) {  // a GPT's block: tokens in context, next-token accuracy and loss
     auto session = open_text_analysis(o.analysis, o.text, true);
     o.request.data_spec = session->eval_set().identity;
     report = analysis::make_token_report(*session, o.request, progress);
@@ -55,11 +117,15 @@ int run_report(ReportOptions& o) {
   out.commit();
   if (o.analysis.json) {
     std::cout << json_text(nlohmann::json({{"output", o.output},
+                                           {"bias_table", report.bias.has_value()},
                                            {"bytes", html.size()},
                                            {"layer", layer_name},
                                            {"experts", report.experts.size()},
                                            {"sections", report.details.size()}}))
               << "\n";
+  } else if (report.bias) {
+    std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): the bias table of "
+              << report.bias->columns.size() << " variant(s)\n";
   } else {
     std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): " << report.details.size()
               << " experts in detail of " << report.experts.size() << ", layer '" << layer_name << "'\n";
@@ -82,6 +148,16 @@ Command add_report_command(CLI::App& parent) {
   app->add_option("--threshold", o->request.threshold, "Load and galleries: a_n ≥ threshold (default 0.5)");
   app->add_flag("--no-sweep", o->no_sweep,
                 "Ablate only the experts shown, not every expert (the table's Δ accuracy then has gaps)");
+  app->add_option("--target", o->target, "Multi-label model: the output whose bias table is shown");
+  app->add_option("--sensitive", o->sensitive, "Multi-label model: the sensitive attribute of the data");
+  app->add_option("--subpop", o->subpopulation,
+                  "Multi-label model: the target subpopulation, e.g. 'long_sleeves=1&frame=1' (default: the "
+                  "worst-served cell)");
+  app->add_option("--session", o->session, "Multi-label model: the edit-session database whose edits are shown");
+  app->add_flag("--baselines", o->baselines,
+                "Multi-label model: also the blind-threshold and oversampling baselines (needs the training split)");
+  app->add_option("--train-data", o->train_data,
+                  "Multi-label model: training data SPEC for the baselines (default: --data with :test → :train)");
   return {app, [o]() { return run_report(*o); }};
 }
 

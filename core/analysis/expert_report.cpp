@@ -27,13 +27,6 @@ std::string percent(double fraction) {
   return text;
 }
 
-std::string now_utc() {
-  const auto now = std::time(nullptr);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  return text;
-}
-
 std::string gallery_title(const Gallery& g) {
   std::ostringstream s;
   s << g.items.size() << (g.request.order == GalleryOrder::Top ? " with the largest a" : " random with a ≥ ");
@@ -59,11 +52,6 @@ class Steps {
   const ReportProgress& progress_;
   int64_t total_, done_ = 0;
 };
-
-std::string file_name(const std::string& path) {
-  const auto file = path.substr(path.find_last_of('/') + 1);
-  return file.empty() ? path : file;
-}
 
 std::string experts_line(const ModeStatistics& stats) {
   return std::to_string(stats.experts.size()) +
@@ -153,7 +141,7 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
   report::ExpertReport r;
   r.class_names = analysis.class_names();
   r.class_accuracy = accuracy.per_class;
-  r.title = file_name(request.model_path);
+  r.title = report::file_name(request.model_path);
   const auto summary = model::summarize_model_file(request.model_path, request.overrides);
   r.card = {{"model", request.model_path},
             {"architecture", summary.backbone.empty() ? summary.architecture : summary.architecture + ", " + summary.backbone},
@@ -164,7 +152,7 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
             {"accuracy", percent(accuracy.overall)},
             {"provenance", summary.provenance_json},
             {"made by", "mumoe-studio " + request.app_version},
-            {"generated", request.generated_utc.empty() ? now_utc() : request.generated_utc}};
+            {"generated", request.generated_utc.empty() ? report::utc_now_text() : request.generated_utc}};
 
   std::vector<AblationOutcome> outcomes(static_cast<size_t>(n));
   std::vector<bool> ablated(static_cast<size_t>(n), false);
@@ -260,7 +248,7 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
     }
 
   report::ExpertReport r;
-  r.title = file_name(request.model_path);
+  r.title = report::file_name(request.model_path);
   char loss[64];
   std::snprintf(loss, sizeof loss, "%.4f nats/token", baseline.loss_before);
   r.card = {{"model", request.model_path},
@@ -272,7 +260,7 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
             {"next-token accuracy", percent(baseline.before.overall)},
             {"loss", loss},
             {"made by", "mumoe-studio " + request.app_version},
-            {"generated", request.generated_utc.empty() ? now_utc() : request.generated_utc}};
+            {"generated", request.generated_utc.empty() ? report::utc_now_text() : request.generated_utc}};
   r.has_sweep = request.sweep;
   for (int64_t e = 0; e < n; ++e) {
     const auto& o = outcomes[e];

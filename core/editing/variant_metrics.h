@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "editing/bias_task.h"
 #include "editing/fairness_metrics.h"
 #include "editing/logit_edit.h"
 
@@ -46,6 +47,25 @@ struct RewriteComparison {
   VariantMetrics after;
   std::vector<VariantMetrics> baselines;
 };
+
+/// The comparison as a table, as `mumoe rewrite` prints it and `mumoe report` draws it: the four
+/// cells of task.target × task.sensitive ([1][1], [1][0], [0][1], [0][0], each with its size),
+/// the fairness metrics, the target's and the whole test accuracy, and MRS when some variant has
+/// one. One value per variant in each row (nullopt: not measured, e.g. the reference's own MRS).
+struct VariantTable {
+  struct Row {
+    std::string label;
+    bool cell = false;         ///< one of the four cells (the rest are metrics)
+    bool target_cell = false;  ///< the task's target subpopulation
+    bool fraction = true;      ///< shown as a percentage; false for MRS (a plain number)
+    std::vector<std::optional<double>> values;
+  };
+  std::vector<std::string> variants;  ///< column heads, the variants' names
+  std::vector<Row> rows;
+  std::string mrs_reference;  ///< what every MRS is measured against ("" = no MRS row)
+};
+/// Throws UsageError when `variants` is empty.
+VariantTable variant_table(const BiasTask& task, const std::vector<VariantMetrics>& variants);
 
 /// to_json(report) + "name", "test_accuracy", "per_target_accuracy", and "mrs" with
 /// "mrs_reference" when MRS is set.

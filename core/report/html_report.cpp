@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <sstream>
 
 namespace mumoe::report {
@@ -91,6 +92,26 @@ std::string sweep_chart(const ExpertReport& r) {
   return s.str();
 }
 
+std::string bias_table(const BiasSection& b) {
+  std::ostringstream h;
+  h << "<h2>Bias correction</h2><p>" << escape_html(b.title) << "</p><table id=\"bias\"><thead><tr><th></th>";
+  for (const auto& c : b.columns) h << "<th>" << escape_html(c) << "</th>";
+  h << "</tr></thead><tbody>\n";
+  for (const auto& row : b.rows) {
+    h << "<tr" << (row.highlighted ? " class=\"target\"" : "") << "><th class=\"text\">" << escape_html(row.label)
+      << "</th>";
+    for (size_t c = 0; c < row.values.size() && c < b.columns.size(); ++c) {
+      const double v = row.values[c];
+      h << "<td data-variant=\"" << escape_html(b.columns[c]) << "\" data-value=\"" << number(v) << "\">"
+        << (std::isnan(v) ? "—" : row.percent ? fixed(100 * v, 2) + " %" : fixed(v, 4)) << "</td>";
+    }
+    h << "</tr>\n";
+  }
+  h << "</tbody></table>";
+  if (!b.note.empty()) h << "<p class=\"note\">" << escape_html(b.note) << "</p>";
+  return h.str() + "\n";
+}
+
 const char* kStyle = R"CSS(
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1180px; color: #222; padding: 0 16px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 16px; }
@@ -107,6 +128,7 @@ figure.tile.wrong figcaption .pred { color: #c0392b; }
 svg.chart text.axis { fill: #666; } #filter { margin: 8px 0; padding: 4px; width: 280px; }
 .gallery:has(div.context) { display: block; } div.context { font: 12px/1.6 ui-monospace, monospace; white-space: pre-wrap;
   border-bottom: 1px solid #eee; } div.context mark { background: #ffd54f; font-weight: bold; }
+table#bias tr.target th, table#bias tr.target td { background: #fff3cd; } p.note { color: #666; }
 div.context .a { color: #2e7d32; } div.context .next { color: #666; } div.context .next.wrong { color: #c0392b; }
 )CSS";
 
@@ -144,6 +166,18 @@ const char* kScript = R"JS(
 )JS";
 
 }  // namespace
+
+std::string utc_now_text() {
+  const auto now = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  return text;
+}
+
+std::string file_name(const std::string& path) {
+  const auto file = path.substr(path.find_last_of('/') + 1);
+  return file.empty() ? path : file;
+}
 
 std::string base64(const std::string& bytes) {
   static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -199,6 +233,12 @@ std::string render_html(const ExpertReport& r) {
   if (!r.class_accuracy.empty())
     h << "<h2>Accuracy per class</h2>" << bar_chart(r, r.class_accuracy, "accuracy per class", false) << "\n";
   if (r.has_sweep && !r.experts.empty()) h << "<h2>Ablation sweep</h2>" << sweep_chart(r) << "\n";
+
+  if (r.bias) h << bias_table(*r.bias);
+  if (r.experts.empty()) {  // a multi-label model's report: the bias table only, nothing to sort
+    h << "</body></html>\n";
+    return h.str();
+  }
 
   const bool with_loss = std::any_of(r.experts.begin(), r.experts.end(), [](const ExpertRow& e) { return e.has_loss; });
   h << "<h2>Experts</h2><input id=\"filter\" type=\"search\" placeholder=\"Filter rows (e.g. a class name)\">"

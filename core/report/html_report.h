@@ -13,10 +13,11 @@
 //   <section class="expert" id="expert-N"> per expert shown in detail, with its gallery
 //   (<figure class="tile"> … <img src="data:image/png;base64,…">; a language model's:
 //   <div class="context"> lines with the token in <mark>), its class histogram and its ablation
-//   chart (<svg class="chart">).
+//   chart (<svg class="chart">); a multi-label model's <table id="bias"> (BiasSection).
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,6 +61,22 @@ struct ExpertDetail {
   std::string ablation_summary;            ///< one line on the ablation ("" = none)
 };
 
+/// A multi-label model's bias correction (issue 49): the four cells of target × sensitive attribute
+/// and the fairness metrics, one column per variant of the model (as opened, with its edits, the
+/// baselines). Rendered as <table id="bias"> with <td data-variant="V" data-value="X"> cells.
+struct BiasSection {
+  std::string title;                 ///< e.g. "Output long_sleeves, sensitive attribute frame"
+  std::vector<std::string> columns;  ///< the variants' names
+  struct Row {
+    std::string label;
+    bool highlighted = false;    ///< the target subpopulation's cell
+    bool percent = true;         ///< a fraction shown as a percentage; else a plain number
+    std::vector<double> values;  ///< one per column; NaN = not measured
+  };
+  std::vector<Row> rows;
+  std::string note;  ///< under the table (what * and MRS mean)
+};
+
 struct ExpertReport {
   std::string title;                    ///< e.g. the model's file name
   /// The model card, in order: (field, value) — architecture, layer, data, samples, accuracy,
@@ -70,10 +87,17 @@ struct ExpertReport {
   std::vector<ExpertRow> experts;       ///< every expert of the mode
   std::vector<ExpertDetail> details;    ///< the experts shown in detail, in order
   bool has_sweep = false;               ///< every row has its ablation: draw the sweep chart
+  /// A multi-label model's bias table (then `experts` is usually empty: no expert table is drawn).
+  std::optional<BiasSection> bias;
 };
 
 /// The whole page. Text is HTML-escaped; numbers are written with enough digits to compare.
 std::string render_html(const ExpertReport& report);
+
+/// The current time as the card's "generated" field shows it: "2026-11-28 17:05 UTC".
+std::string utc_now_text();
+/// The last component of a path ("dir/model.pth" → "model.pth").
+std::string file_name(const std::string& path);
 
 /// RFC 4648 base64 (for data: URIs).
 std::string base64(const std::string& bytes);

@@ -39,6 +39,17 @@ std::string cell(const std::string& html, int64_t e, const std::string& key) {
   return html.substr(begin, html.find('"', begin) - begin);
 }
 
+// The data-value of variant `variant`'s cell in the bias table's row that starts with `label`.
+std::string bias_cell(const std::string& html, const std::string& label, const std::string& variant) {
+  const auto row = html.find(label + "</th>");
+  if (row == std::string::npos) return "";
+  const auto end = html.find("</tr>", row);
+  const auto at = html.find("data-variant=\"" + variant + "\" data-value=\"", row);
+  if (at == std::string::npos || at > end) return "";
+  const auto begin = html.find("data-value=\"", at) + 12;
+  return html.substr(begin, html.find('"', begin) - begin);
+}
+
 class CliReport : public ::testing::Test {
  protected:
   TempDir dir_;
@@ -154,6 +165,47 @@ TEST_F(CliReport, OpensInChromiumAndSortsTheTable) {
   ASSERT_EQ(loads.size(), 128u) << dom.out.substr(0, 2000);
   EXPECT_TRUE(std::is_sorted(loads.rbegin(), loads.rend())) << "not sorted by load, most first";
   EXPECT_NE(dom.out.find("class=\"sorted-desc\""), std::string::npos);
+}
+
+}  // namespace cli_report_test
+
+namespace cli_report_test {
+
+// A multi-label model's report is its bias table: the model as opened and with a session's edit,
+// with the numbers `mumoe fairness --json` and `mumoe rewrite --json` print, the target cell marked.
+TEST_F(CliReport, AMultiLabelModelsReportIsTheBiasTableOfFairnessAndRewrite) {
+  const auto model = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/biased-fmnist.mumoe.safetensors";
+  const auto common = model + " --target long_sleeves --cache " + dir_.file("bias.sqlite") + " --quiet";
+  const auto session = " --session " + dir_.file("session.sqlite");
+  const auto rewrite = json_output(run_cli("rewrite " + common + " --subpop 'long_sleeves=1&frame=1'" + session + " --json"));
+  const auto fairness = json_output(run_cli("fairness " + common + " --sensitive frame --json"));
+  const auto output = dir_.file("bias.html");
+  const auto made =
+      json_output(run_cli("report " + common + " --sensitive frame" + session + " --output " + output + " --json"));
+  EXPECT_TRUE(made.at("bias_table").get<bool>()) << made.dump();
+  const auto html = read_bytes(output);
+  EXPECT_EQ(count(html, "<table id=\"bias\">"), 1u);
+  EXPECT_EQ(count(html, "<table id=\"experts\">"), 0u);
+  EXPECT_NE(html.find("<tr class=\"target\"><th class=\"text\">* long_sleeves=1 &amp; frame=1 (1500)"), std::string::npos);
+  // The unedited column holds fairness's numbers, the edited one rewrite's "after" (the same edit).
+  const auto number = [](const std::string& text) { return text.empty() ? -1.0 : std::stod(text); };
+  for (const auto& [label, key] : {std::pair{std::string("equality of opportunity"), std::string("equality_of_opportunity")},
+                                   std::pair{std::string("STD bias"), std::string("std_bias")},
+                                   std::pair{std::string("Max-Min (lowest cell)"), std::string("max_min")},
+                                   std::pair{std::string("test accuracy (all outputs)"), std::string("test_accuracy")}}) {
+    EXPECT_DOUBLE_EQ(number(bias_cell(html, label, "model")), fairness.at(key).get<double>()) << label;
+    EXPECT_DOUBLE_EQ(number(bias_cell(html, label, "model + 1 edit")), rewrite.at("after").at(key).get<double>()) << label;
+  }
+  EXPECT_DOUBLE_EQ(number(bias_cell(html, "MRS", "model + 1 edit")), rewrite.at("after").at("mrs").get<double>());
+  EXPECT_EQ(bias_cell(html, "MRS", "model"), "NaN");  // the reference has none
+  // The edit changes the target cell: the columns differ (the comparison can fail).
+  EXPECT_NE(bias_cell(html, "* long_sleeves=1 &amp; frame=1 (1500)", "model"),
+            bias_cell(html, "* long_sleeves=1 &amp; frame=1 (1500)", "model + 1 edit"));
+  // Without --target the user is told what a multi-label report needs; a multi-class model refuses --target.
+  const auto refused = run_cli("report " + model + " --quiet --output " + dir_.file("x.html"));
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("--target"), std::string::npos) << refused.out;
+  EXPECT_EQ(run_cli("report " + args_ + " --target x --output " + dir_.file("y.html")).code, 1);
 }
 
 }  // namespace cli_report_test

@@ -98,6 +98,11 @@ class StudioTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(page->model()->hasSweep(), 30'000);
     QVERIFY(window_->sweepChart()->hasSweep());
     QVERIFY(!window_->sweepChart()->polysemanticity().isEmpty());
+    // The hint says what 0 means by the definition ‖d − onehot(argmax d)‖₂: an expert whose removal
+    // costs one class only a little is far from 0 (issue 46: the hint said the opposite).
+    const QString summary = window_->sweepChart()->summaryText();
+    QVERIFY2(!summary.contains(QStringLiteral("costs one class only")), qPrintable(summary));
+    QVERIFY2(summary.contains(QStringLiteral("wipes out one class")), qPrintable(summary));
   }
 
   void selectingAnExpertShowsItsGallery() {
