@@ -445,14 +445,20 @@ void BiasPage::showStack() {
     edits_->addItem(it);
   }
   exportButton_->setEnabled(hasSession());
-  // The actions' texts name the edit, as an undo stack's would ("Undo t += 3·…").
+  // Short texts ("Undo Edit"): the whole edit in a button or menu item was clipped until "Undo" could
+  // not be read, and its "&" became a mnemonic. The tooltip and status tip name the edit (a
+  // tooltip shows "&" as it is).
   const bool canUndo = hasSession() && stack.can_undo(), canRedo = hasSession() && stack.can_redo();
   undoAction_->setEnabled(canUndo);
   redoAction_->setEnabled(canRedo);
-  undoAction_->setText(canUndo ? tr("Undo %1").arg(QString::fromStdString(all[stack.applied_count() - 1].describe()))
-                               : tr("Undo"));
-  redoAction_->setText(canRedo ? tr("Redo %1").arg(QString::fromStdString(all[stack.applied_count()].describe()))
-                               : tr("Redo"));
+  const QString undone = canUndo ? QString::fromStdString(all[stack.applied_count() - 1].describe()) : QString();
+  const QString redone = canRedo ? QString::fromStdString(all[stack.applied_count()].describe()) : QString();
+  undoAction_->setText(tr("Undo Edit"));
+  redoAction_->setText(tr("Redo Edit"));
+  undoAction_->setToolTip(canUndo ? tr("Undo %1").arg(undone) : tr("Nothing to undo"));
+  redoAction_->setToolTip(canRedo ? tr("Redo %1").arg(redone) : tr("Nothing to redo"));
+  undoAction_->setStatusTip(undoAction_->toolTip());
+  redoAction_->setStatusTip(redoAction_->toolTip());
 }
 
 void BiasPage::exportModel(const editing::BiasExportRequest& request) {

@@ -713,9 +713,9 @@ bool MainWindow::exportCurrentView(const QString& path) {
     case Page::Tokens: widget = tokens_; break;
     case Page::Steering: widget = steering_; break;
     case Page::Compare: widget = comparison_->chartView(); break;
-    case Page::Ablation:
-      widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_->chartView())
-                                                                        : sweepChart_->chartView();
+    case Page::Ablation:  // the chart with its summary line (accuracy before → after, what changed)
+      widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_)
+                                                                        : static_cast<QWidget*>(sweepChart_);
       break;
   }
   QString error;

@@ -374,6 +374,10 @@ class StudioTest : public QObject {
     QVERIFY(window_->exportCurrentView(png));
     QVERIFY(window_->exportCurrentView(svg));
     QVERIFY(!QImage(png).isNull());
+    // The summary line above the chart is part of the picture (issue 46: only the chart was saved).
+    QVERIFY2(QImage(png).height() > window_->ablationChart()->chartView()->height(),
+             qPrintable(QStringLiteral("%1 px high, the chart alone %2").arg(QImage(png).height())
+                            .arg(window_->ablationChart()->chartView()->height())));
     QFile file(svg);
     QVERIFY(file.open(QIODevice::ReadOnly));
     QVERIFY(file.readAll().contains("<svg"));
