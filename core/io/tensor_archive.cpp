@@ -35,7 +35,16 @@ std::shared_ptr<const TensorArchive> open_tensor_archive(const std::string& path
                           "which is not read: load it and torch.save it again with a current PyTorch");
   if (!key.empty())
     throw UsageError("--key picks a state dict inside a PyTorch checkpoint, but " + path + " is not one");
-  return std::make_shared<SafetensorsFile>(SafetensorsFile::open(path));
+  try {
+    return std::make_shared<SafetensorsFile>(SafetensorsFile::open(path));
+  } catch (const FileError& e) {
+    // Any file that is neither (an image, a text, random bytes) fails the safetensors header
+    // check first: say what the file is not before the detail ("header length 34752… does not
+    // fit" alone read like a damaged model).
+    if (e.problem().rfind("not a safetensors file", 0) != 0) throw;
+    throw FileError(path, "not a model file this program reads: neither a PyTorch checkpoint (.pth/.pt, a zip "
+                          "archive) nor a safetensors file (" + e.problem() + ")");
+  }
 }
 
 }  // namespace mumoe::io

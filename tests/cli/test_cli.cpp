@@ -124,7 +124,7 @@ TEST_F(Cli, InvalidInputExitsWithTwoAndNamesTheFile) {
 
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"info " + dir_.file("missing.safetensors"), "missing.safetensors: does not exist"},
-      {"info " + garbage, "garbage.safetensors: not a safetensors file"},
+      {"info " + garbage, "garbage.safetensors: not a model file this program reads"},  // what it is not, first
       {"forward " + garbage + " --input " + no_input + " --output " + out, "garbage.safetensors"},
       {"forward " + model_ + " --input " + no_input + " --output " + out, "noinput.safetensors: no tensor named 'input'"},
       {"forward " + model_ + " --input " + wrong_shape + " --output " + out, "shape.safetensors: tensor 'input' has shape"},
