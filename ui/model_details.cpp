@@ -47,8 +47,7 @@ QString layerDetailsHtml(const model::ModelSummary& summary, size_t layerIndex) 
   html += QStringLiteral("</table><h3>%1</h3><table>").arg(QObject::tr("Model file"));
   html += htmlRow(QObject::tr("File"), QString::fromStdString(summary.path));
   html += htmlRow(QObject::tr("Size"), QObject::tr("%1 bytes").arg(groupedNumber(static_cast<int64_t>(summary.file_bytes))));
-  html += htmlRow(QObject::tr("Format"), summary.inferred ? QObject::tr("PyTorch state_dict (configuration inferred)")
-                                                 : QObject::tr("mumoe model file, version %1").arg(summary.format_version));
+  html += htmlRow(QObject::tr("Format"), QString::fromStdString(model::format_description(summary)).toHtmlEscaped());
   html += htmlRow(QObject::tr("Architecture"), QString::fromStdString(summary.architecture));
   if (!summary.backbone.empty())
     html += htmlRow(QObject::tr("Backbone"), QString::fromStdString(summary.backbone) +

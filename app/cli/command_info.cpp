@@ -38,9 +38,7 @@ void print_text(const model::ModelSummary& s) {
   using io::printable;
   std::cout << printable(s.path) << " (" << grouped(static_cast<int64_t>(s.file_bytes)) << " bytes)\n"
             << "  format:       "
-            << (s.inferred ? "PyTorch state_dict in a " + s.file_format +
-                                 " file (configuration inferred from key names and shapes)"
-                           : "mumoe model file v" + std::to_string(s.format_version))
+            << printable(model::format_description(s))
             << "\n  architecture: " << printable(s.architecture) << "\n";
   if (!s.backbone.empty())
     std::cout << "  backbone:     " << printable(s.backbone)

@@ -62,6 +62,7 @@ ModelFile ModelFile::load(const std::string& path, const LayoutOverrides& overri
     // A PyTorch checkpoint this program wrote (it has no metadata of its own), or one whose
     // opening choices were remembered (open_options.h); choices given now infer afresh.
     model.manifest_ = manifest_from_json(remembered->manifest, sidecar);
+    model.manifest_beside_ = true;
   } else {
     model.inferred_ = true;
     auto backbone = infer_backbone(shapes, overrides, path);

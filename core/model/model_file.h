@@ -47,6 +47,10 @@ class ModelFile {
   const Manifest& manifest() const { return manifest_; }
   /// True when the file had no manifest and the layers were inferred from a plain state_dict.
   bool inferred() const { return inferred_; }
+  /// True when the configuration came from the manifest beside the file (manifest_sidecar_path):
+  /// a user's file whose opening choices were saved (Model Options, `info --remember`), or a
+  /// PyTorch checkpoint this program wrote. The file itself is then not a mumoe model file.
+  bool manifest_beside() const { return manifest_beside_; }
 
   /// The layer called `name`; throws UsageError listing the available names.
   const ModelLayer& layer(const std::string& name) const;
@@ -80,6 +84,7 @@ class ModelFile {
   std::map<std::string, std::string> original_name_;  ///< stripped name → name in the file
   Manifest manifest_;
   bool inferred_ = false;
+  bool manifest_beside_ = false;
 };
 
 /// Where the manifest of a PyTorch checkpoint written by this program lives: "<path>.mumoe.json"

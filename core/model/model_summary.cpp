@@ -48,6 +48,7 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
   std::error_code ec;
   s.file_bytes = std::filesystem::file_size(path, ec);
   s.inferred = file.inferred();
+  s.manifest_beside = file.manifest_beside();
   s.file_format = file.format_name();
   s.format_version = file.inferred() ? 0 : file.manifest().format_version;
   const auto& m = file.manifest();
@@ -96,6 +97,17 @@ std::string LayerSummary::router_description() const {
   return text + ", capacity factor " + factor + ", groups of " + std::to_string(r.group_size);
 }
 
+std::string format_description(const ModelSummary& s) {
+  if (s.inferred)
+    return "PyTorch state_dict in a " + s.file_format + " file (configuration inferred from key names and shapes)";
+  if (s.manifest_beside) {
+    const auto sidecar = manifest_sidecar_path(s.path);
+    return s.file_format + " file, configured by " + sidecar.substr(sidecar.find_last_of('/') + 1) +
+           " beside it (saved opening choices, or written by mumoe-studio)";
+  }
+  return "mumoe model file, version " + std::to_string(s.format_version);
+}
+
 std::string summary_to_json(const ModelSummary& s, int indent) {
   nlohmann::json layers = nlohmann::json::array();
   for (const auto& l : s.layers) {
@@ -132,6 +144,7 @@ std::string summary_to_json(const ModelSummary& s, int indent) {
                       {"format", s.inferred ? "pytorch-state-dict" : kFormatName},
                       {"format_version", s.format_version},
                       {"file_format", s.file_format},
+                      {"format", format_description(s)},
                       {"architecture", s.architecture},
                       {"kind", to_string(s.kind)},
                       {"inferred", s.inferred},

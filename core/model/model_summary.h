@@ -44,6 +44,7 @@ struct ModelSummary {
   std::string path;
   uint64_t file_bytes = 0;
   bool inferred = false;  ///< plain state_dict whose configuration was inferred
+  bool manifest_beside = false;  ///< configuration from the manifest beside the file (ModelFile::manifest_beside)
   std::string file_format;  ///< "safetensors" or "PyTorch checkpoint"
   int format_version = 0;
   std::string architecture;
@@ -75,5 +76,11 @@ ModelSummary summarize_model_file(const std::string& path, const LayoutOverrides
 
 /// The summary as a JSON document (the `mumoe info --json` contract).
 std::string summary_to_json(const ModelSummary& summary, int indent = 2);
+/// What kind of file it is and where its configuration came from, in one line (the Model page's
+/// "Format" and `mumoe info`'s "format:"): "mumoe model file, version 1"; "PyTorch state_dict in
+/// a PyTorch checkpoint file (configuration inferred from key names and shapes)"; or, for a file
+/// whose configuration is in the manifest beside it, "PyTorch checkpoint file, configured by
+/// model.pth.mumoe.json beside it (saved opening choices, or written by mumoe-studio)".
+std::string format_description(const ModelSummary& summary);
 
 }  // namespace mumoe::model

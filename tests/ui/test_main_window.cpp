@@ -26,6 +26,7 @@
 #include "io/safetensors.h"
 #include "io/errors.h"
 #include "main_window.h"
+#include "model_details.h"
 #include "model_options_dialog.h"
 #include "session_controller.h"
 #include "model/model_file.h"
@@ -339,6 +340,11 @@ class MainWindowTest : public QObject {
     const auto& reopened = window.overviewModel()->summary();
     QCOMPARE(reopened.layers.at(0).config.gate_activation, nn::GateActivationKind::Softmax);
     QCOMPARE(reopened.label_names.at(9), std::string("nine"));
+    // The file is still the user's own: the Model page's Format says where its configuration is
+    // (issue 46: it said "mumoe model file, version 1").
+    const auto details = ui::layerDetailsHtml(reopened, 0);
+    QVERIFY2(!details.contains(QStringLiteral("mumoe model file")), qPrintable(details));
+    QVERIFY2(details.contains(QStringLiteral("plain.safetensors.mumoe.json beside it")), qPrintable(details));
     // Any other front end opening the file without choices gets the same configuration.
     QCOMPARE(model::ModelFile::load(plain).manifest().layers.at(0).config.gate_activation,
              nn::GateActivationKind::Softmax);
