@@ -165,6 +165,11 @@ QString ExpertsPage::message() const { return summary_->text(); }
 void ExpertsPage::clear() {
   model_->clear();
   gallery_->setExpert(0, -1);
+  // The previous model's pickers go with it: a model with nothing to pick shows none.
+  layer_->clear();
+  layer_->setVisible(false);
+  mode_->clear();
+  mode_->setVisible(false);
   summary_->setText(tr("<i>Open a model to browse its experts.</i>"));
 }
 

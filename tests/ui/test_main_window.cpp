@@ -26,6 +26,7 @@
 #include "io/safetensors.h"
 #include "io/errors.h"
 #include "main_window.h"
+#include "demo_paths.h"
 #include "model_details.h"
 #include "model_options_dialog.h"
 #include "session_controller.h"
@@ -187,6 +188,11 @@ class MainWindowTest : public QObject {
     QCOMPARE(window.controller()->info().layer, other);
     QCOMPARE(window.controller()->info().expertDims.value(0), other == QLatin1String("wide") ? 12 : 4);
     QCOMPARE(window.expertsPage()->layer(), other);
+
+    // Another model without layers to pick: the picker goes (issue 46: it stayed, empty and dead).
+    QVERIFY(window.openModel(testkit::kDemoGpt));
+    QVERIFY(box->isHidden());
+    QCOMPARE(box->count(), 0);
   }
 
   // A ViT block's μMoE MLP (demo 4b) is analysed by the CLI: choosing it says so and opens
