@@ -16,7 +16,6 @@
 #include "model/classifier_model.h"
 #include "model/model_file.h"
 #ifdef MUMOE_WITH_ANALYSIS
-#include "analysis/content_hash.h"
 #include "editing/edit_session_store.h"
 #endif
 
@@ -37,18 +36,26 @@ std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
   if (o.edits.empty() == o.session.empty()) throw UsageError("give exactly one of --edits FILE and --session DB");
   if (!o.edits.empty()) return editing::read_edits_file(o.edits);
 #ifdef MUMOE_WITH_ANALYSIS
-  // Reading only: a mistyped path must not create an empty database.
-  const auto store = editing::EditSessionStore::open(o.session, editing::EditSessionStore::kMustExist);
-  const auto stored = store->load(analysis::hash_file(o.model.model));
-  if (!stored) throw UsageError(o.session + " holds no edits for " + o.model.model + " (its content hash is not in it)");
-  if (!stored->damaged.empty())
-    throw UsageError(o.session + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of " +
-                     o.model.model + " (" + stored->damaged.front() + "); exporting without them would change the "
-                     "model you edited: remove them with `mumoe edits MODEL --session DB --drop-damaged` first");
-  return stored->stack.applied();
+  return editing::applied_session_edits(o.session, o.model.model);
 #else
   throw UsageError("--session needs a build with SQLite");
 #endif
+}
+
+editing::ExportRequest export_request(const ExportOptions& o) {
+  editing::ExportRequest request;
+  request.output = o.output;
+  request.layout = editing::parse_export_layout(o.layout);
+  request.overwrite = o.overwrite;
+  request.verify_samples = o.verify_samples;
+  return request;
+}
+
+void print_json(const editing::ExportReport& report, const ExportOptions& o, const std::string& spec) {
+  auto j = editing::to_json(report);
+  j["model"] = o.model.model;
+  j["verify_data"] = spec;
+  std::cout << json_text(j) << "\n";
 }
 
 // The default verification data of a removal: what the analysis commands default to.
@@ -62,17 +69,9 @@ int run_removal(const ExportOptions& o) {
   for (const auto& text : o.remove_experts) removals.push_back(editing::parse_expert_removal(text));
   const auto source = model::ModelFile::load(o.model.model, o.model.overrides());
   const std::string spec = o.data.empty() ? kDefaultRemovalData : o.data;
-  editing::ExportRequest request;
-  request.output = o.output;
-  request.layout = editing::parse_export_layout(o.layout);
-  request.overwrite = o.overwrite;
-  request.verify_samples = o.verify_samples;
-  const auto report = editing::export_without_experts(source, removals, data::load_dataset(spec), request);
+  const auto report = editing::export_without_experts(source, removals, data::load_dataset(spec), export_request(o));
   if (o.json) {
-    auto j = editing::to_json(report);
-    j["model"] = o.model.model;
-    j["verify_data"] = spec;
-    std::cout << json_text(j) << "\n";
+    print_json(report, o, spec);
   } else {
     std::string removed;
     for (const auto& r : report.removed) {
@@ -109,17 +108,9 @@ int run_export(const ExportOptions& o) {
     throw FileError(o.edits.empty() ? o.session : o.edits, std::string(e.what()) + " (model " + o.model.model + ")");
   }
   const auto data = model.prepare(data::load_dataset(spec));
-  editing::ExportRequest request;
-  request.output = o.output;
-  request.layout = editing::parse_export_layout(o.layout);
-  request.overwrite = o.overwrite;
-  request.verify_samples = o.verify_samples;
-  const auto report = editing::export_edited_model(source, edits, data, request);
+  const auto report = editing::export_edited_model(source, edits, data, export_request(o));
   if (o.json) {
-    auto j = editing::to_json(report);
-    j["model"] = o.model.model;
-    j["verify_data"] = spec;
-    std::cout << json_text(j) << "\n";
+    print_json(report, o, spec);
   } else {
     std::cout << "wrote " << report.output << " (" << editing::to_string(report.layout) << " layout, " << report.edits
               << (report.edits == 1 ? " edit" : " edits") << " folded); reloaded and compared on "

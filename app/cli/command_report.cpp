@@ -11,7 +11,6 @@
 
 #include <iostream>
 
-#include "analysis/content_hash.h"
 #include "analysis/expert_report.h"
 #include "analysis_options.h"
 #include "bias_options.h"
@@ -40,19 +39,6 @@ struct ReportOptions {
   bool baselines = false;
 };
 
-// The edits applied in `session` to the model (none when the session does not hold it).
-std::vector<editing::LogitEdit> session_edits(const std::string& session, const std::string& model) {
-  if (session.empty()) return {};
-  const auto store = editing::EditSessionStore::open(session, editing::EditSessionStore::kMustExist);
-  const auto stored = store->load(analysis::hash_file(model));
-  if (!stored) throw UsageError(session + " holds no edits for " + model + " (its content hash is not in it)");
-  if (!stored->damaged.empty())
-    throw UsageError(session + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of " + model +
-                     " (" + stored->damaged.front() + "): remove them with `mumoe edits MODEL --session DB "
-                     "--drop-damaged` first");
-  return stored->stack.applied();
-}
-
 report::ExpertReport bias_report(const ReportOptions& o) {
   if (o.target.empty() || o.sensitive.empty())
     throw UsageError(o.analysis.model.model + " is a multi-label model: its report is the bias table of one output; "
@@ -67,7 +53,8 @@ report::ExpertReport bias_report(const ReportOptions& o) {
   b.quiet = o.analysis.quiet || o.analysis.json;
   auto task = o.subpopulation.empty() ? editing::cell_task(o.target, 1, o.sensitive, 1)
                                       : editing::make_bias_task(o.target, o.subpopulation, o.sensitive);
-  const auto edits = session_edits(o.session, b.model);
+  const auto edits = o.session.empty() ? std::vector<editing::LogitEdit>{}
+                                       : editing::applied_session_edits(o.session, b.model);
   const auto study = open_bias_study(b, /*with_train=*/o.baselines, task_attributes(task));
   if (o.subpopulation.empty())  // as `mumoe fairness`: the worst-served cell
     if (const auto cell = editing::worst_cell(study.fairness(task)))

@@ -5,6 +5,7 @@
 
 #include <ctime>
 
+#include "analysis/content_hash.h"
 #include "cache/sqlite_database.h"
 #include "io/errors.h"
 #include "io/file_checks.h"
@@ -126,6 +127,17 @@ std::vector<StoredSession> EditSessionStore::sessions() const {
   std::vector<StoredSession> out;
   while (s.step()) out.push_back(read_row(s, path_));
   return out;
+}
+
+std::vector<LogitEdit> applied_session_edits(const std::string& session_path, const std::string& model_path) {
+  const auto store = EditSessionStore::open(session_path, EditSessionStore::kMustExist);
+  const auto stored = store->load(analysis::hash_file(model_path));
+  if (!stored) throw UsageError(session_path + " holds no edits for " + model_path + " (its content hash is not in it)");
+  if (!stored->damaged.empty())
+    throw UsageError(session_path + " holds " + std::to_string(stored->damaged.size()) + " damaged edit(s) of " +
+                     model_path + " (" + stored->damaged.front() + "); leaving them out would change the model you "
+                     "edited: remove them with `mumoe edits MODEL --session DB --drop-damaged` first");
+  return stored->stack.applied();
 }
 
 }  // namespace mumoe::editing

@@ -52,4 +52,11 @@ class EditSessionStore {
   std::unique_ptr<cache::Database> db_;
 };
 
+/// The edits applied in the session database `session_path` to the model file `model_path` (found
+/// by its content hash), for a command that only reads them (`export --session`, `report
+/// --session`): the database must exist — a mistyped path creates nothing. UsageError when it holds
+/// no edits for the model, or damaged ones (leaving those out would silently change the edited
+/// model: the message says how to drop them).
+std::vector<LogitEdit> applied_session_edits(const std::string& session_path, const std::string& model_path);
+
 }  // namespace mumoe::editing
