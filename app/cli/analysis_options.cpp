@@ -63,9 +63,11 @@ bool report_progress(const std::string& label, int64_t done, int64_t total, doub
     const int64_t percent = total ? done * 100 / total : 100;
     if (tty || percent / 10 != last_decile || done == total) {
       last_decile = percent / 10;
-      std::fprintf(stderr, "%s%s %lld/%lld (%lld%%) %.1f s, ETA %.1f s%s", tty ? "\r" : "", label.c_str(),
+      char eta_text[32] = "";  // nothing while unknown (eta < 0)
+      if (eta >= 0) std::snprintf(eta_text, sizeof eta_text, ", ETA %.1f s", eta);
+      std::fprintf(stderr, "%s%s %lld/%lld (%lld%%) %.1f s%s%s", tty ? "\r" : "", label.c_str(),
                    static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(percent),
-                   elapsed, eta, tty && done < total ? "" : "\n");
+                   elapsed, eta_text, tty && done < total ? "" : "\n");
       std::fflush(stderr);
     }
   }

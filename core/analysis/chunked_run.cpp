@@ -122,7 +122,7 @@ ExtractionSummary fill_chunked_run_in_two_stages(cache::AnalysisCache& cache, co
     p.elapsed_seconds = seconds_since(start);
     p.eta_seconds = summary.chunks_computed
                         ? p.elapsed_seconds / summary.chunks_computed * (chunks - c - 1 - computed_after)
-                        : 0;
+                        : -1;  // unknown until a chunk has been computed
     if (progress && !progress(p)) throw Cancelled();
   };
   // A chunk is finished and written on a second thread while the next chunk starts (the writes

@@ -118,7 +118,7 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
       p.samples_done = done;
       p.samples_total = total;
       p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      p.eta_seconds = done > 0 ? p.elapsed_seconds / static_cast<double>(done) * static_cast<double>(total - done) : 0;
+      p.eta_seconds = done > 0 ? p.elapsed_seconds / static_cast<double>(done) * static_cast<double>(total - done) : -1;
       return progress(p);
     }));
   }

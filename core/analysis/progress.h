@@ -13,7 +13,9 @@ struct ExtractionProgress {
   int64_t chunks_done = 0;  ///< including chunks found in the cache
   int64_t chunks_total = 0;
   double elapsed_seconds = 0;
-  double eta_seconds = 0;
+  /// Seconds left; < 0 while unknown — no chunk computed yet (those so far came from the cache, so
+  /// there is no time per chunk to go by; 0 here showed "ETA 0.0 s" at 30 %).
+  double eta_seconds = -1;
 };
 /// Called after every chunk once it is stored (ChunkBatching); return false to cancel (extract_run
 /// then throws Cancelled; the chunks written so far stay valid).

@@ -301,8 +301,18 @@ TEST(ChunkedRun, AFailedWriteStopsTheRunAndKeepsEveryChunkReportedStored) {
     ++computed;
     return small_chunk(c);
   };
-  const auto summary = analysis::fill_chunked_run(*cache, kSmallRunKey, info, good, {});
+  std::vector<double> etas;
+  const auto summary = analysis::fill_chunked_run(*cache, kSmallRunKey, info, good, [&](const analysis::ExtractionProgress& p) {
+    etas.push_back(p.eta_seconds);
+    return true;
+  });
   EXPECT_EQ(computed, 3);
+  // The three chunks found in the cache come first, before any time per computed chunk is known:
+  // no ETA (issue 46: "ETA 0.0 s" at 50 %); then one, 0 at the end.
+  ASSERT_EQ(etas.size(), 6u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_LT(etas[i], 0) << "report " << i;
+  for (size_t i = 3; i < 6; ++i) EXPECT_GE(etas[i], 0) << "report " << i;
+  EXPECT_EQ(etas.back(), 0);
   EXPECT_EQ(summary.chunks_reused, 3);
   EXPECT_TRUE(cache->run_complete(*run));
 }
