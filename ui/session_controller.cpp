@@ -286,12 +286,10 @@ void SessionController::exportWithoutExperts(const QString& path, const QVector<
         editing::ExportRequest request;
         request.output = path.toStdString();
         request.overwrite = true;  // the file dialog asked before replacing a file
-        std::vector<int64_t> sorted = removed;
-        std::sort(sorted.begin(), sorted.end());
         const auto report = editing::export_model_without_experts(
-            model.toStdString(), {editing::ExpertRemoval{layer.toStdString(), sorted}}, data.toStdString(), request);
+            model.toStdString(), {editing::ExpertRemoval{layer.toStdString(), removed}}, data.toStdString(), request);
         QStringList numbers;
-        for (const auto n : sorted) numbers << QString::number(n);
+        for (const auto n : report.removed.front().experts) numbers << QString::number(n);
         const QString summary = tr("%1 layout; removed %2 expert(s) %3; max |difference| %4 on %5 samples")
                                     .arg(QString::fromStdString(editing::to_string(report.layout)), layer,
                                          numbers.join(QLatin1Char(',')))

@@ -87,13 +87,15 @@ int run_removal(const ExportOptions& o) {
 }
 
 int run_export(const ExportOptions& o) {
-  if (!o.remove_experts.empty()) return run_removal(o);
-  // The source model may be replaced only with --overwrite (export_edited_model checks it); no
-  // other input of this command may be the output, nor the output's manifest sidecar.
+  // The source model may be replaced only with --overwrite (export_edited_model and
+  // export_without_experts check it); no other input of this command may be the output, nor the
+  // output's manifest sidecar.
   std::vector<io::NamedInput> inputs = {{o.edits, "--edits"}, {o.session, "--session"},
                                         {o.model.backbone, "the TorchScript backbone"},
-                                        {o.model.class_names, "--class-names"}};
+                                        {o.model.class_names, "--class-names"},
+                                        {data::feature_file_of(o.data), "the --data file"}};
   io::check_outputs({{o.output, "--output"}, {model::manifest_sidecar_path(o.output), "--output's manifest"}}, inputs);
+  if (!o.remove_experts.empty()) return run_removal(o);
   const auto edits = load_edits(o);
   if (edits.empty()) throw UsageError("there are no applied edits to export");
   const auto source = model::ModelFile::load(o.model.model, o.model.overrides());

@@ -14,6 +14,7 @@
 #include "analysis/expert_report.h"
 #include "analysis_options.h"
 #include "bias_options.h"
+#include "data/dataset.h"
 #include "editing/bias_report.h"
 #include "editing/edit_session_store.h"
 #include "model/model_file.h"
@@ -69,7 +70,10 @@ report::ExpertReport bias_report(const ReportOptions& o) {
 }
 
 int run_report(ReportOptions& o) {
-  io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
+  auto inputs = analysis_inputs(o.analysis);
+  inputs.push_back({o.session, "--session"});  // a multi-label model's edit session
+  inputs.push_back({data::feature_file_of(o.train_data), "the --train-data file"});
+  io::check_outputs({{o.output, "--output"}}, inputs);
   const auto progress = progress_reporter("report", o.analysis.quiet || o.analysis.json);
   o.request.model_path = o.analysis.model.model;
   o.request.sweep = !o.no_sweep;

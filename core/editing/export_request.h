@@ -34,7 +34,7 @@ struct ExportRequest {
 /// `load_state_dict(strict=True)` takes the file.
 struct ExpertRemoval {
   std::string layer;             ///< as `mumoe info` names it; "" = the model's only μMoE layer
-  std::vector<int64_t> experts;  ///< ascending, distinct
+  std::vector<int64_t> experts;  ///< any order; repeats count once (the report lists them ascending)
 };
 
 /// "LAYER:3,7" or "3,7" (the model's only layer). Throws UsageError naming `text` when malformed.

@@ -18,6 +18,7 @@
 #include "model/classifier_model.h"
 #include "model/gpt_file.h"
 #include "model/manifest.h"
+#include "model/model_summary.h"
 #include "nn/expert_slices.h"
 
 namespace mumoe::editing {
@@ -187,10 +188,11 @@ ExportLayout chosen_layout(const model::ModelFile& source, const ExportRequest& 
 
 // Writes `edited` in report.layout under a unique name beside the destination (io::TemporaryFile:
 // never a file of the user's, removed on failure, cancel and fatal signals), verifies the written
-// file against `live` and only then renames it into place; fills report's verification figures.
+// file against `live` and only then renames it into place; fills report's verification figures and
+// its seconds since `start`.
 void publish(const model::ModelFile& source, model::ClassifierModel& edited, nlohmann::json provenance,
              const LiveOutputs& live, const data::Dataset& verify_data, const ExportRequest& request,
-             const io::WriteProgress& progress, ExportReport& report) {
+             const io::WriteProgress& progress, std::chrono::steady_clock::time_point start, ExportReport& report) {
   const auto layout = report.layout;
   provenance["edited_from"] = source.path();
   if (layout == ExportLayout::Source) provenance["layout"] = "source";
@@ -239,6 +241,7 @@ void publish(const model::ModelFile& source, model::ClassifierModel& edited, nlo
     io::unregister_temporary(sidecar_token);
     throw;
   }
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
@@ -298,8 +301,7 @@ ExportReport export_edited_model(const model::ModelFile& source, const std::vect
     const auto out = original.forward_layer(inputs);
     return apply_edits(out.output, out.coefficients.at(0), edits);
   };
-  publish(source, edited, provenance, live, verify_data, request, progress, report);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  publish(source, edited, provenance, live, verify_data, request, progress, start, report);
   return report;
 }
 
@@ -322,8 +324,6 @@ ExpertRemoval parse_expert_removal(const std::string& text) {
     if (comma == std::string::npos) break;
     begin = comma + 1;
   }
-  std::sort(removal.experts.begin(), removal.experts.end());
-  removal.experts.erase(std::unique(removal.experts.begin(), removal.experts.end()), removal.experts.end());
   return removal;
 }
 
@@ -339,7 +339,7 @@ ExportReport export_without_experts(const model::ModelFile& source, const std::v
   check_request(source, request);
   const auto layout = chosen_layout(source, request);
   const auto& manifest = source.manifest();
-  if (manifest.architecture == model::kGptArchitecture)
+  if (model::model_kind(source) == model::ModelKind::Gpt)  // nanoGPT's own files too, not only ours
     throw UsageError(source.path() + " is a μMoE GPT: removing its experts is not supported yet (`mumoe ablate` "
                      "measures their removal); export takes image classifiers and bare μMoE layers");
   const bool image_classifier = manifest.architecture == model::kImageClassifierArchitecture;
@@ -348,6 +348,8 @@ ExportReport export_without_experts(const model::ModelFile& source, const std::v
   std::vector<ExpertRemoval> resolved;
   for (auto r : removals) {
     if (r.experts.empty()) throw UsageError("export: no experts given for layer '" + r.layer + "'");
+    std::sort(r.experts.begin(), r.experts.end());
+    r.experts.erase(std::unique(r.experts.begin(), r.experts.end()), r.experts.end());
     if (r.layer.empty() && manifest.layers.size() > 1) {
       std::string names;
       for (const auto& l : manifest.layers) names += (names.empty() ? "" : ", ") + l.name;
@@ -430,8 +432,7 @@ ExportReport export_without_experts(const model::ModelFile& source, const std::v
     }
     return classifier->classify(features, head_ablation).output;
   };
-  publish(source, edited, provenance, live, data, request, progress, report);
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  publish(source, edited, provenance, live, data, request, progress, start, report);
   return report;
 }
 

@@ -70,9 +70,10 @@ torch::Tensor MultilinearLayerImpl::cp_input_side(const torch::Tensor& z) const 
 
 torch::Tensor MultilinearLayerImpl::forward(const torch::Tensor& z,
                                             const std::vector<torch::Tensor>& coefficients) {
-  auto fs = factors();
-  return factorization_ == Factorization::CP ? cp_forward_from_input_side(fs, coefficients, cp_input_side(z))
-                                             : tr_forward(fs, coefficients, input_with_bias(z));
+  const auto fs = factors();  // once per forward pass
+  return factorization_ == Factorization::CP
+             ? cp_forward_from_input_side(fs, coefficients, cp_input_side_of(fs[fs.size() - 2], z, use_bias_))
+             : tr_forward(fs, coefficients, input_with_bias(z));
 }
 
 }  // namespace mumoe::nn

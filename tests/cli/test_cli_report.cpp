@@ -206,6 +206,12 @@ TEST_F(CliReport, AMultiLabelModelsReportIsTheBiasTableOfFairnessAndRewrite) {
   EXPECT_EQ(refused.code, 1);
   EXPECT_NE(refused.out.find("--target"), std::string::npos) << refused.out;
   EXPECT_EQ(run_cli("report " + args_ + " --target x --output " + dir_.file("y.html")).code, 1);
+  // The session is an input: writing the page over it is refused, and it is kept.
+  const auto kept = read_bytes(dir_.file("session.sqlite"));
+  const auto over = run_cli("report " + common + " --sensitive frame" + session + " --output " + dir_.file("session.sqlite"));
+  EXPECT_EQ(over.code, 1) << over.out;
+  EXPECT_NE(over.out.find("--session"), std::string::npos) << over.out;
+  EXPECT_EQ(read_bytes(dir_.file("session.sqlite")), kept);
 }
 
 }  // namespace cli_report_test

@@ -344,6 +344,14 @@ torch.save(out, "check.pth")
   EXPECT_EQ(check.at("changed_keys").numel(), 4);  // MuMoE and MuMoE2 of two layers
   EXPECT_EQ(check.at("changed_keys").sum().item<int64_t>(), 4);
 
+  // An input of the command is never the output: the class names file here is kept.
+  testkit::write_bytes(dir.file("names.txt"), "a\nb\nc\nd\ne\n");
+  const auto over = testkit::run_cli("export " + dir.file("mixer.pth") + " --class-names " + dir.file("names.txt") +
+                                     " --remove-experts mixer_blocks.1.1.fn:1 --data folder:" + dir.file("img") +
+                                     " --output " + dir.file("names.txt"));
+  EXPECT_EQ(over.code, 1) << over.out;
+  EXPECT_EQ(testkit::read_bytes(dir.file("names.txt")), "a\nb\nc\nd\ne\n");
+
   // Refused with the file named and nothing written: an expert out of range, an unknown layer.
   for (const auto* bad : {"mixer_blocks.1.1.fn:6", "mixer_blocks.0.1.fn:0"}) {
     const auto refused = testkit::run_cli("export " + dir.file("mixer.pth") + " --remove-experts " + bad +
