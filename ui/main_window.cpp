@@ -60,13 +60,6 @@
 #include "widget_export.h"
 
 namespace mumoe::ui {
-namespace {
-
-constexpr int kMaxRecentFiles = 8;
-const char* kRecentKey = "recentFiles";
-const char* kDataKey = "dataSpec";
-
-}  // namespace
 
 MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     : QMainWindow(parent), demoModelPath_(std::move(demoModelPath)) {
@@ -155,14 +148,21 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     steering_->setExpert(static_cast<int>(expert));
   });
   connect(bias_, &BiasPage::opened, this, [this] {
-    QSettings().setValue(kDataKey, dataSpec());  // it opened: remember the SPEC
+    QSettings().setValue(kDataSettingsKey, dataSpec());  // it opened: remember the SPEC
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });
   connect(tokens_, &TokenPage::opened, this, [this] {
     statusLabel_->setText(tr("%1 · token view ready").arg(QFileInfo(currentPath_).fileName()));
+    reportAction_->setEnabled(true);  // a GPT's report is its open block's
   });
+  connect(tokens_, &TokenPage::reportExported, this, &MainWindow::showReportSaved);
   restoreLayout();
   comparison_->setData(dataSpec(), controller_->cachePath());
+}
+
+void MainWindow::showReportSaved(const QString& path, int sections, qint64 bytes) {
+  statusBar()->showMessage(
+      tr("Saved the report %1 (%2 experts in detail, %3 KiB)").arg(path).arg(sections).arg(bytes / 1024), 8000);
 }
 
 MainWindow::~MainWindow() {
@@ -171,174 +171,6 @@ MainWindow::~MainWindow() {
   monitor_->detachAll();
   disconnect(monitor_, nullptr, this, nullptr);
   disconnect(controller_, nullptr, this, nullptr);
-}
-
-void MainWindow::buildActions() {
-  auto* style = QApplication::style();
-  auto* file = menuBar()->addMenu(tr("&File"));
-  openAction_ = file->addAction(style->standardIcon(QStyle::SP_DialogOpenButton), tr("&Open Model…"), this,
-                                &MainWindow::chooseAndOpenModel);
-  openAction_->setShortcut(QKeySequence::Open);
-  if (!demoModelPath_.isEmpty()) {
-    demoAction_ = file->addAction(style->standardIcon(QStyle::SP_ComputerIcon), tr("Open &Demo Model"), this,
-                                  [this] {
-                                    // The demo reads Fashion-MNIST: a data set chosen for another
-                                    // model (a folder of 248-px photos) would fail on it.
-                                    dataCombo_->setCurrentText(QStringLiteral("fashion-mnist:test"));
-                                    comparison_->setData(dataSpec(), controller_->cachePath());
-                                    openModel(demoModelPath_);
-                                  });
-    demoAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_D));
-  }
-  recentMenu_ = file->addMenu(tr("Open &Recent"));
-  rebuildRecentMenu();
-  modelOptionsAction_ = file->addAction(tr("Model &Options…"), this, &MainWindow::editModelOptions);
-  modelOptionsAction_->setToolTip(
-      tr("How to open this model: backbone preset, attention heads, TorchScript backbone, class names, gate "
-         "activation — saved beside it for every page and the command line"));
-  modelOptionsAction_->setEnabled(false);
-  file->addSeparator();
-  exportAction_ = file->addAction(style->standardIcon(QStyle::SP_DialogSaveButton), tr("&Export View…"), this,
-                                  &MainWindow::chooseExport);
-  exportAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_E));
-  exportAction_->setToolTip(tr("Save the gallery or chart of this page as PNG or SVG (Ctrl+E)"));
-  reportAction_ = file->addAction(tr("Export &Report…"), this, &MainWindow::chooseExportReport);
-  reportAction_->setToolTip(tr("One self-contained HTML file of this layer's experts (table, galleries, charts) "
-                               "that opens in any browser — as `mumoe report` writes it"));
-  reportAction_->setEnabled(false);
-  removalAction_ = file->addAction(tr("Export Model &Without Selected Experts…"), this,
-                                   &MainWindow::chooseExportWithoutExperts);
-  removalAction_->setToolTip(tr("Write the model with the selected experts removed for good (their weights zeroed: "
-                                "what Ablate measured), in your own file layout, verified before it is saved"));
-  removalAction_->setEnabled(false);
-  file->addSeparator();
-  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
-  quit->setShortcut(QKeySequence::Quit);
-
-  auto* data = menuBar()->addMenu(tr("&Data"));
-  data->addAction(tr("Fashion-MNIST &Test Set"), this, [this] { setDataSpec(QStringLiteral("fashion-mnist:test")); });
-  data->addAction(tr("Fashion-MNIST T&raining Set"), this, [this] { setDataSpec(QStringLiteral("fashion-mnist:train")); });
-  data->addAction(tr("&Biased Fashion-MNIST (test)"), this, [this] { setDataSpec(QStringLiteral("biased-fmnist:test")); });
-  data->addSeparator();
-  data->addAction(tr("Image &Folder…"), this, &MainWindow::chooseDataFolder);
-  data->addAction(tr("F&eature File…"), this, &MainWindow::chooseFeatureFile);
-  data->addAction(tr("Data &SPEC…"), this, [this] {
-    bool ok = false;
-    const QString spec = QInputDialog::getText(this, tr("Data set"),
-                                               tr("Data SPEC (fashion-mnist:test, idx:DIR:test, folder:DIR, "
-                                                  "celeba:DIR:test, features:FILE):"),
-                                               QLineEdit::Normal, dataSpec(), &ok);
-    if (ok && !spec.trimmed().isEmpty()) setDataSpec(spec.trimmed());
-  });
-
-  // Edit: the model's edit stack (the core's, saved at every change), undoable from any page;
-  // the texts name the edit ("Undo long_sleeves += …"). The Bias page's buttons are the same
-  // two actions, so the keys have one owner.
-  auto* edit = menuBar()->addMenu(tr("&Edit"));
-  undoEditAction_ = bias_->undoAction();
-  undoEditAction_->setShortcut(QKeySequence::Undo);
-  redoEditAction_ = bias_->redoAction();
-  // Ctrl+Shift+Z and Ctrl+Y, each once: the platform's Redo binding is often Ctrl+Shift+Z itself, and
-  // one key listed twice on an action is an "ambiguous shortcut" that Qt then never fires.
-  QList<QKeySequence> redoKeys = {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Z), QKeySequence(Qt::CTRL | Qt::Key_Y)};
-  for (const auto& key : QKeySequence::keyBindings(QKeySequence::Redo))
-    if (!redoKeys.contains(key)) redoKeys << key;
-  redoEditAction_->setShortcuts(redoKeys);
-  edit->addAction(undoEditAction_);
-  edit->addAction(redoEditAction_);
-
-  auto* analysis = menuBar()->addMenu(tr("&Analysis"));
-  reloadAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserReload), tr("&Analyze"), this,
-                                      &MainWindow::startAnalysis);
-  reloadAction_->setShortcut(QKeySequence::Refresh);
-  reloadAction_->setToolTip(tr("Open the model on the data set, extracting what the cache lacks (F5)"));
-  ablateAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaPlay), tr("A&blate Selected Experts"), this,
-                                      [this] {
-                                        // A GPT's experts live on the Tokens page, one at a time.
-                                        if (kind_ == Kind::Gpt) {
-                                          if (tokens_->currentExpert() < 0) {
-                                            statusBar()->showMessage(tr("Select an expert on the Tokens page"), 5000);
-                                            return;
-                                          }
-                                          showPage(Page::Tokens);
-                                          tokens_->ablate(tokens_->currentExpert());
-                                          return;
-                                        }
-                                        ablate(experts_->selectedExperts());
-                                      });
-  ablateAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::Key_Return));
-  ablateAction_->setToolTip(tr("Remove the selected experts together and show the per-class accuracy change (Ctrl+Return)"));
-  sweepAction_ = analysis->addAction(style->standardIcon(QStyle::SP_MediaSeekForward), tr("Run &Sweep"), this,
-                                     &MainWindow::runSweep);
-  sweepAction_->setShortcut(QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return));
-  sweepAction_->setToolTip(tr("Remove every expert in turn (Ctrl+Shift+Return)"));
-  cancelAction_ = analysis->addAction(style->standardIcon(QStyle::SP_BrowserStop), tr("&Cancel Job"), monitor_,
-                                      &JobMonitor::cancelAll);
-  cancelAction_->setShortcut(QKeySequence(Qt::Key_Escape));
-
-  auto* view = menuBar()->addMenu(tr("&View"));
-  view->addAction(tr("&Model"), this, [this] { showPage(Page::Model); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_1));
-  view->addAction(tr("&Experts"), this, [this] { showPage(Page::Experts); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_2));
-  view->addAction(tr("&Ablation"), this, [this] { showPage(Page::Ablation); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_3));
-  view->addAction(tr("&Bias"), this, [this] { showPage(Page::Bias); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_4));
-  view->addAction(tr("&Tokens"), this, [this] { showPage(Page::Tokens); })->setShortcut(QKeySequence(Qt::ALT | Qt::Key_5));
-  view->addAction(tr("&Steering"), this, [this] { showPage(Page::Steering); })
-      ->setShortcut(QKeySequence(Qt::ALT | Qt::Key_6));
-  view->addAction(tr("&Compare Models"), this, [this] { showPage(Page::Compare); })
-      ->setShortcut(QKeySequence(Qt::ALT | Qt::Key_7));
-  view->addSeparator();
-  auto* hideDead = view->addAction(tr("&Hide Dead Experts"));
-  hideDead->setCheckable(true);
-  connect(hideDead, &QAction::toggled, experts_->hideDeadBox(), &QAbstractButton::setChecked);
-  connect(experts_->hideDeadBox(), &QAbstractButton::toggled, hideDead, &QAction::setChecked);
-  auto* find = view->addAction(tr("&Filter Experts"), this, [this] {
-    showPage(Page::Experts);
-    experts_->filterEdit()->setFocus();
-    experts_->filterEdit()->selectAll();
-  });
-  find->setShortcut(QKeySequence::Find);
-
-  auto* help = menuBar()->addMenu(tr("&Help"));
-  help->addAction(tr("&About mumoe-studio"), this, [this] {
-    QMessageBox::about(this, tr("About mumoe-studio"),
-                       tr("<b>mumoe-studio</b><br>Inspect, test and edit Multilinear "
-                          "Mixture-of-Experts (μMoE) models."));
-  });
-}
-
-void MainWindow::buildToolBar() {
-  auto* bar = addToolBar(tr("Main"));
-  bar->setObjectName(QStringLiteral("mainToolBar"));
-  bar->setMovable(false);
-  bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
-  bar->addAction(openAction_);
-  bar->addSeparator();
-  bar->addWidget(new QLabel(tr(" Data ")));
-  dataCombo_ = new QComboBox;
-  dataCombo_->setEditable(true);
-  dataCombo_->setMinimumContentsLength(22);
-  dataCombo_->setInsertPolicy(QComboBox::NoInsert);
-  dataCombo_->addItems({QStringLiteral("fashion-mnist:test"), QStringLiteral("fashion-mnist:train"),
-                        QStringLiteral("biased-fmnist:test")});
-  dataCombo_->setObjectName(QStringLiteral("dataSpec"));
-  dataCombo_->setToolTip(tr("Data SPEC: fashion-mnist:test, idx:DIR:test, folder:DIR, celeba:DIR:test, features:FILE"));
-  dataCombo_->setCurrentText(QSettings().value(kDataKey, QStringLiteral("fashion-mnist:test")).toString());
-  connect(dataCombo_, &QComboBox::activated, this, [this] { setDataSpec(dataCombo_->currentText()); });
-  connect(dataCombo_->lineEdit(), &QLineEdit::returnPressed, this, [this] { setDataSpec(dataCombo_->currentText()); });
-  bar->addWidget(dataCombo_);
-  bar->addAction(reloadAction_);
-  bar->addSeparator();
-  bar->addAction(ablateAction_);
-  bar->addAction(sweepAction_);
-  bar->addAction(cancelAction_);
-  bar->addSeparator();
-  bar->addAction(exportAction_);
-}
-
-void MainWindow::buildStatusBar() {
-  statusLabel_ = new QLabel(tr("No model open"));
-  statusBar()->addWidget(statusLabel_, 1);
-  statusBar()->addPermanentWidget(new JobProgressWidget(monitor_, cancelAction_));
 }
 
 void MainWindow::connectController() {
@@ -366,10 +198,7 @@ void MainWindow::connectController() {
   connect(c, &SessionController::galleryExported, this, [this](const QString& path, int images) {
     statusBar()->showMessage(tr("Saved %1 (%2 images)").arg(path).arg(images), 8000);
   });
-  connect(c, &SessionController::reportExported, this, [this](const QString& path, int sections, qint64 bytes) {
-    statusBar()->showMessage(
-        tr("Saved the report %1 (%2 experts in detail, %3 KiB)").arg(path).arg(sections).arg(bytes / 1024), 8000);
-  });
+  connect(c, &SessionController::reportExported, this, &MainWindow::showReportSaved);
   connect(c, &SessionController::modelExported, this, [this](const QString& path, const QString& summary) {
     statusBar()->showMessage(tr("Saved %1 (%2)").arg(path, summary), 12000);
   });
@@ -385,7 +214,7 @@ void MainWindow::connectController() {
     // Replace "Opening …", which would otherwise stay.
     experts_->setMessage(model::backbone_layer_step(analysedLayer_.toStdString())
                              ? tr("<i>Analysis cancelled. Press Analyze (F5) to start it again (a backbone layer's "
-                                  "analysis is not cached: it starts from the first image).</i>")
+                                  "baseline pass is not cached: it starts from the first image).</i>")
                              : tr("<i>Analysis cancelled. Press Analyze (F5) to start it again; what was extracted "
                                   "is kept in the cache.</i>"));
     statusLabel_->setText(tr("%1 · analysis cancelled").arg(QFileInfo(currentPath_).fileName()));
@@ -560,54 +389,7 @@ void MainWindow::startAnalysis() {
   if (currentPath_.isEmpty()) return;
   reportAction_->setEnabled(false);  // until this model's session is open
   removalAction_->setEnabled(false);
-  // A GPT's pages read the validation split of the text it was trained on, not the image data
-  // named here: the box is greyed rather than shown as if it applied.
-  dataCombo_->setEnabled(kind_ != Kind::Gpt);
-  steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
-  sweepAction_->setEnabled(kind_ == Kind::MultiClass);
-  if (kind_ != Kind::MultiClass) {
-    // The expert analysis of the Experts/Ablation pages is for multi-class classifiers: the
-    // previous classifier's session must not answer Run Sweep or Ablate for this model.
-    controller_->close();
-    thumbnails_->clear();
-    experts_->clear();
-    ablationChart_->clear();
-    sweepChart_->clear();
-    const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
-    if (kind_ == Kind::MultiLabel) {
-      experts_->setMessage(tr("<i>%1 is a multi-label model (one binary output per attribute): the per-class expert "
-                              "analysis does not apply. Its bias correction is on the <b>Bias</b> page (Alt+4).</i>")
-                               .arg(name));
-      tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is not a language model.</p>").arg(name));
-      startBias();
-      showPage(Page::Bias);
-    } else {
-      experts_->setMessage(tr("<i>%1 is a μMoE GPT: its experts are on the <b>Tokens</b> page (Alt+5).</i>").arg(name));
-      bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a language model; bias correction works on multi-label "
-                         "classifiers.</p>").arg(name));
-      const auto& layers = overview_->summary().layers;
-      QStringList names;
-      for (const auto& l : layers) names << QString::fromStdString(l.name);
-      statusLabel_->setText(tr("Opening %1 (μMoE GPT) on its validation split…").arg(currentPath_));
-      tokens_->open(currentPath_, names, controller_->cachePath());
-      steering_->setEnabled(true);
-      steering_->setCachePath(controller_->cachePath());
-      steering_->setModel(currentPath_, QString());
-      showPage(Page::Tokens);
-    }
-    return;
-  }
-  bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a <b>multi-class</b> classifier (one softmax over its classes). "
-                     "Bias correction rewrites one binary output of a <b>multi-label</b> model against a subpopulation "
-                     "(target × sensitive attribute), e.g. the bundled <code>biased-fmnist.mumoe.safetensors</code> "
-                     "(demo 2): open it to use this page.</p>")
-                      .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
-  tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is an image classifier; the token view is for μMoE GPTs (e.g. the bundled "
-                       "<code>gpt-fortunes.mumoe.safetensors</code>).</p>")
-                        .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
-  // The Bias, Tokens and Steering pages do not apply to a multi-class classifier; Compare does.
-  const int page = tabs_->currentIndex();
-  if (page >= int(Page::Bias) && page <= int(Page::Steering)) showPage(Page::Experts);
+  if (!showPagesForKind()) return;  // a multi-label model or a GPT: its own pages
   const auto& layers = overview_->summary().layers;
   // A model with several μMoE layers: the one selected on the Model page.
   QString layer;
@@ -632,7 +414,7 @@ void MainWindow::startAnalysis() {
 }
 
 void MainWindow::onSessionOpened(const SessionInfo& info) {
-  QSettings().setValue(kDataKey, info.dataSpec);
+  QSettings().setValue(kDataSettingsKey, info.dataSpec);
   reportAction_->setEnabled(true);
   removalAction_->setEnabled(true);
   accuracy_ = info.accuracy;
@@ -653,7 +435,7 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
                                      : groupedNumber(info.samples))
                             .arg(info.dataSpec)
                             .arg(info.accuracy.overall * 100, 0, 'f', 2)
-                            .arg(info.patchGrid > 0 ? tr("backbone layer analysed in %1 (not cached)").arg(durationText(info.openSeconds))
+                            .arg(info.patchGrid > 0 ? tr("backbone layer analysed in %1 (its sweeps are cached)").arg(durationText(info.openSeconds))
                                  : info.extractedNow ? tr("extracted in %1").arg(durationText(info.openSeconds))
                                                      : tr("from the cache")));
   if (!info.cacheNote.isEmpty()) showError(tr("Analysis cache"), info.cacheNote);
@@ -668,21 +450,6 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
   Q_EMIT sessionReady();
 }
 
-void MainWindow::showPage(Page page) { tabs_->setCurrentIndex(static_cast<int>(page)); }
-
-void MainWindow::ablate(const QVector<qint64>& experts) {
-  if (experts.isEmpty()) {
-    statusBar()->showMessage(tr("Select one or more experts to ablate"), 5000);
-    return;
-  }
-  if (!controller_->hasSession()) {
-    statusBar()->showMessage(tr("The analysis is not ready yet"), 5000);
-    return;
-  }
-  controller_->requestAblation(experts_->mode(), experts);
-  showPage(Page::Ablation);
-}
-
 void MainWindow::runSweep() {
   if (kind_ != Kind::MultiClass) {  // the sweep charts per-class accuracy: multi-class models only
     statusBar()->showMessage(kind_ == Kind::Gpt ? tr("A GPT's experts are ablated one at a time on the Tokens page "
@@ -693,96 +460,6 @@ void MainWindow::runSweep() {
   }
   controller_->requestSweep(experts_->mode());
   showPage(Page::Ablation);
-}
-
-bool MainWindow::exportCurrentView(const QString& path) {
-  const auto& gallery = experts_->gallery()->model()->gallery();
-  if (tabs_->currentIndex() == int(Page::Experts) && path.endsWith(QLatin1String(".png"), Qt::CaseInsensitive) &&
-      !gallery.items.empty() && controller_->info().hasImages) {
-    // A PNG of the gallery holds all of it (a contact sheet drawn by the core on the worker), not
-    // only the rows on screen; an SVG is the visible part, as drawn.
-    controller_->exportGallery(path, gallery);
-    statusBar()->showMessage(tr("Writing the gallery's %1 images to %2…").arg(gallery.items.size()).arg(path));
-    return true;
-  }
-  QWidget* widget = nullptr;
-  switch (static_cast<Page>(tabs_->currentIndex())) {
-    case Page::Model: widget = table_; break;
-    case Page::Experts: widget = experts_->gallery()->listView()->viewport(); break;
-    case Page::Bias: widget = bias_; break;
-    case Page::Tokens: widget = tokens_; break;
-    case Page::Steering: widget = steering_; break;
-    case Page::Compare: widget = comparison_->chartView(); break;
-    case Page::Ablation:  // the chart with its summary line (accuracy before → after, what changed)
-      widget = ablationChart_->hasOutcome() || !sweepChart_->hasSweep() ? static_cast<QWidget*>(ablationChart_)
-                                                                        : static_cast<QWidget*>(sweepChart_);
-      break;
-  }
-  QString error;
-  if (!exportWidget(widget, path, &error)) {
-    showError(tr("Export failed"), error);
-    return false;
-  }
-  statusBar()->showMessage(tr("Saved %1").arg(path), 6000);
-  return true;
-}
-
-void MainWindow::chooseExport() {
-  QSettings settings;
-  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
-  const QString name = tabs_->currentIndex() == int(Page::Experts)
-                           ? QStringLiteral("gallery-expert-%1.png").arg(experts_->currentExpert())
-                           : QStringLiteral("ablation.png");
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export View"), dir + QLatin1Char('/') + name, exportFileFilter());
-  if (path.isEmpty()) return;
-  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
-  exportCurrentView(path);
-}
-
-void MainWindow::chooseExportReport() {
-  if (!controller_->hasSession()) return;
-  QSettings settings;
-  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
-  const QString name = QFileInfo(currentPath_).completeBaseName() + QStringLiteral("-report.html");
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export Report"), dir + QLatin1Char('/') + name,
-                                                    tr("HTML files (*.html)"));
-  if (path.isEmpty()) return;
-  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
-  controller_->exportReport(path);
-}
-
-void MainWindow::chooseExportWithoutExperts() {
-  const auto experts = experts_->selectedExperts();
-  if (!controller_->hasSession() || experts.isEmpty()) {
-    statusBar()->showMessage(tr("Select the experts to remove on the Experts page first"), 5000);
-    return;
-  }
-  QSettings settings;
-  const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
-  const QFileInfo model(currentPath_);
-  const QString name = model.completeBaseName() + QStringLiteral("-without-experts.") + model.suffix();
-  const QString path = QFileDialog::getSaveFileName(this, tr("Export Model Without Selected Experts"),
-                                                    dir + QLatin1Char('/') + name,
-                                                    tr("Model files (*.safetensors *.pth *.pt)"));
-  if (path.isEmpty()) return;
-  settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
-  controller_->exportWithoutExperts(path, experts);
-}
-
-void MainWindow::chooseAndOpenModel() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Open Model"), QFileInfo(currentPath_).absolutePath(),
-                                                    tr("Model files (*.safetensors *.pth *.pt);;All files (*)"));
-  if (!path.isEmpty()) openModel(path);
-}
-
-void MainWindow::chooseDataFolder() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Image Folder (one sub-folder per class)"));
-  if (!dir.isEmpty()) setDataSpec(QStringLiteral("folder:") + dir);
-}
-
-void MainWindow::chooseFeatureFile() {
-  const QString file = QFileDialog::getOpenFileName(this, tr("Feature File"), {}, tr("Feature files (*.safetensors)"));
-  if (!file.isEmpty()) setDataSpec(QStringLiteral("features:") + file);
 }
 
 void MainWindow::showLayerDetails() {
@@ -797,76 +474,9 @@ void MainWindow::showLayerDetails() {
   details_->setHtml(layerDetailsHtml(summary, static_cast<size_t>(row)));
 }
 
-void MainWindow::rememberRecent(const QString& path) {
-  QSettings settings;
-  QStringList recent = settings.value(kRecentKey).toStringList();
-  recent.removeAll(path);
-  recent.prepend(path);
-  while (recent.size() > kMaxRecentFiles) recent.removeLast();
-  settings.setValue(kRecentKey, recent);
-  rebuildRecentMenu();
-}
-
-void MainWindow::rebuildRecentMenu() {
-  recentMenu_->clear();
-  const QStringList recent = QSettings().value(kRecentKey).toStringList();
-  int n = 0;
-  for (const QString& path : recent) {
-    auto* action = recentMenu_->addAction(QStringLiteral("&%1 %2").arg(++n).arg(QFileInfo(path).fileName()), this,
-                                          [this, path] { openModel(path); });
-    action->setToolTip(path);
-    if (n <= 9) action->setShortcut(QKeySequence(QStringLiteral("Ctrl+Alt+%1").arg(n)));
-  }
-  recentMenu_->setEnabled(!recent.isEmpty());
-}
-
 void MainWindow::showError(const QString& title, const QString& message) {
   statusBar()->showMessage(message, 10000);
   if (errorDialogs_) QMessageBox::critical(this, title, message);
-}
-
-void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
-  if (event->mimeData()->hasUrls()) event->acceptProposedAction();
-}
-
-void MainWindow::dropEvent(QDropEvent* event) {
-  const auto urls = event->mimeData()->urls();
-  if (urls.isEmpty() || !urls.first().isLocalFile()) return;
-  const QFileInfo dropped(urls.first().toLocalFile());
-  // A folder is an image data set (one sub-folder per class); a file is a model.
-  if (dropped.isDir()) setDataSpec(QStringLiteral("folder:") + dropped.absoluteFilePath());
-  else openModel(dropped.absoluteFilePath());
-}
-
-void MainWindow::saveLayout() const {
-  QSettings settings;
-  settings.setValue("mainWindow/geometry", saveGeometry());
-  settings.setValue("mainWindow/state", saveState());
-  settings.setValue("mainWindow/modelSplitter", modelSplitter_->saveState());
-  settings.setValue("mainWindow/expertsSplitter", experts_->splitter()->saveState());
-  settings.setValue("mainWindow/ablationSplitter", ablationSplitter_->saveState());
-  settings.setValue("mainWindow/page", tabs_->currentIndex());
-  settings.setValue("experts/hideDead", experts_->hideDeadBox()->isChecked());
-}
-
-void MainWindow::restoreLayout() {
-  QSettings settings;
-  restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
-  if (!settings.contains("mainWindow/geometry")) resize(1280, 800);
-  restoreState(settings.value("mainWindow/state").toByteArray());
-  modelSplitter_->restoreState(settings.value("mainWindow/modelSplitter").toByteArray());
-  if (!experts_->splitter()->restoreState(settings.value("mainWindow/expertsSplitter").toByteArray()))
-    experts_->splitter()->setSizes({520, 760});
-  if (!ablationSplitter_->restoreState(settings.value("mainWindow/ablationSplitter").toByteArray()))
-    ablationSplitter_->setSizes({380, 320});
-  tabs_->setCurrentIndex(settings.value("mainWindow/page", int(Page::Experts)).toInt());
-  experts_->hideDeadBox()->setChecked(settings.value("experts/hideDead", false).toBool());
-}
-
-void MainWindow::closeEvent(QCloseEvent* event) {
-  saveLayout();
-  monitor_->cancelAll();
-  QMainWindow::closeEvent(event);
 }
 
 }  // namespace mumoe::ui

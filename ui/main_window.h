@@ -13,6 +13,9 @@
 // the SessionController's), all tracked by one JobMonitor: progress with ETA and Cancel (Esc)
 // in the status bar; answers already in the cache appear at once. Settings, window
 // layout and recent files persist (QSettings).
+// Three files: main_window.cpp (construction, opening models, running analyses, showing their
+// results), main_window_menus.cpp (menus, tool bar, choosers, recent files) and
+// main_window_views.cpp (pages by model kind, exporting a view, the layout).
 #pragma once
 
 #include <QMainWindow>
@@ -149,6 +152,11 @@ class MainWindow : public QMainWindow {
   void onSessionOpened(const SessionInfo& info);
   void saveLayout() const;
   void restoreLayout();
+  bool showPagesForKind();  ///< main_window_views.cpp
+  void showReportSaved(const QString& path, int sections, qint64 bytes);
+
+  /// The QSettings key of the last data SPEC that opened.
+  static constexpr const char* kDataSettingsKey = "dataSpec";
 
   QString demoModelPath_;
   QString currentPath_;

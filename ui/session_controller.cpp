@@ -130,8 +130,8 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
         SessionInfo info;
         info.modelPath = QString::fromStdString(options.model_path);
         info.dataSpec = QString::fromStdString(options.data_spec);
-        // A backbone layer's analysis is not cached: its baseline pass (every image through the
-        // backbone) runs at every open; where the kept streams of every image would not fit
+        // A backbone layer's baseline pass (every image through the backbone) runs at every open
+        // (only its sweeps are cached); where the kept streams of every image would not fit
         // (4 GB), the first images that do.
         analysis::LayerAnalysisOptions layerOptions;
         layerOptions.fit_in_memory = true;
@@ -154,7 +154,7 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
           if (block->images_available() > block->samples()) info.samplesAvailable = block->images_available();
           info.hasImages = true;
           info.patchGrid = block->grid();
-          info.sweepIsCheap = block->class_tokens_only();
+          info.sweepIsCheap = layer->sweep_is_cheap(0);  // a stored (e.g. merged) sweep shows at once
           info.rowsArePatches = block->rows_are_patches();
         } else if (auto* session = layer->session()) {
           info.extractedNow = extraction.chunks_computed > 0;

@@ -64,9 +64,10 @@ struct SessionInfo {
   /// patch grid. Its samples are images, each counted by its strongest patch for an expert;
   /// gallery tiles outline that patch. 0 for a head's session.
   qint64 patchGrid = 0;
-  /// The sweep takes about a second (a head's; a ViT block's when it is the last block and the
-  /// ViT pools its class token): the window runs it at once. Otherwise (an earlier ViT block
-  /// re-runs the blocks after it: minutes) it waits for Run Sweep.
+  /// The sweep takes about a second (LayerAnalysis::sweep_is_cheap: a head's; a ViT block's when
+  /// it is stored — asked before, or merged from sweep shards — or the last block of a class-token
+  /// ViT): the window runs it at once. Otherwise (an earlier ViT block re-runs the blocks after
+  /// it: minutes) it waits for Run Sweep.
   bool sweepIsCheap = true;
   /// A backbone layer whose coefficients are per patch (false: a Mixer's token mixing, per channel).
   bool rowsArePatches = true;

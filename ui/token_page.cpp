@@ -20,8 +20,11 @@
 
 #include <cmath>
 
+#include "analysis/expert_report.h"
 #include "analysis/text_analysis_session.h"
+#include "io/atomic_file.h"
 #include "io/errors.h"
+#include "report/html_report.h"
 #include "note_stack.h"
 #include "worker_queue.h"
 
@@ -456,6 +459,30 @@ void TokenPage::ablate(qint64 expert) {
       Q_EMIT ablationReady();
     };
   }, /*cancellable=*/true, /*visible=*/true, ablationEndings);
+}
+
+void TokenPage::exportReport(const QString& path, const QString& experts) {
+  if (!hasSession_) return;
+  auto slot = slot_;
+  const QString task = tr("Writing the report");
+  worker_->submit(task, [this, slot, path, experts, task, model = modelPath_](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    auto& session = slot->get();
+    analysis::ReportRequest request;  // as `mumoe report` asks for it
+    request.model_path = model.toStdString();
+    request.data_spec = session.eval_set().identity;
+    request.experts = experts.toStdString();
+    request.app_version = MUMOE_VERSION;
+    const auto report = analysis::make_token_report(session, request, [&](int64_t done, int64_t total) {
+      worker_->postProgress(task, done, total);
+      return !cancelled();
+    });
+    const auto html = report::render_html(report);
+    io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
+    out.write(html.data(), html.size());
+    out.commit();
+    return [this, path, sections = static_cast<int>(report.details.size()), bytes = static_cast<qint64>(html.size())](
+               double) { Q_EMIT reportExported(path, sections, bytes); };
+  }, /*cancellable=*/true, /*visible=*/true, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 
 void TokenPage::showErrorDialog(const QString& message) {

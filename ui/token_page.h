@@ -80,11 +80,16 @@ class TokenPage : public QWidget {
   void selectExpert(qint64 expert);
   void ablate(qint64 expert);
   const analysis::LmAblationReport* lastAblation() const { return hasAblation_ ? &ablationReport_ : nullptr; }
+  /// File ▸ Export Report… on a GPT: the open block's report (`mumoe report GPT --layer L`,
+  /// analysis::make_token_report of this page's session) written to `path` as a job with
+  /// progress and cancel; reportExported() or failed().
+  void exportReport(const QString& path, const QString& experts = QStringLiteral("top-16"));
 
  Q_SIGNALS:
   void opened();
   void galleryReady();
   void ablationReady();
+  void reportExported(const QString& path, int sections, qint64 bytes);
   /// Any job failed (task = its display name); the page has shown the error where it belongs.
   void failed(const QString& task, const QString& message);
   /// Opening the layer (extraction included) failed: the page shows why instead of the view.

@@ -1,6 +1,8 @@
 // mumoe ablate MODEL --data SPEC (--experts 3,17 | --all) [--method sparse|naive]: per-class
 // accuracy before and after removing experts (W_n := 0), d^(n), polysemanticity (spec §4).
 // --experts ablates the set together; --all ablates each expert of the mode in turn (a sweep).
+// --all --shard K/N computes only shard K's experts of a backbone layer's or GPT block's sweep
+// into the cache (a cluster task; `mumoe cache merge` joins the parts: analysis/sweep_shards.h).
 // For a μMoE GPT (--layer transformer.h.L.mlp.MuMoE_layer) the metric is next-token accuracy
 // per target byte and loss over the validation split's sequences (analysis/lm_ablation.h).
 // For a μMoE layer in a ViT or MLP-Mixer backbone (--layer blocks.L.mlp, mixer_blocks.i.1.fn, …) the metric is the classifier's per-class accuracy,
@@ -14,6 +16,9 @@
 #include <iostream>
 
 #include "analysis/result_json.h"
+#include "analysis/lm_ablation_results.h"
+#include "cache/analysis_cache.h"
+#include "cache/cache_merge.h"
 #include "io/file_checks.h"
 #include "analysis_options.h"
 #include "cli_support.h"
@@ -30,7 +35,77 @@ struct AblateOptions {
   std::string method = "sparse";
   TextCliOptions text;
   BlockCliOptions block;
+  std::string shard;  ///< "K/N": one shard of the sweep, "" = the whole sweep
 };
+
+// Progress of experts (or sequences) done, timed from this call, with an ETA, on stderr unless
+// --quiet.
+analysis::SweepCallback progress_from_now(const AblateOptions& o, const std::string& label) {
+  const auto start = std::chrono::steady_clock::now();
+  return [quiet = o.analysis.quiet, start, label](int64_t done, int64_t total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report_progress(label, done, total, elapsed, done > 0 ? elapsed / done * (total - done) : -1, quiet);
+  };
+}
+
+// "K/N" → (K, N) for --shard, with N ≥ 2; anything else is a usage error.
+std::pair<int64_t, int64_t> parse_sweep_shard(const std::string& text) {
+  const auto parsed = cache::parse_shard(text);
+  if (!parsed) throw UsageError("--shard " + text + ": expected K/N with 0 ≤ K < N, e.g. 3/8");
+  if (parsed->second == 1) throw UsageError("--shard 0/1 is the whole sweep: leave --shard out");
+  return *parsed;
+}
+
+// What a shard task computed: its experts' outcomes (a part, not the sweep's answer).
+template <typename Outcome>
+int report_sweep_shard(const AblateOptions& o, const std::string& layer, const std::pair<int64_t, int64_t>& shard,
+                       const std::vector<Outcome>& experts, const nlohmann::json& outcomes, double seconds) {
+  const auto name = std::to_string(shard.first) + "/" + std::to_string(shard.second);
+  const auto cache = o.analysis.session.cache_path.empty() ? cache::default_cache_path() : o.analysis.session.cache_path;
+  if (o.analysis.json) {
+    std::cout << json_text(nlohmann::json({{"model", o.analysis.model.model},
+                                           {"layer", layer},
+                                           {"method", o.method},
+                                           {"shard", name},
+                                           {"experts", outcomes},
+                                           {"cache", cache},
+                                           {"seconds", seconds}}))
+              << "\n";
+    return kSuccess;
+  }
+  std::cout << layer << ": sweep shard " << name << ", " << experts.size() << " experts removed in turn ("
+            << std::fixed << std::setprecision(2) << seconds << " s), stored in " << cache << "\n"
+            << "  merge the shards with `mumoe cache merge SHARDS… --into CACHE`\n";
+  return kSuccess;
+}
+
+int run_shard_ablate(AblateOptions& o, analysis::AblationMethod method) {
+  if (!o.all) throw UsageError("--shard splits a sweep: give --all");
+  const auto shard = parse_sweep_shard(o.shard);
+  if (o.analysis.recompute) throw UsageError("--recompute: a sweep shard always computes its experts");
+  if (is_text_model(o.analysis)) {
+    if (o.mode != 0) throw UsageError("a GPT's MLP blocks have one expert mode (--mode 0)");
+    auto session = open_text_analysis(o.analysis, o.text, /*extract=*/false);
+    const auto answer =
+        session->sweep_shard(method, shard.first, shard.second, progress_from_now(o, "ablating experts"));
+    return report_sweep_shard(o, session->layer_name(), shard, answer.value.experts,
+                              analysis::to_json(answer.value).at("experts"), answer.seconds);
+  }
+  // Refused before a head's whole extraction would run for nothing.
+  auto session = o.analysis.session;
+  session.model_path = o.analysis.model.model;
+  session.overrides = o.analysis.model.overrides();
+  if (!analysis::names_vit_block(session))
+    throw UsageError("--shard splits the sweep of a layer inside a ViT or MLP-Mixer (--layer blocks.L.mlp, …) or of "
+                     "a GPT block; a head's sweep takes seconds once extracted: shard its extraction (analyze --shard "
+                     "K/N, or slurm analyze)");
+  auto layer = open_layer_analysis(o.analysis, o.block);
+  const auto answer =
+      layer->sweep_shard(o.mode, method, shard.first, shard.second, progress_from_now(o, "ablating experts"));
+  nlohmann::json outcomes = nlohmann::json::array();
+  for (const auto& e : answer.value.experts) outcomes.push_back(analysis::to_json(e));
+  return report_sweep_shard(o, layer->layer_name(), shard, answer.value.experts, outcomes, answer.seconds);
+}
 
 
 void print_outcome(const analysis::AnalysisSession& session, const analysis::ClassAccuracy& before,
@@ -48,16 +123,9 @@ void print_outcome(const analysis::AnalysisSession& session, const analysis::Cla
 int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
   if (o.mode != 0) throw UsageError("a GPT's MLP blocks have one expert mode (--mode 0)");
   auto session = open_text_analysis(o.analysis, o.text, /*extract=*/false);
-  const auto start = std::chrono::steady_clock::now();
-  auto report = [&](const std::string& label) {
-    return [&o, start, label](int64_t done, int64_t total) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      return report_progress(label, done, total, elapsed, elapsed / done * (total - done), o.analysis.quiet);
-    };
-  };
-  const auto answer = o.all ? session->sweep(method, report("ablating experts"), o.analysis.recompute)
+  const auto answer = o.all ? session->sweep(method, progress_from_now(o, "ablating experts"), o.analysis.recompute)
                             : session->ablate(parse_int_list(o.experts, "--experts"), method, o.analysis.recompute,
-                                              report("baseline pass (sequences)"));
+                                              progress_from_now(o, "baseline pass (sequences)"));
   const auto& r = answer.value;
   if (o.analysis.json) {
     auto j = analysis::to_json(r);
@@ -97,18 +165,20 @@ std::string block_class_name(const analysis::VitBlockAnalysis& a, size_t c) {
   return c < a.class_names().size() ? a.class_names()[c] : "class " + std::to_string(c);
 }
 
-int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis::VitBlockAnalysis* a) {
+int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis::LayerAnalysis& layer) {
+  auto* a = layer.block();
   if (o.mode != 0) throw UsageError("a backbone μMoE layer is ablated in its first expert mode (--mode 0)");
   const auto& before = a->accuracy_before();
   const auto start = std::chrono::steady_clock::now();
   std::vector<analysis::AblationOutcome> outcomes;
   double mean_polysemanticity = 0;
   int64_t with_effect = 0;
+  bool from_cache = false;
   if (o.all) {
-    const auto sweep = a->sweep(method, [&](int64_t done, int64_t total) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      return report_progress("ablating experts", done, total, elapsed, elapsed / done * (total - done), o.analysis.quiet);
-    });
+    // Kept in the cache, where merged sweep shards land too (layer_analysis.h).
+    const auto answer = layer.sweep(0, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
+    const auto& sweep = answer.value;
+    from_cache = answer.from_cache;
     outcomes = sweep.experts;
     mean_polysemanticity = sweep.mean_polysemanticity;
     with_effect = sweep.experts_with_effect;
@@ -133,14 +203,15 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis
     if (o.all) {
       j["mean_polysemanticity"] = analysis::number_or_null(mean_polysemanticity);
       j["experts_with_effect"] = with_effect;
+      j["from_cache"] = from_cache;
     }
     std::cout << json_text(j) << "\n";
     return kSuccess;
   }
   std::cout << std::fixed << std::setprecision(4) << a->layer_name() << ": "
             << (o.all ? "each expert" : "experts " + o.experts) << " ablated (" << o.method << ", "
-            << std::setprecision(2) << seconds << " s) on " << a->samples() << " images of "
-            << o.analysis.session.data_spec << "\n"
+            << std::setprecision(2) << seconds << " s" << (from_cache ? ", from the cache" : "") << ") on "
+            << a->samples() << " images of " << o.analysis.session.data_spec << "\n"
             << std::setprecision(4) << "  accuracy before " << before.overall << "\n";
   if (o.all) {
     std::cout << "  experts whose removal changes a class accuracy: " << with_effect << ", mean polysemanticity "
@@ -170,11 +241,12 @@ int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis
 int run_ablate(AblateOptions& o) {
   if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
   const auto method = analysis::parse_ablation_method(o.method);
+  if (!o.shard.empty()) return run_shard_ablate(o, method);
   if (is_text_model(o.analysis)) return run_text_ablate(o, method);
   // One entry point opens the layer wherever it is (analysis/layer_analysis.h); a backbone
   // layer's report names images and patches, a head's the cache.
   auto layer = open_layer_analysis(o.analysis, o.block);
-  if (auto* block = layer->block()) return run_block_ablate(o, method, block);
+  if (layer->block()) return run_block_ablate(o, method, *layer);
   auto* session = layer->session();
   const auto before = session->accuracy();
   nlohmann::json j = {{"model", o.analysis.session.model_path},
@@ -186,15 +258,7 @@ int run_ablate(AblateOptions& o) {
                       {"per_class_accuracy_before", before.per_class},
                       {"accuracy_before", before.overall}};
   if (o.all) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto answer = session->sweep(
-        o.mode, method,
-        [&](int64_t done, int64_t total) {
-          const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-          return report_progress("ablating experts", done, total, elapsed, elapsed / done * (total - done),
-                                 o.analysis.quiet);
-        },
-        o.analysis.recompute);
+    const auto answer = session->sweep(o.mode, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
     const auto& sweep = answer.value;
     if (o.analysis.json) {
       j["experts"] = nlohmann::json::array();
@@ -246,6 +310,9 @@ Command add_ablate_command(CLI::App& parent) {
   app->add_flag("--all", o->all, "Remove each expert of the mode in turn (the full sweep)");
   app->add_option("--mode", o->mode, "Expert mode (default 0)");
   app->add_option("--method", o->method, "sparse (default: the fastest exact method — a rank-one correction of the stored outputs for single CP/TR layers, else re-evaluating only the affected samples) or naive (the oracle: one full pass per expert)");
+  app->add_option("--shard", o->shard,
+                  "With --all, for a layer inside a ViT or MLP-Mixer or a GPT block: compute only shard K/N's experts "
+                  "into --cache, for `mumoe cache merge` (a cluster task; see slurm sweep)");
   o->text.add_to(app);
   o->block.add_to(app);
   return {app, [o]() { return run_ablate(*o); }};

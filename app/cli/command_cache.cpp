@@ -4,8 +4,10 @@
 // next analysis recomputes them and everything sound is kept (core/cache/cache_repair.h).
 // Exit 0 when the cache is sound (check) or was repaired (repair), 2 when check found damage.
 // mumoe cache merge SHARD… --into CACHE: joins the caches of `analyze --shard K/N` tasks into one
-// (core/cache/cache_merge.h); a missing, duplicated, foreign or damaged shard is exit 2, naming
-// the file and the chunks, and the target is left as it was.
+// (core/cache/cache_merge.h), or the parts of `ablate --all --shard K/N` tasks into one sweep
+// answer (core/analysis/sweep_shards.h; chosen by what the first shard holds); a missing,
+// duplicated, foreign or damaged shard is exit 2, naming the file (and chunks or experts), and the
+// target is left as it was.
 #include <nlohmann/json.hpp>
 
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "cache/analysis_cache.h"
 #include "cache/cache_merge.h"
 #include "cache/cache_repair.h"
+#include "analysis/sweep_shards.h"
 #include "analysis_options.h"
 #include "cli_support.h"
 #include "io/errors.h"
@@ -30,22 +33,43 @@ struct CacheOptions {
   bool quiet = false;
 };
 
+// What both merges report in JSON: where the run went and what it is.
+nlohmann::json merged_run_json(const CacheOptions& o, const cache::RunKey& key, int64_t run_id, int64_t shards) {
+  return {{"cache", o.into}, {"run_id", run_id},        {"model", key.model_path},
+          {"data", key.data_identity}, {"layer", key.layer}, {"shards", shards}};
+}
+
+// The parts of a sharded sweep (ablate --all --shard K/N) joined into one answer.
+int run_sweep_merge(const CacheOptions& o) {
+  const auto report = analysis::merge_sweep_shards(o.shards, o.into);
+  if (!report.target_note.empty()) std::cerr << "mumoe: warning: " << report.target_note << "\n";
+  if (o.json) {
+    auto j = merged_run_json(o, report.key, report.run_id, report.shards);
+    j["sweep"] = report.answer_kind + " " + report.answer_key;
+    j["experts"] = report.experts;
+    std::cout << json_text(j) << "\n";
+  } else {
+    std::cout << "merged " << report.shards << " sweep shards of " << io::printable(report.key.model_path) << " on "
+              << io::printable(report.key.data_identity) << ", layer '" << io::printable(report.key.layer)
+              << "' into " << o.into << " (run " << report.run_id << "): the sweep of " << report.experts
+              << " experts (" << report.answer_key << ")\n";
+  }
+  return kSuccess;
+}
+
 int run_merge(const CacheOptions& o) {
   catch_interrupts();
+  cache::check_shard_paths(o.shards, o.into);  // before any file is opened
+  if (analysis::holds_sweep_part(o.shards.front())) return run_sweep_merge(o);
   const auto report =
       cache::merge_shards(o.shards, o.into, progress_reporter("merging (reading, then writing)", o.quiet || o.json));
   if (!report.target_note.empty()) std::cerr << "mumoe: warning: " << report.target_note << "\n";
   if (o.json) {
-    std::cout << json_text(nlohmann::json({{"cache", o.into},
-                                           {"run_id", report.run_id},
-                                           {"model", report.key.model_path},
-                                           {"data", report.key.data_identity},
-                                           {"layer", report.key.layer},
-                                           {"shards", report.shards},
-                                           {"chunks", report.chunks},
-                                           {"chunks_copied", report.chunks_copied},
-                                           {"chunks_kept", report.chunks_kept}}))
-              << "\n";
+    auto j = merged_run_json(o, report.key, report.run_id, report.shards);
+    j["chunks"] = report.chunks;
+    j["chunks_copied"] = report.chunks_copied;
+    j["chunks_kept"] = report.chunks_kept;
+    std::cout << json_text(j) << "\n";
   } else {
     std::cout << "merged " << report.shards << " shards of " << io::printable(report.key.model_path) << " on "
               << io::printable(report.key.data_identity) << ", layer '" << io::printable(report.key.layer) << "' into "
@@ -104,7 +128,7 @@ Command add_cache_command(CLI::App& parent) {
                     "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
     sub->add_flag("--json", o->json, "Print JSON");
   }
-  auto* merge = app->add_subcommand("merge", "Join the caches of `analyze --shard K/N` tasks into one cache");
+  auto* merge = app->add_subcommand("merge", "Join the caches of `analyze --shard K/N` (or `ablate --all --shard K/N`) tasks into one cache");
   merge->add_option("SHARDS", o->shards, "The shards' cache files (one per shard)")->required();
   merge->add_option("--into", o->into, "The cache to merge into (created when absent; chunks it has are kept)")
       ->required();

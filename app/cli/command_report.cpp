@@ -6,10 +6,13 @@
 // (analysis/expert_report.h) and rendered by report/html_report.h. A missing analysis is computed
 // first, with progress, as every command does. On a multi-label model: --target ATTR --sensitive
 // ATTR [--subpop P] [--session DB] [--baselines]: the bias-correction table (editing/bias_report.h)
-// of the model as opened, with the session's edits, and the baselines.
+// of the model as opened, with the session's edits, and the baselines. --compare OTHER (repeated)
+// adds `mumoe compare`'s table and chart of MODEL's layer beside each OTHER's on the same data
+// (analysis::compare_layer, as `compare` and the Compare page compute them).
 #include <nlohmann/json.hpp>
 
 #include <iostream>
+#include <optional>
 
 #include "analysis/expert_report.h"
 #include "analysis_options.h"
@@ -17,6 +20,7 @@
 #include "data/dataset.h"
 #include "editing/bias_report.h"
 #include "editing/edit_session_store.h"
+#include "io/file_checks.h"
 #include "model/model_file.h"
 #include "model/model_summary.h"
 #include "cli_support.h"
@@ -38,7 +42,26 @@ struct ReportOptions {
   // A multi-label model's bias table.
   std::string target, sensitive, subpopulation, session, train_data;
   bool baselines = false;
+  std::vector<std::string> compare;  ///< models compared with MODEL
 };
+
+// `compare`'s rows of MODEL's layer and each --compare model on the report's data (--layer names
+// the layer of each, as `mumoe compare` reads it).
+report::ComparisonSection comparison(const ReportOptions& o) {
+  std::vector<analysis::LayerComparison> rows;
+  std::vector<std::string> models = {o.analysis.model.model};
+  models.insert(models.end(), o.compare.begin(), o.compare.end());
+  const auto progress = progress_reporter("comparing", o.analysis.quiet || o.analysis.json);
+  for (size_t i = 0; i < models.size(); ++i) {
+    auto options = o.analysis.session;
+    options.model_path = models[i];
+    options.overrides = o.analysis.model.overrides();
+    rows.push_back(analysis::compare_layer(options, [&](const std::string&, int64_t done, int64_t total, double) {
+      return progress(done, total);
+    }));
+  }
+  return analysis::comparison_section(rows, o.analysis.session.data_spec);
+}
 
 report::ExpertReport bias_report(const ReportOptions& o) {
   if (o.target.empty() || o.sensitive.empty())
@@ -73,6 +96,10 @@ int run_report(ReportOptions& o) {
   auto inputs = analysis_inputs(o.analysis);
   inputs.push_back({o.session, "--session"});  // a multi-label model's edit session
   inputs.push_back({data::feature_file_of(o.train_data), "the --train-data file"});
+  for (const auto& model : o.compare) {
+    io::require_regular_file(model);  // before hours of analysis
+    inputs.push_back({model, "a --compare model"});
+  }
   io::check_outputs({{o.output, "--output"}}, inputs);
   const auto progress = progress_reporter("report", o.analysis.quiet || o.analysis.json);
   o.request.model_path = o.analysis.model.model;
@@ -84,6 +111,12 @@ int run_report(ReportOptions& o) {
       !is_text_model(o.analysis) &&
       model::model_kind(model::ModelFile::load(o.analysis.model.model, o.analysis.session.overrides)) ==
           model::ModelKind::MultiLabel;
+  if (!o.compare.empty() && (multilabel || is_text_model(o.analysis)))
+    throw UsageError("--compare compares image classifiers' layers on one data set (as `mumoe compare`); " +
+                     o.analysis.model.model + " is a " + (multilabel ? "multi-label model" : "language model"));
+  // First: a model that cannot be compared fails before the report's own work is done.
+  std::optional<report::ComparisonSection> compared;
+  if (!o.compare.empty()) compared = comparison(o);
   if (multilabel) {
     report = bias_report(o);
     layer_name = "head";
@@ -102,6 +135,7 @@ int run_report(ReportOptions& o) {
     report = analysis::make_expert_report(*layer, o.request, progress);
     layer_name = layer->layer_name();
   }
+  report.comparison = std::move(compared);
   const auto html = report::render_html(report);
   io::AtomicFileWriter out(o.output);
   out.write(html.data(), html.size());
@@ -112,7 +146,8 @@ int run_report(ReportOptions& o) {
                                            {"bytes", html.size()},
                                            {"layer", layer_name},
                                            {"experts", report.experts.size()},
-                                           {"sections", report.details.size()}}))
+                                           {"sections", report.details.size()},
+                                           {"compared", report.comparison ? report.comparison->rows.size() : 0}}))
               << "\n";
   } else if (report.bias) {
     std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): the bias table of "
@@ -149,6 +184,9 @@ Command add_report_command(CLI::App& parent) {
                 "Multi-label model: also the blind-threshold and oversampling baselines (needs the training split)");
   app->add_option("--train-data", o->train_data,
                   "Multi-label model: training data SPEC for the baselines (default: --data with :test → :train)");
+  app->add_option("--compare", o->compare,
+                  "Also `mumoe compare`'s table and chart: MODEL's layer beside this model's on the same data "
+                  "(repeat for more)");
   return {app, [o]() { return run_report(*o); }};
 }
 

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
+#include <limits>
+#include <string>
+
+#include "analysis/ablation_results.h"
 #include "io/errors.h"
 
 namespace mumoe::analysis {
@@ -60,6 +64,26 @@ void require_distinct_experts(const std::vector<int64_t>& experts) {
   const auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
   if (repeated != sorted.end())
     throw UsageError("expert " + std::to_string(*repeated) + " is listed twice: name each expert to remove once");
+}
+
+void summarise_sweep(SweepOutcome& sweep) {
+  double sum = 0;
+  sweep.experts_with_effect = 0;
+  for (const auto& o : sweep.experts)
+    if (o.has_effect) {
+      sum += o.polysemanticity;
+      ++sweep.experts_with_effect;
+    }
+  sweep.mean_polysemanticity =
+      sweep.experts_with_effect ? sum / sweep.experts_with_effect : std::numeric_limits<double>::quiet_NaN();
+}
+
+ExpertRange ExpertRange::within(int64_t experts) const {
+  const ExpertRange r{begin, end < 0 ? experts : end};
+  if (r.begin < 0 || r.begin >= r.end || r.end > experts)
+    throw UsageError("experts " + std::to_string(r.begin) + "–" + std::to_string(r.end - 1) + " are not a range of the " +
+                     std::to_string(experts) + " experts");
+  return r;
 }
 
 }  // namespace mumoe::analysis

@@ -29,7 +29,8 @@ struct AblationOutcome {
 struct SweepOutcome {
   int64_t mode = 0;
   AblationMethod method = AblationMethod::Sparse;
-  std::vector<AblationOutcome> experts;  ///< one per expert of the mode, in order
+  /// One per expert of the mode, in order (a sweep shard's: one per expert of its range).
+  std::vector<AblationOutcome> experts;
   /// Mean p^(n) over experts whose removal changed some class accuracy (NaN if none did).
   double mean_polysemanticity = 0;
   int64_t experts_with_effect = 0;
@@ -38,5 +39,17 @@ struct SweepOutcome {
 
 /// Reports experts done; return false to cancel (the sweep then throws Cancelled).
 using SweepCallback = std::function<bool(int64_t done, int64_t total)>;
+
+/// The experts [begin, end) a sweep removes in turn: all of them (end < 0), or a shard's share
+/// (analysis/sweep_shards.h).
+struct ExpertRange {
+  int64_t begin = 0;
+  int64_t end = -1;  ///< < 0: to the last expert
+  /// [begin, end) clipped to `experts`; UsageError for a range outside them or empty.
+  ExpertRange within(int64_t experts) const;
+};
+
+/// Fills a sweep's mean polysemanticity (over experts with an effect; NaN if none) and count.
+void summarise_sweep(SweepOutcome& sweep);
 
 }  // namespace mumoe::analysis

@@ -10,6 +10,7 @@
 #include "analysis/result_json.h"
 #include "analysis/router_ablation.h"
 #include "analysis/stored_answer.h"
+#include "analysis/sweep_shards.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
@@ -196,8 +197,7 @@ Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<
 
 Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress,
                                             bool recompute) {
-  const auto key = "mode" + std::to_string(mode) + ":" + to_string(method);
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "sweep", key, recompute,
+  return cached_answer(*impl_->cache, impl_->complete_run_id(), "sweep", sweep_answer_key(mode, method), recompute,
                        [](const nlohmann::json& j) { return sweep_outcome_from_json(j); },
                        [&] {
                          return impl_->model->is_router() ? impl_->router_engine(run()).sweep(mode, method, progress)

@@ -404,18 +404,6 @@ AblationOutcome ablation_outcome(const RunData& run, const ClassAccuracy& before
   return o;
 }
 
-void summarise_sweep(SweepOutcome& sweep) {
-  double sum = 0;
-  sweep.experts_with_effect = 0;
-  for (const auto& o : sweep.experts)
-    if (o.has_effect) {
-      sum += o.polysemanticity;
-      ++sweep.experts_with_effect;
-    }
-  sweep.mean_polysemanticity =
-      sweep.experts_with_effect ? sum / sweep.experts_with_effect : std::numeric_limits<double>::quiet_NaN();
-}
-
 AblationOutcome CounterfactualAblation::ablate(int64_t mode, const std::vector<int64_t>& experts,
                                                AblationMethod method) {
   // Only the size is needed here: per expert, support(n) is it without building the set.

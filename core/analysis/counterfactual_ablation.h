@@ -95,7 +95,4 @@ class CounterfactualAblation {
 AblationOutcome ablation_outcome(const RunData& run, const ClassAccuracy& before, int64_t class_count, int64_t mode,
                                  const std::vector<int64_t>& experts, const std::vector<int64_t>& predictions,
                                  int64_t affected);
-/// Fills a sweep's mean polysemanticity (over experts with an effect; NaN if none) and count.
-void summarise_sweep(SweepOutcome& sweep);
-
 }  // namespace mumoe::analysis

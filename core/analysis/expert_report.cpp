@@ -302,4 +302,26 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
   return r;
 }
 
+report::ComparisonSection comparison_section(const std::vector<LayerComparison>& rows, const std::string& data_spec) {
+  report::ComparisonSection c;
+  c.data = data_spec;
+  for (const auto& r : rows) {
+    report::ComparisonSection::Row row;
+    row.model = report::file_name(r.model_path);
+    row.layer = r.layer;
+    row.kind = r.family.rfind("μMoE", 0) == 0 ? r.family + " " + r.gate : r.family;  // as `compare` prints it
+    row.experts = r.experts;
+    row.experts_with_effect = r.experts_with_effect;
+    row.accuracy = r.accuracy;
+    row.mean_polysemanticity = r.mean_polysemanticity;
+    row.class_purity = r.mean_class_purity;
+    row.information_ratio = r.information_ratio;
+    row.load_cv = r.load_cv;
+    row.dead_experts = r.dead_experts;
+    row.dropped_tokens = r.dropped_tokens;
+    c.rows.push_back(std::move(row));
+  }
+  return c;
+}
+
 }  // namespace mumoe::analysis

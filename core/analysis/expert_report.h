@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/layer_analysis.h"
+#include "analysis/layer_comparison.h"
 #include "analysis/text_analysis_session.h"
 #include "report/html_report.h"
 
@@ -50,5 +51,9 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
 /// left out (a class is a next token: thousands of them).
 report::ExpertReport make_token_report(TextAnalysisSession& session, const ReportRequest& request,
                                        const ReportProgress& progress = {});
+
+/// `compare`'s rows as a report's section (the same figures as `mumoe compare --json`), all
+/// computed on `data_spec`.
+report::ComparisonSection comparison_section(const std::vector<LayerComparison>& rows, const std::string& data_spec);
 
 }  // namespace mumoe::analysis

@@ -64,12 +64,7 @@ class StageBalance {
 
 }  // namespace
 
-cache::RunKey make_run_key(const std::string& model_path, const model::ClassifierModel& model,
-                           const data::Dataset& data, const ExtractionOptions& options) {
-  cache::RunKey key;
-  key.model_hash = hash_file(model_path);
-  key.model_path = model_path;
-  key.data_identity = data.identity;
+std::string data_content_hash(const data::Dataset& data) {
   std::vector<torch::Tensor> content = {data.images, data.features, data.labels, data.attributes};
   if (data.streams_images()) {
     // Streamed images are keyed by their files' names, sizes and times (image_stream.h).
@@ -77,7 +72,16 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
     content.push_back(torch::from_blob(const_cast<char*>(listing.data()), {static_cast<int64_t>(listing.size())},
                                        torch::kUInt8));
   }
-  key.data_hash = hash_tensors(content);
+  return hash_tensors(content);
+}
+
+cache::RunKey make_run_key(const std::string& model_path, const model::ClassifierModel& model,
+                           const data::Dataset& data, const ExtractionOptions& options) {
+  cache::RunKey key;
+  key.model_hash = hash_file(model_path);
+  key.model_path = model_path;
+  key.data_identity = data.identity;
+  key.data_hash = data_content_hash(data);
   key.layer = model.layer_name();
   auto parameters = nlohmann::json({{"extraction_version", kExtractionVersion},
                                     {"chunk_size", options.chunk_size},

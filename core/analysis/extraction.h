@@ -51,6 +51,10 @@ struct ExtractionOptions {
   bool store_dense_coefficients = false;
 };
 
+/// The content hash of `data`'s samples (images or features, labels, attributes; a streamed
+/// folder's listing): the data half of every run key.
+std::string data_content_hash(const data::Dataset& data);
+
 /// The cache key of analysing `model_path`'s layer on `data` (hashes the model file and the
 /// data's tensors).
 cache::RunKey make_run_key(const std::string& model_path, const model::ClassifierModel& model,

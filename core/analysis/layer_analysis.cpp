@@ -2,6 +2,10 @@
 
 #include <chrono>
 
+#include "analysis/result_json.h"
+#include "analysis/stored_answer.h"
+#include "analysis/sweep_shards.h"
+#include "cache/cache_repair.h"
 #include "io/errors.h"
 #ifdef MUMOE_WITH_OPENCV
 #include "analysis/contact_sheet.h"
@@ -50,6 +54,12 @@ class HeadAnalysis final : public LayerAnalysis {
   Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool recompute) override {
     return session_->sweep(mode, method, progress, recompute);
   }
+  bool sweep_is_cheap(int64_t) override { return true; }
+  Answer<SweepOutcome> sweep_shard(int64_t, AblationMethod, int64_t, int64_t, const SweepCallback&) override {
+    throw UsageError(session_->layer_name() +
+                     "'s sweep is answered from its extracted run in seconds; what takes long is the extraction: "
+                     "shard that instead (mumoe analyze --shard K/N, or mumoe slurm analyze)");
+  }
   void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
     draw_sheet(path, *session_, gallery, progress);
   }
@@ -59,10 +69,14 @@ class HeadAnalysis final : public LayerAnalysis {
   std::unique_ptr<AnalysisSession> session_;
 };
 
-// A μMoE or router layer inside a ViT or Mixer: one expert mode, nothing cached.
+// A μMoE or router layer inside a ViT or Mixer: one expert mode. Its baseline pass runs at each
+// open; its sweeps — the slow answers, which sweep shards merge into (sweep_shards.h) — are kept
+// in the analysis cache under the block's run (VitBlockAnalysis::run_key).
 class BackboneLayerAnalysis final : public LayerAnalysis {
  public:
-  explicit BackboneLayerAnalysis(std::unique_ptr<VitBlockAnalysis> block) : block_(std::move(block)) {}
+  BackboneLayerAnalysis(std::unique_ptr<VitBlockAnalysis> block, std::unique_ptr<cache::AnalysisCache> cache,
+                        int64_t run_id)
+      : block_(std::move(block)), cache_(std::move(cache)), run_id_(run_id) {}
   std::string layer_name() const override { return block_->layer_name(); }
   const std::vector<std::string>& class_names() const override { return block_->class_names(); }
   std::vector<int64_t> expert_dims() const override { return {block_->experts()}; }
@@ -83,9 +97,24 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
   }
   const RunData& run() override { return block_->image_run(); }
   SampleImage image(int64_t sample, int64_t patch) override { return block_->image(sample, patch); }
-  Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool) override {
+  Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress, bool recompute) override {
     check_mode(mode);
-    return timed([&] { return block_->sweep(method, progress); });
+    return cached_answer(*cache_, run_id_, "sweep", sweep_answer_key(mode, method), recompute,
+                         [](const nlohmann::json& j) { return sweep_outcome_from_json(j); },
+                         [&] { return block_->sweep(method, progress); });
+  }
+  bool sweep_is_cheap(int64_t mode) override {
+    return block_->class_tokens_only() ||
+           cache_->get_result(run_id_, "sweep", sweep_answer_key(mode, AblationMethod::Sparse)).has_value();
+  }
+  Answer<SweepOutcome> sweep_shard(int64_t mode, AblationMethod method, int64_t k, int64_t n,
+                                   const SweepCallback& progress) override {
+    check_mode(mode);
+    const auto range = shard_experts(block_->experts(), k, n);
+    auto answer = timed([&] { return block_->sweep(method, progress, range); });
+    put_sweep_part(*cache_, run_id_, "sweep", sweep_answer_key(mode, method), k, n, block_->experts(),
+                   to_json(answer.value));
+    return answer;
   }
   void write_gallery_sheet(const std::string& path, const Gallery& gallery, const SweepCallback& progress) override {
     draw_sheet(path, *block_, gallery, progress);
@@ -97,6 +126,8 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
     if (mode != 0) throw UsageError(block_->layer_name() + " has one expert mode (0), not " + std::to_string(mode));
   }
   std::unique_ptr<VitBlockAnalysis> block_;
+  std::unique_ptr<cache::AnalysisCache> cache_;
+  int64_t run_id_ = 0;
 };
 
 }  // namespace
@@ -106,13 +137,16 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
                                                    ExtractionSummary* summary) {
   if (names_vit_block(options)) {
     // Checked before the baseline pass, which takes a while.
-    if (steps.recompute) throw UsageError("--recompute: a backbone layer's analysis is not cached; it is always computed afresh");
     if (!options.gallery_images.empty()) throw UsageError("--images is for feature data, not a backbone layer");
+    cache::CacheOpenReport opened;
+    auto cache = cache::AnalysisCache::open(options.cache_path.empty() ? cache::default_cache_path() : options.cache_path,
+                                            &opened);
+    if (steps.cache_opened) steps.cache_opened(opened);
     VitBlockOptions block;
     block.limit = layer.max_images;
     block.fit_in_memory = layer.fit_in_memory;
     const auto start = std::chrono::steady_clock::now();
-    return std::make_unique<BackboneLayerAnalysis>(VitBlockAnalysis::open(options, block, [&](int64_t done, int64_t total) {
+    auto analysis = VitBlockAnalysis::open(options, block, [&](int64_t done, int64_t total) {
       if (!progress) return true;
       ExtractionProgress p;
       p.samples_done = done;
@@ -120,7 +154,18 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
       p.elapsed_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       p.eta_seconds = done > 0 ? p.elapsed_seconds / static_cast<double>(done) * static_cast<double>(total - done) : -1;
       return progress(p);
-    }));
+    });
+    const auto run_id = cache->begin_run(analysis->run_key(options.model_path), analysis->run_info());
+    if (steps.recompute) {
+      // The block's run holds answers only: --recompute drops them all.
+      cache::CacheCheckReport dropped;
+      dropped.runs = 1;
+      dropped.results = static_cast<int64_t>(cache->result_keys(run_id).size());
+      dropped.repaired = true;
+      cache->clear_results(run_id);
+      if (steps.recomputed) steps.recomputed(dropped);
+    }
+    return std::make_unique<BackboneLayerAnalysis>(std::move(analysis), std::move(cache), run_id);
   }
   if (layer.max_images != 0)
     throw UsageError("--max-images is for a μMoE layer inside a ViT or MLP-Mixer (--layer blocks.L.mlp, mixer_blocks.…)");

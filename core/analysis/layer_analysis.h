@@ -2,7 +2,7 @@
 // place: the head or a bare layer (AnalysisSession: coefficients extracted into the SQLite cache,
 // answers kept there), or a μMoE/router layer inside a ViT or MLP-Mixer backbone
 // (VitBlockAnalysis: one float64 baseline pass keeping the stream the layer reads, recomputed at
-// each open). Callers — the CLI's stats, gallery and ablate, `compare` — ask the same questions
+// each open; its sweeps, the slow answers, kept in the cache under the block's own run). Callers — the CLI's stats, gallery and ablate, `compare` — ask the same questions
 // without choosing between the two; a new kind of layer is one more implementation here.
 //
 // Language models answer other questions (token galleries, next-token loss) and keep their own
@@ -37,8 +37,9 @@ class LayerAnalysis {
   /// Opens options.model_path on options.data_spec for options.layer ("" = the model's own
   /// choice: a classifier's head, or a Linear-head Mixer's last μMoE layer), extracting what the
   /// cache lacks (a head) or running the baseline pass (a backbone layer); `progress` reports
-  /// samples done and may cancel (Cancelled); `steps` are the cache's (a head only).
-  /// `summary` (may be null) tells a head's extraction (chunks computed, from the cache).
+  /// samples done and may cancel (Cancelled); `steps` are the cache's.
+  /// `summary` (may be null) tells a head's extraction (chunks computed, from the cache). A
+  /// backbone layer opens the cache too (its sweeps are kept there) and `steps` apply to it.
   static std::unique_ptr<LayerAnalysis> open(const SessionOptions& options, const LayerAnalysisOptions& layer = {},
                                              const ExtractionCallback& progress = {}, const OpenSteps& steps = {},
                                              ExtractionSummary* summary = nullptr);
@@ -51,8 +52,8 @@ class LayerAnalysis {
   /// The samples analysed (images of a backbone layer: maybe fewer than the data's).
   virtual int64_t samples() const = 0;
   virtual ClassAccuracy accuracy() = 0;
-  /// True when answers are kept in the analysis cache (a head or bare layer); a backbone layer's
-  /// are computed afresh at each open.
+  /// True when every answer is kept in the analysis cache (a head or bare layer); a backbone
+  /// layer keeps only its sweeps there, and its baseline pass runs at each open.
   virtual bool cached() const = 0;
 
   virtual Answer<ModeStatistics> statistics(int64_t mode, double threshold) = 0;
@@ -60,9 +61,20 @@ class LayerAnalysis {
   /// `cancelled` is polled between batches where the work is long (a backbone layer's re-runs).
   virtual Answer<AblationOutcome> ablate(int64_t mode, const std::vector<int64_t>& experts, AblationMethod method,
                                          const std::function<bool()>& cancelled = {}) = 0;
-  /// Every expert of `mode` removed in turn; `progress` (experts done, total) may cancel.
+  /// Every expert of `mode` removed in turn; `progress` (experts done, total) may cancel. Kept in
+  /// the cache (a backbone layer's too); `recompute` computes it again.
   virtual Answer<SweepOutcome> sweep(int64_t mode, AblationMethod method, const SweepCallback& progress = {},
                                      bool recompute = false) = 0;
+  /// True when sweep(mode, Sparse) answers at once or in about a second — a head's; a backbone
+  /// layer's when it is stored (asked before, or merged from sweep shards) or when only class
+  /// tokens reach the output (the last block of a class-token ViT) — so that a front end may show
+  /// it unasked; false when it re-runs images through the blocks after the layer (minutes).
+  virtual bool sweep_is_cheap(int64_t mode) = 0;
+  /// Shard k of n of that sweep (its experts: sweep_shards.h, shard_experts), computed and stored
+  /// in the cache as the shard's part for `mumoe cache merge`. A backbone layer only (UsageError
+  /// for a head, whose sweep takes seconds once extracted: its extraction is what is sharded).
+  virtual Answer<SweepOutcome> sweep_shard(int64_t mode, AblationMethod method, int64_t k, int64_t n,
+                                           const SweepCallback& progress = {}) = 0;
 
   /// Writes `gallery` as a PNG contact sheet (label and coefficient on each tile; a backbone
   /// layer's tiles outline their patch), atomically. Throws UsageError when this build has no

@@ -1,4 +1,5 @@
 #include "analysis/layer_comparison.h"
+#include "analysis/layer_analysis.h"
 
 #include <torch/torch.h>
 
@@ -140,9 +141,11 @@ double measured_block_microseconds(const model::ModelLayer& layer, int64_t token
 LayerComparison compare_block(const SessionOptions& options, const ComparisonCallback& progress) {
   const auto start = std::chrono::steady_clock::now();
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
-  auto block = VitBlockAnalysis::open(options, {}, [&](int64_t done, int64_t total) {
-    return !progress || progress("Images through the backbone", done, total, 0);
+  // Through the one entry point, so that the sweep is the cached one (a merged sweep shard's too).
+  auto analysis = LayerAnalysis::open(options, {}, [&](const ExtractionProgress& p) {
+    return !progress || progress("Images through the backbone", p.samples_done, p.samples_total, p.eta_seconds);
   });
+  auto* block = analysis->block();
   // The layer analysed ("" names a Linear-head Mixer's last μMoE layer).
   const auto& layer = file.layer(block->layer_name());
   LayerComparison row;
@@ -159,11 +162,12 @@ LayerComparison compare_block(const SessionOptions& options, const ComparisonCal
   const int64_t tokens_per_image = block->coefficient_rows();
   row.tokens = row.samples * tokens_per_image;
   row.accuracy = block->accuracy_before().overall;
-  const auto sweep = block->sweep(AblationMethod::Sparse, [&](int64_t done, int64_t total) {
+  const auto sweep = analysis->sweep(0, AblationMethod::Sparse, [&](int64_t done, int64_t total) {
     return !progress || progress("Sweep", done, total, 0);
   });
-  row.mean_polysemanticity = sweep.mean_polysemanticity;
-  row.experts_with_effect = sweep.experts_with_effect;
+  row.mean_polysemanticity = sweep.value.mean_polysemanticity;
+  row.experts_with_effect = sweep.value.experts_with_effect;
+  row.from_cache = sweep.from_cache;
   fill_specialisation(block->statistics(), row);
   // Dead experts and dropped tokens over every token (statistics see each image's strongest patch).
   std::vector<int64_t> support(static_cast<size_t>(row.experts), 0);

@@ -21,11 +21,13 @@
 //   * cost per token: multiply-adds of the layer's forward pass counted from its configuration
 //     (layer_multiply_adds), and the measured time of a float32 forward pass.
 //
-// A ViT block's MLP (options.layer "blocks.{L}.mlp") is compared through VitBlockAnalysis: the
+// A ViT block's MLP (options.layer "blocks.{L}.mlp") is compared through LayerAnalysis (its
+// VitBlockAnalysis): the
 // samples are images, each counted for an expert by its strongest patch (as the block's
 // statistics and galleries do), accuracy and ablation at the classifier's output; its tokens are
 // every image's patch and class tokens, and its cost is timed on standard-normal tokens of the
-// block's shape. Nothing of a block is cached yet: the baseline pass runs each time.
+// block's shape. Its sweep is read from the cache when stored (LayerAnalysis; merged sweep shards
+// too); the baseline pass runs each time.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -59,7 +61,7 @@ struct LayerComparison {
   int64_t dropped_tokens = 0;
   double multiply_adds_per_sample = 0;  ///< per token (a head's token is its sample)
   double microseconds_per_sample = 0;   ///< per token, measured (float32 forward of the layer alone)
-  bool from_cache = false;  ///< extraction and sweep were both read from the cache
+  bool from_cache = false;  ///< extraction and sweep were both read from the cache (a backbone layer: its sweep)
   double seconds = 0;       ///< this call
 };
 

@@ -257,15 +257,16 @@ LmAblationReport LmAblation::ablate(const std::vector<int64_t>& experts, Ablatio
   return r;
 }
 
-LmAblationReport LmAblation::sweep(AblationMethod method, const SweepCallback& progress) {
+LmAblationReport LmAblation::sweep(AblationMethod method, const SweepCallback& progress, ExpertRange experts) {
   const auto start = std::chrono::steady_clock::now();
+  const auto range = experts.within(experts_);
   LmAblationReport r;
   r.layer = layer_;
   r.method = method;
   r.baseline = baseline_;
-  for (int64_t n = 0; n < experts_; ++n) {
+  for (int64_t n = range.begin; n < range.end; ++n) {
     r.experts.push_back(outcome({n}, after({n}, method)));
-    if (progress && !progress(n + 1, experts_)) throw Cancelled();
+    if (progress && !progress(n + 1 - range.begin, range.end - range.begin)) throw Cancelled();
   }
   summarise(r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -61,8 +61,9 @@ class LmAblation {
 
   /// One entry: `experts` removed together.
   LmAblationReport ablate(const std::vector<int64_t>& experts, AblationMethod method);
-  /// One entry per expert, each removed alone. `progress` (experts done, total) may cancel.
-  LmAblationReport sweep(AblationMethod method, const SweepCallback& progress = {});
+  /// One entry per expert of `experts` (default: all), each removed alone. `progress` (experts
+  /// done, total in the range) may cancel.
+  LmAblationReport sweep(AblationMethod method, const SweepCallback& progress = {}, ExpertRange experts = {});
 
  private:
   void check(const std::vector<int64_t>& experts) const;

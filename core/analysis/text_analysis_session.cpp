@@ -9,6 +9,7 @@
 #include "analysis/lm_forward.h"
 #include "analysis/lm_steered_generation.h"
 #include "analysis/stored_answer.h"
+#include "analysis/sweep_shards.h"
 #include "analysis/token_extraction.h"
 #include "io/errors.h"
 #include "model/gpt_file.h"
@@ -160,6 +161,18 @@ Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const
   return cached_answer(*impl_->cache, impl_->result_run_id(), "lm-sweep", to_string(method), recompute,
                        [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); },
                        [&] { return impl_->ablation({}).sweep(method, progress); });
+}
+
+Answer<LmAblationReport> TextAnalysisSession::sweep_shard(AblationMethod method, int64_t k, int64_t n,
+                                                         const SweepCallback& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  auto& engine = impl_->ablation({});
+  const auto experts = engine.experts();
+  Answer<LmAblationReport> answer{engine.sweep(method, progress, shard_experts(experts, k, n)), false, 0};
+  put_sweep_part(*impl_->cache, impl_->result_run_id(), "lm-sweep", to_string(method), k, n, experts,
+                 to_json(answer.value));
+  answer.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return answer;
 }
 
 ModeStatistics TextAnalysisSession::statistics(double threshold) {

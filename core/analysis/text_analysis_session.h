@@ -95,6 +95,10 @@ class TextAnalysisSession {
   /// `progress` reports experts done (after the baseline pass, if it runs).
   Answer<LmAblationReport> sweep(AblationMethod method = AblationMethod::Sparse, const SweepCallback& progress = {},
                                  bool recompute = false);
+  /// Shard k of n of that sweep (its experts: sweep_shards.h, shard_experts), baseline included,
+  /// computed and stored in the cache as the shard's part for `mumoe cache merge`, which joins the
+  /// parts into the "lm-sweep" answer sweep() reads.
+  Answer<LmAblationReport> sweep_shard(AblationMethod method, int64_t k, int64_t n, const SweepCallback& progress = {});
 
   /// The cluster centre of `expert` (lm_steering.h) from the cached per-token run. Throws
   /// UsageError before extraction or when no token reaches the threshold.

@@ -9,10 +9,15 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
+#include "analysis/content_hash.h"
+#include "analysis/extraction.h"
 #include "data/dataset.h"
 #include "io/errors.h"
 #include "model/classifier_file.h"
 #include "model/classifier_model.h"
+#include "model/manifest.h"
 #include "model/model_file.h"
 #include "nn/device.h"
 #include "nn/module_state.h"
@@ -428,29 +433,58 @@ std::vector<AblationOutcome> VitBlockAnalysis::Impl::router_class_token_sweep(co
   return outcomes;
 }
 
-SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback& progress) {
+SweepOutcome VitBlockAnalysis::sweep(AblationMethod method, const SweepCallback& progress, ExpertRange experts) {
   const auto start = std::chrono::steady_clock::now();
+  const auto range = experts.within(impl_->experts);
+  const int64_t total = range.end - range.begin;
   SweepOutcome s;
   s.method = method;
   if (method == AblationMethod::Sparse && impl_->router && impl_->class_token_only) {
-    s.experts = impl_->router_class_token_sweep(progress);
+    auto all = impl_->router_class_token_sweep(progress);
+    s.experts.assign(all.begin() + range.begin, all.begin() + range.end);
   } else {
-    for (int64_t n = 0; n < impl_->experts; ++n) {
+    for (int64_t n = range.begin; n < range.end; ++n) {
+      const int64_t done = n - range.begin;
       // Cancel between batches too: an early block's expert re-runs thousands of images.
-      s.experts.push_back(ablate({n}, method, [&] { return progress && !progress(n, impl_->experts); }));
-      if (progress && !progress(n + 1, impl_->experts)) throw Cancelled();
+      s.experts.push_back(ablate({n}, method, [&] { return progress && !progress(done, total); }));
+      if (progress && !progress(done + 1, total)) throw Cancelled();
     }
   }
-  double polysemanticity_sum = 0;
-  for (const auto& o : s.experts)
-    if (o.has_effect) {
-      ++s.experts_with_effect;
-      polysemanticity_sum += o.polysemanticity;
-    }
-  s.mean_polysemanticity = s.experts_with_effect ? polysemanticity_sum / static_cast<double>(s.experts_with_effect)
-                                                 : std::nan("");
+  summarise_sweep(s);
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return s;
+}
+
+cache::RunKey VitBlockAnalysis::run_key(const std::string& model_path) const {
+  const auto& d = *impl_;
+  cache::RunKey key;
+  key.model_hash = hash_file(model_path);
+  key.model_path = model_path;
+  key.data_identity = d.data.identity;
+  key.data_hash = data_content_hash(d.data);
+  key.layer = layer_name();
+  // The block's own configuration too: a plain state dict's gate activation or norm comes from
+  // the options it was opened with, which the backbone's JSON does not hold.
+  auto* tokens = impl_->tokens();
+  const auto layer = d.router ? model::to_json(tokens->router_mlp(d.block)->config())
+                              : model::to_json(tokens->mumoe_mlp(d.block)->config());
+  key.parameters = nlohmann::json({{"backbone_analysis_version", 1},
+                                   {"images", samples()},
+                                   {"layer_dtype", "float64"},
+                                   {"batch_size", d.batch},
+                                   {"backbone", nn::to_json(d.model.image_classifier()->backbone_config())},
+                                   {"layer_config", layer}})
+                       .dump();
+  return key;
+}
+
+cache::RunInfo VitBlockAnalysis::run_info() const {
+  cache::RunInfo info;
+  info.sample_count = samples();
+  info.chunk_size = samples();  // one notional chunk, never stored: the run holds answers only
+  info.output_dim = impl_->model.class_count();
+  info.expert_dims = {experts()};
+  return info;
 }
 
 void VitBlockAnalysis::Impl::build_image_run() {

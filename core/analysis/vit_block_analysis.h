@@ -29,8 +29,9 @@
 // Statistics and galleries see each image through its strongest patch per expert (image_run()),
 // so the head's expert_statistics and select_gallery serve the block unchanged; the CLI (stats,
 // gallery, ablate --layer blocks.L.mlp) and the GUI's SessionController both call this class.
-// Only the first expert mode is ablated (a hierarchical block's mode 0). Nothing is cached on
-// disk yet: the baseline pass runs when the object is made.
+// Only the first expert mode is ablated (a hierarchical block's mode 0). The baseline pass runs
+// when the object is made; run_key() is where a caller keeps its answers in the analysis cache
+// (LayerAnalysis keeps sweeps there, and merged sweep shards land there: sweep_shards.h).
 //
 // This header is torch-free (pimpl), so the CLI commands that use it compile without LibTorch.
 #pragma once
@@ -46,6 +47,7 @@
 #include "analysis/expert_statistics.h"
 #include "analysis/gallery.h"
 #include "analysis/run_data.h"
+#include "cache/analysis_cache.h"
 
 namespace mumoe::data {
 struct Dataset;
@@ -130,10 +132,18 @@ class VitBlockAnalysis {
   /// batches of re-run images; when it returns true, Cancelled is thrown.
   AblationOutcome ablate(const std::vector<int64_t>& experts, AblationMethod method,
                          const std::function<bool()>& cancelled = {});
-  /// One outcome per expert, each removed alone. `progress` (experts done, total) may cancel;
-  /// the router MLP's class-token sweep (above), which removes every expert per batch of images,
-  /// reports the share of images done in experts' units.
-  SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {});
+  /// One outcome per expert of `experts` (default: all), each removed alone. `progress` (experts
+  /// done, total in the range) may cancel; the router MLP's class-token sweep (above), which
+  /// removes every expert per batch of images, reports the share of images done in experts' units
+  /// and computes every expert whatever the range (one routing pass serves them all).
+  SweepOutcome sweep(AblationMethod method, const SweepCallback& progress = {}, ExpertRange experts = {});
+
+  /// The analysis cache's key of this analysis of the model file `model_path`: its content hash,
+  /// the data's identity and content hash, the layer, the images analysed and the backbone's
+  /// configuration — what the answers depend on. run_info() gives the run's shapes (S images,
+  /// C classes, N experts; it stores no chunks).
+  cache::RunKey run_key(const std::string& model_path) const;
+  cache::RunInfo run_info() const;
 
   /// The images as galleries and statistics see them: image s's coefficient for expert n is
   /// its strongest patch token's, max over patches of a_n (class tokens are left out: they are

@@ -56,8 +56,9 @@ ShardFile open_shard(const std::string& path) {
   return s;
 }
 
-// The first way two runs differ, in words, or "".
-std::string difference(const RunKey& a, const RunKey& b, const RunInfo& x, const RunInfo& y) {
+}  // namespace
+
+std::string run_difference(const RunKey& a, const RunKey& b, const RunInfo& x, const RunInfo& y) {
   if (a.model_hash != b.model_hash) return "another model (content " + a.model_hash.substr(0, 12) + "…, not " +
                                            b.model_hash.substr(0, 12) + "…)";
   if (a.data_identity != b.data_identity) return "other data (" + a.data_identity + ", not " + b.data_identity + ")";
@@ -70,8 +71,6 @@ std::string difference(const RunKey& a, const RunKey& b, const RunInfo& x, const
            ", not " + std::to_string(y.sample_count) + " in chunks of " + std::to_string(y.chunk_size) + ")";
   return "";
 }
-
-}  // namespace
 
 std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& key) {
   const auto slash = key.find('/');
@@ -88,18 +87,22 @@ std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& key) {
   }
 }
 
-MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std::string& target_path,
-                         const std::function<bool(int64_t, int64_t)>& progress) {
+void check_shard_paths(const std::vector<std::string>& shard_paths, const std::string& target_path) {
   if (shard_paths.empty()) throw UsageError("no shard caches to merge");
   for (const auto& path : shard_paths)
     if (io::same_file(path, target_path))
       throw UsageError("the target " + target_path + " is one of the shards (" + path + "); merge into a new file");
-
-  // 1. Every shard: one run, one marker, all of the same run and split, each K once.
   for (size_t i = 0; i < shard_paths.size(); ++i)
     for (size_t j = 0; j < i; ++j)
       if (shard_paths[i] == shard_paths[j] || io::same_file(shard_paths[i], shard_paths[j]))
         throw FileError(shard_paths[i], "is given twice (also as " + shard_paths[j] + ")");
+}
+
+MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std::string& target_path,
+                         const std::function<bool(int64_t, int64_t)>& progress) {
+  check_shard_paths(shard_paths, target_path);
+
+  // 1. Every shard: one run, one marker, all of the same run and split, each K once.
   std::vector<ShardFile> shards;
   for (const auto& path : shard_paths) shards.push_back(open_shard(path));
   const auto& first = shards.front();
@@ -108,7 +111,7 @@ MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std:
   const int64_t n = first.count, chunks = info.chunk_count();
   std::map<int64_t, const ShardFile*> by_index;
   for (const auto& s : shards) {
-    const auto differs = difference(s.cache->run_key(s.run_id), key, s.cache->run_info(s.run_id), info);
+    const auto differs = run_difference(s.cache->run_key(s.run_id), key, s.cache->run_info(s.run_id), info);
     if (!differs.empty())
       throw FileError(s.path, "is a shard of another run than " + first.path + ": " + differs);
     if (s.count != n)
@@ -129,7 +132,7 @@ MergeReport merge_shards(const std::vector<std::string>& shard_paths, const std:
   std::optional<int64_t> existing;
   if (target) existing = target->find_run(key);
   if (existing) {
-    if (const auto differs = difference(target->run_key(*existing), key, target->run_info(*existing), info);
+    if (const auto differs = run_difference(target->run_key(*existing), key, target->run_info(*existing), info);
         !differs.empty())
       throw FileError(target_path, "holds this run with " + differs + "; merge into another file");
     const auto present = target->chunk_indices(*existing);

@@ -39,6 +39,14 @@ namespace mumoe::cache {
 /// for anything else.
 std::optional<std::pair<int64_t, int64_t>> parse_shard(const std::string& text);
 
+/// The first way two runs differ (model content, data identity or content, layer, options,
+/// shapes), in words ("another layer (blocks.1.mlp, not blocks.2.mlp)"), or "" when they are one run.
+std::string run_difference(const RunKey& a, const RunKey& b, const RunInfo& x, const RunInfo& y);
+
+/// What every merge checks first: some shards, the target not among them, no file given twice
+/// (UsageError for the first two, FileError naming the file for the last).
+void check_shard_paths(const std::vector<std::string>& shard_paths, const std::string& target_path);
+
 struct MergeReport {
   RunKey key;                 ///< the run merged
   int64_t run_id = 0;         ///< its id in the target

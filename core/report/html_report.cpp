@@ -112,6 +112,76 @@ std::string bias_table(const BiasSection& b) {
   return h.str() + "\n";
 }
 
+// The comparison's chart: mean polysemanticity (y) against the number of experts (x, log2), a
+// labelled point per model.
+std::string comparison_chart(const ComparisonSection& c) {
+  const int width = 560, height = 300, left = 50, right = 20, top = 20, bottom = 40;
+  double x_min = 1e300, x_max = -1e300, y_max = 0;
+  for (const auto& r : c.rows) {
+    if (r.experts <= 0 || std::isnan(r.mean_polysemanticity)) continue;
+    x_min = std::min(x_min, std::log2(static_cast<double>(r.experts)));
+    x_max = std::max(x_max, std::log2(static_cast<double>(r.experts)));
+    y_max = std::max(y_max, r.mean_polysemanticity);
+  }
+  if (x_min > x_max) x_min = x_max = 0;
+  if (x_max - x_min < 1) x_max = x_min + 1;
+  y_max = y_max > 0 ? y_max * 1.1 : 1;
+  const auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * (width - left - right); };
+  const auto py = [&](double y) { return top + (1 - y / y_max) * (height - top - bottom); };
+  std::ostringstream s;
+  s << "<svg class=\"chart comparison\" xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\""
+    << height << "\" role=\"img\" aria-label=\"mean polysemanticity against the number of experts\">"
+    << "<title>Mean polysemanticity against the number of experts</title>"
+    << "<line x1=\"" << left << "\" y1=\"" << height - bottom << "\" x2=\"" << width - right << "\" y2=\""
+    << height - bottom << "\" stroke=\"#888\"/><line x1=\"" << left << "\" y1=\"" << top << "\" x2=\"" << left
+    << "\" y2=\"" << height - bottom << "\" stroke=\"#888\"/>";
+  for (int e = static_cast<int>(std::ceil(x_min)); e <= static_cast<int>(std::floor(x_max)); ++e)
+    s << "<text x=\"" << px(e) << "\" y=\"" << height - bottom + 14 << "\" text-anchor=\"middle\" class=\"axis\">"
+      << (int64_t{1} << e) << "</text>";
+  for (int i = 0; i <= 4; ++i)
+    s << "<text x=\"" << left - 6 << "\" y=\"" << py(y_max * i / 4) + 4 << "\" text-anchor=\"end\" class=\"axis\">"
+      << fixed(y_max * i / 4, 2) << "</text>";
+  for (const auto& r : c.rows) {
+    if (r.experts <= 0 || std::isnan(r.mean_polysemanticity)) continue;
+    const double x = px(std::log2(static_cast<double>(r.experts))), y = py(r.mean_polysemanticity);
+    s << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"4\" fill=\"#2e86c1\"><title>" << escape_html(r.model)
+      << ": " << r.experts << " experts, mean polysemanticity " << fixed(r.mean_polysemanticity, 3)
+      << "</title></circle><text x=\"" << x + 6 << "\" y=\"" << y - 6 << "\">" << escape_html(r.model) << "</text>";
+  }
+  s << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 6
+    << "\" text-anchor=\"middle\" class=\"axis\">experts (N, log scale); y: mean polysemanticity</text></svg>";
+  return s.str();
+}
+
+std::string comparison_table(const ComparisonSection& c) {
+  std::ostringstream h;
+  h << "<h2>Comparison</h2><p>Each model's layer on " << escape_html(c.data)
+    << ": accuracy, mean polysemanticity over the experts whose removal changed a class accuracy, class purity, "
+       "I(E;Y)/H(Y), load balance (CV), dead experts, dropped tokens — as <code>mumoe compare</code> computes them.</p>"
+    << "<table id=\"comparison\" class=\"sortable\"><thead><tr><th class=\"text\">model</th><th class=\"text\">layer</th>"
+    << "<th class=\"text\">kind</th><th>experts</th><th>accuracy (%)</th><th>mean polysemanticity</th>"
+    << "<th>with effect</th><th>class purity</th><th>I(E;Y)/H(Y)</th><th>load CV</th><th>dead</th><th>dropped</th>"
+    << "</tr></thead><tbody>\n";
+  const auto figure = [](const char* key, double v, int decimals, double scale = 1) {
+    return std::string("<td data-key=\"") + key + "\" data-value=\"" + number(v) + "\">" +
+           (std::isnan(v) ? std::string("—") : fixed(scale * v, decimals)) + "</td>";
+  };
+  for (const auto& r : c.rows) {
+    h << "<tr data-model=\"" << escape_html(r.model) << "\"><td class=\"text\" data-value=\"" << escape_html(r.model)
+      << "\">" << escape_html(r.model) << "</td><td class=\"text\" data-value=\"" << escape_html(r.layer) << "\">"
+      << escape_html(r.layer) << "</td><td class=\"text\" data-value=\"" << escape_html(r.kind) << "\">"
+      << escape_html(r.kind) << "</td><td data-key=\"experts\" data-value=\"" << r.experts << "\">" << r.experts
+      << "</td>" << figure("accuracy", r.accuracy, 2, 100) << figure("mean_polysemanticity", r.mean_polysemanticity, 3)
+      << "<td data-key=\"experts_with_effect\" data-value=\"" << r.experts_with_effect << "\">" << r.experts_with_effect
+      << "</td>" << figure("class_purity", r.class_purity, 3) << figure("information_ratio", r.information_ratio, 3)
+      << figure("load_cv", r.load_cv, 2) << "<td data-key=\"dead_experts\" data-value=\"" << r.dead_experts << "\">"
+      << r.dead_experts << "</td><td data-key=\"dropped_tokens\" data-value=\"" << r.dropped_tokens << "\">"
+      << r.dropped_tokens << "</td></tr>\n";
+  }
+  h << "</tbody></table>\n" << comparison_chart(c) << "\n";
+  return h.str();
+}
+
 const char* kStyle = R"CSS(
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1180px; color: #222; padding: 0 16px; }
 h1 { font-size: 22px; } h2 { font-size: 18px; margin-top: 28px; } h3 { font-size: 16px; }
@@ -133,31 +203,35 @@ div.context .a { color: #2e7d32; } div.context .next { color: #666; } div.contex
 )CSS";
 
 // Sorting by a column's data-value (numbers, NaN last) and filtering rows by their text.
+// Sorting every table.sortable by a column's data-value (numbers, NaN last) and filtering the
+// expert table's rows by their text.
 const char* kScript = R"JS(
 (function () {
-  var table = document.getElementById('experts');
-  var body = table.tBodies[0];
-  Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
-    th.addEventListener('click', function () {
-      var ascending = !th.classList.contains('sorted-asc');
-      Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) { h.classList.remove('sorted-asc', 'sorted-desc'); });
-      th.classList.add(ascending ? 'sorted-asc' : 'sorted-desc');
-      var rows = Array.prototype.slice.call(body.rows);
-      rows.sort(function (a, b) {
-        var x = a.cells[column].getAttribute('data-value'), y = b.cells[column].getAttribute('data-value');
-        var p = parseFloat(x), q = parseFloat(y);
-        if (isNaN(p) || isNaN(q)) {
-          if (isNaN(p) && isNaN(q)) return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
-          return isNaN(p) ? 1 : -1;
-        }
-        return ascending ? p - q : q - p;
+  Array.prototype.forEach.call(document.querySelectorAll('table.sortable'), function (table) {
+    var body = table.tBodies[0];
+    Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th, column) {
+      th.addEventListener('click', function () {
+        var ascending = !th.classList.contains('sorted-asc');
+        Array.prototype.forEach.call(table.tHead.rows[0].cells, function (h) { h.classList.remove('sorted-asc', 'sorted-desc'); });
+        th.classList.add(ascending ? 'sorted-asc' : 'sorted-desc');
+        var rows = Array.prototype.slice.call(body.rows);
+        rows.sort(function (a, b) {
+          var x = a.cells[column].getAttribute('data-value'), y = b.cells[column].getAttribute('data-value');
+          var p = parseFloat(x), q = parseFloat(y);
+          if (isNaN(p) || isNaN(q)) {
+            if (isNaN(p) && isNaN(q)) return (x < y ? -1 : x > y ? 1 : 0) * (ascending ? 1 : -1);
+            return isNaN(p) ? 1 : -1;
+          }
+          return ascending ? p - q : q - p;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
       });
-      rows.forEach(function (row) { body.appendChild(row); });
     });
   });
-  document.getElementById('filter').addEventListener('input', function (event) {
+  var filter = document.getElementById('filter');
+  if (filter) filter.addEventListener('input', function (event) {
     var words = event.target.value.toLowerCase().split(/\s+/).filter(Boolean);
-    Array.prototype.forEach.call(body.rows, function (row) {
+    Array.prototype.forEach.call(document.getElementById('experts').tBodies[0].rows, function (row) {
       var text = row.textContent.toLowerCase();
       row.style.display = words.every(function (w) { return text.indexOf(w) >= 0; }) ? '' : 'none';
     });
@@ -235,14 +309,16 @@ std::string render_html(const ExpertReport& r) {
   if (r.has_sweep && !r.experts.empty()) h << "<h2>Ablation sweep</h2>" << sweep_chart(r) << "\n";
 
   if (r.bias) h << bias_table(*r.bias);
-  if (r.experts.empty()) {  // a multi-label model's report: the bias table only, nothing to sort
+  if (r.comparison) h << comparison_table(*r.comparison);
+  if (r.experts.empty()) {  // a multi-label model's report: the bias table (and comparison) only
+    if (r.comparison) h << "<script>" << kScript << "</script>";
     h << "</body></html>\n";
     return h.str();
   }
 
   const bool with_loss = std::any_of(r.experts.begin(), r.experts.end(), [](const ExpertRow& e) { return e.has_loss; });
   h << "<h2>Experts</h2><input id=\"filter\" type=\"search\" placeholder=\"Filter rows (e.g. a class name)\">"
-    << "<table id=\"experts\"><thead><tr><th data-key=\"expert\">expert</th><th data-key=\"load\">load</th>"
+    << "<table id=\"experts\" class=\"sortable\"><thead><tr><th data-key=\"expert\">expert</th><th data-key=\"load\">load</th>"
     << "<th data-key=\"support\">support</th><th data-key=\"mean_coefficient\">mean a</th>"
     << "<th data-key=\"delta_accuracy\">Δ accuracy (pp)</th>"
     << (with_loss ? "<th data-key=\"delta_loss\">Δ loss (nats/token)</th>" : "")

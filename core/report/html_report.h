@@ -13,7 +13,12 @@
 //   <section class="expert" id="expert-N"> per expert shown in detail, with its gallery
 //   (<figure class="tile"> … <img src="data:image/png;base64,…">; a language model's:
 //   <div class="context"> lines with the token in <mark>), its class histogram and its ablation
-//   chart (<svg class="chart">); a multi-label model's <table id="bias"> (BiasSection).
+//   chart (<svg class="chart">); a multi-label model's <table id="bias"> (BiasSection);
+//   `compare`'s <table id="comparison">, one <tr data-model="FILE"> per model with <td
+//   data-key="K" data-value="V"> cells for K in experts, accuracy, mean_polysemanticity,
+//   class_purity, information_ratio, load_cv, dead_experts, dropped_tokens, and its chart
+//   <svg class="chart comparison"> (ComparisonSection). Tables with class "sortable" sort by a
+//   click on a header.
 #pragma once
 
 #include <cstdint>
@@ -77,6 +82,28 @@ struct BiasSection {
   std::string note;  ///< under the table (what * and MRS mean)
 };
 
+/// `mumoe compare`'s rows in a report (issue 49): one model's layer per row, all on the report's
+/// data, and the chart of mean polysemanticity against the number of experts (the paper's Fig. 3),
+/// a point per row labelled with its model. NaN figures are drawn as "—" (and no point).
+struct ComparisonSection {
+  struct Row {
+    std::string model;   ///< the file's name
+    std::string layer;
+    std::string kind;    ///< e.g. "μMoE CP entmax15", "Soft MoE"
+    int64_t experts = 0;
+    int64_t experts_with_effect = 0;
+    double accuracy = 0;
+    double mean_polysemanticity = 0;
+    double class_purity = 0;
+    double information_ratio = 0;
+    double load_cv = 0;
+    int64_t dead_experts = 0;
+    int64_t dropped_tokens = 0;
+  };
+  std::string data;  ///< the data SPEC every row was computed on
+  std::vector<Row> rows;
+};
+
 struct ExpertReport {
   std::string title;                    ///< e.g. the model's file name
   /// The model card, in order: (field, value) — architecture, layer, data, samples, accuracy,
@@ -89,6 +116,8 @@ struct ExpertReport {
   bool has_sweep = false;               ///< every row has its ablation: draw the sweep chart
   /// A multi-label model's bias table (then `experts` is usually empty: no expert table is drawn).
   std::optional<BiasSection> bias;
+  /// `compare`'s table and chart (`mumoe report --compare`).
+  std::optional<ComparisonSection> comparison;
 };
 
 /// The whole page. Text is HTML-escaped; numbers are written with enough digits to compare.

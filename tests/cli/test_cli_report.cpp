@@ -167,6 +167,72 @@ TEST_F(CliReport, OpensInChromiumAndSortsTheTable) {
   EXPECT_NE(dom.out.find("class=\"sorted-desc\""), std::string::npos);
 }
 
+
+// The data-value of cell `key` in model `model`'s row of the comparison table.
+std::string comparison_cell(const std::string& html, const std::string& model, const std::string& key) {
+  const auto row = html.find("<tr data-model=\"" + model + "\">");
+  if (row == std::string::npos) return "";
+  const auto at = html.find("data-key=\"" + key + "\" data-value=\"", row);
+  if (at == std::string::npos || at > html.find("</tr>", row)) return "";
+  const auto begin = html.find("data-value=\"", at) + 12;
+  return html.substr(begin, html.find('"', begin) - begin);
+}
+
+// --compare: `mumoe compare`'s rows of the demo's head and another model's layer on the same data
+// (the figures of `compare --json`), sortable in Chromium, and their chart; refused for a GPT.
+TEST_F(CliReport, ComparesLayersAsCompareDoesAndSortsThem) {
+  const auto other = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/vit-blocks-fmnist.mumoe.safetensors";
+  const auto output = dir_.file("compare.html");
+  const auto made = json_output(run_cli("report " + args_ + " --experts 3 --images 2 --compare " + other +
+                                        " --output " + output + " --json"));
+  EXPECT_EQ(made.at("compared"), 2) << made.dump();
+  const auto html = read_bytes(output);
+  EXPECT_EQ(count(html, "<tr data-model="), 2u);
+  EXPECT_EQ(count(html, "<svg class=\"chart comparison\""), 1u);
+  const auto rows = nlohmann::json::parse(
+      run_cli("compare " + model_ + " " + other + " --data fashion-mnist:test --cache " + dir_.file("cache.sqlite") +
+              " --json --quiet").out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    const auto name = std::filesystem::path(row.at("model").get<std::string>()).filename().string();
+    EXPECT_EQ(comparison_cell(html, name, "experts"), std::to_string(row.at("experts").get<int64_t>())) << name;
+    EXPECT_EQ(std::stod(comparison_cell(html, name, "accuracy")), row.at("accuracy").get<double>()) << name;
+    EXPECT_EQ(std::stod(comparison_cell(html, name, "mean_polysemanticity")),
+              row.at("mean_polysemanticity").get<double>()) << name;
+    EXPECT_EQ(std::stod(comparison_cell(html, name, "class_purity")), row.at("mean_class_purity").get<double>()) << name;
+    EXPECT_EQ(comparison_cell(html, name, "dead_experts"), std::to_string(row.at("dead_experts").get<int64_t>())) << name;
+  }
+
+  // Clicks on the "accuracy" header sort the rows by it, one click ascending, two descending (the
+  // page's own script, in Chromium): one of the two orders is not the table's own.
+  if (std::filesystem::exists("/usr/bin/chromium")) {
+    for (const int clicks : {1, 2}) {
+      auto page = html;
+      std::string script = "<script>var th = document.querySelector('#comparison th:nth-child(5)');";
+      for (int i = 0; i < clicks; ++i) script += " th.click();";
+      page.insert(page.rfind("</body>"), script + "</script>");
+      const auto clicked = dir_.file("compare-clicked.html");
+      write_bytes(clicked, page);
+      const auto dom = run_shell("/usr/bin/chromium --headless --no-sandbox --disable-gpu --no-first-run --user-data-dir=" +
+                                 dir_.file("profile") + " --virtual-time-budget=3000 --dump-dom file://" + clicked +
+                                 " 2>/dev/null");
+      ASSERT_EQ(dom.code, 0);
+      std::vector<double> accuracies;
+      const std::regex cell("<tr data-model=\"[^\"]*\">.*?data-key=\"accuracy\" data-value=\"([0-9.e-]+)\"");
+      for (std::sregex_iterator it(dom.out.begin(), dom.out.end(), cell), end; it != end; ++it)
+        accuracies.push_back(std::stod((*it)[1]));
+      ASSERT_EQ(accuracies.size(), 2u) << dom.out.substr(0, 2000);
+      ASSERT_NE(accuracies[0], accuracies[1]);
+      EXPECT_EQ(accuracies[0] < accuracies[1], clicks == 1) << clicks << " click(s)";
+    }
+  }
+
+  const auto gpt = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/gpt-fortunes.mumoe.safetensors";
+  EXPECT_EQ(run_cli("report " + gpt + " --compare " + model_ + " --output " + dir_.file("g.html")).code, 1);
+  EXPECT_EQ(run_cli("report " + args_ + " --compare " + dir_.file("absent.pth") + " --output " + dir_.file("a.html")).code, 2);
+  EXPECT_FALSE(std::filesystem::exists(dir_.file("a.html")));
+}
+
 }  // namespace cli_report_test
 
 namespace cli_report_test {
@@ -185,7 +251,7 @@ TEST_F(CliReport, AMultiLabelModelsReportIsTheBiasTableOfFairnessAndRewrite) {
   EXPECT_TRUE(made.at("bias_table").get<bool>()) << made.dump();
   const auto html = read_bytes(output);
   EXPECT_EQ(count(html, "<table id=\"bias\">"), 1u);
-  EXPECT_EQ(count(html, "<table id=\"experts\">"), 0u);
+  EXPECT_EQ(count(html, "<table id=\"experts\""), 0u);
   EXPECT_NE(html.find("<tr class=\"target\"><th class=\"text\">* long_sleeves=1 &amp; frame=1 (1500)"), std::string::npos);
   // The unedited column holds fairness's numbers, the edited one rewrite's "after" (the same edit).
   const auto number = [](const std::string& text) { return text.empty() ? -1.0 : std::stod(text); };

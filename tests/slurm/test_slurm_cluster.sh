@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# `mumoe slurm analyze` on a real one-node Slurm cluster (scripts/slurm-local.sh: Debian's
-# slurmctld, slurmd and munge, as root, state in a temporary folder). The demo's head in 4 shards
-# and the demo GPT's block 3 in 2 shards are submitted as job arrays with their merge jobs; the
-# merged caches must answer `stats` / `gallery` / `ablate` as one whole local run (the head's
-# exactly; the GPT's float64 coefficients to 1e-12, see same_answers). Then a
+# `mumoe slurm analyze` and `mumoe slurm sweep` on a real one-node Slurm cluster
+# (scripts/slurm-local.sh: Debian's slurmctld, slurmd and munge, as root, state in a temporary
+# folder). The demo's head in 4 shards, the demo GPT's block 3 in 2 shards and the sweep of a ViT
+# block's experts in 3 shards are submitted as job arrays with their merge jobs; the merged caches
+# must answer `stats` / `gallery` / `ablate` / `ablate --all` as one whole local run (the head's
+# and the sweep's exactly; the GPT's float64 coefficients to 1e-12, see same_answers). Then a
 # lost shard: the merge job fails naming it, the task is resubmitted alone
 # (`sbatch --array=1 analyze.sbatch`) and the merge succeeds.
 #   tests/slurm/test_slurm_cluster.sh BUILD_DIR      exit 77 (skipped) without root or Slurm's packages
@@ -36,7 +37,7 @@ json_field() { /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)[
 answer() { "$mumoe" "$@" --json --quiet | /usr/bin/python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-for k in ("seconds", "cache", "from_cache"): j.pop(k, None)
+for k in ("seconds", "compute_seconds", "cache", "from_cache"): j.pop(k, None)
 print(json.dumps(j, sort_keys=True))'; }
 # Two answers equal in everything, numbers within 1e-12 relative: a GPT block is computed in
 # float64 through BLAS, whose sums follow the thread count, and a task has its --cpus, not the
@@ -55,29 +56,39 @@ demo=$PWD/resources/demo/demo.mumoe.safetensors
 gpt=$PWD/resources/demo/gpt-fortunes.mumoe.safetensors
 head_args=("$demo" --data fashion-mnist:test --chunk-size 1000)
 gpt_args=("$gpt" --layer 3 --max-sequences 32)
+vit_args=("$PWD/resources/demo/vit-blocks-fmnist.mumoe.safetensors" --layer blocks.2.mlp --max-images 300)
 
 # 1. Both analyses as job arrays, submitted together.
 submitted_head=$("$mumoe" slurm analyze --shards 4 --cpus 1 --work-dir "$dir/head" --cache "$dir/head.sqlite" --json "${head_args[@]}")
 submitted_gpt=$("$mumoe" slurm analyze --shards 2 --cpus 1 --work-dir "$dir/gpt" --cache "$dir/gpt.sqlite" --json "${gpt_args[@]}")
+submitted_sweep=$("$mumoe" slurm sweep --shards 3 --cpus 1 --work-dir "$dir/sweep" --cache "$dir/sweep.sqlite" --json "${vit_args[@]}")
 jobs=()
 for s in "$submitted_head" "$submitted_gpt"; do
   jobs+=("$(json_field analyze_job <<<"$s")" "$(json_field merge_job <<<"$s")")
 done
+jobs+=("$(json_field sweep_job <<<"$submitted_sweep")" "$(json_field merge_job <<<"$submitted_sweep")")
 echo "submitted jobs ${jobs[*]}"
 wait_jobs "${jobs[@]}"
 [ -f "$dir/head.sqlite" ] || fail "the head's merge job wrote no cache"
 [ -f "$dir/gpt.sqlite" ] || fail "the GPT's merge job wrote no cache"
+[ -f "$dir/sweep.sqlite" ] || fail "the sweep's merge job wrote no cache"
 
 # 2. The merged caches answer as one whole local run.
 "$mumoe" analyze "${head_args[@]}" --cache "$dir/whole-head.sqlite" --quiet >/dev/null
 "$mumoe" analyze "${gpt_args[@]}" --cache "$dir/whole-gpt.sqlite" --quiet >/dev/null
-for question in "stats" "gallery --expert 7" "ablate --experts 7,11"; do
+for question in "stats" "gallery --expert 7" "ablate --experts 7,11" "ablate --all"; do
   # shellcheck disable=SC2086
   [ "$(answer $question "${head_args[@]}" --cache "$dir/head.sqlite")" = \
     "$(answer $question "${head_args[@]}" --cache "$dir/whole-head.sqlite")" ] || fail "head: $question differs"
 done
 same_answers "$(answer gallery --expert 5 "${gpt_args[@]}" --cache "$dir/gpt.sqlite")" \
   "$(answer gallery --expert 5 "${gpt_args[@]}" --cache "$dir/whole-gpt.sqlite")" || fail "GPT: gallery differs"
+# The ViT block's sweep: read from the merged cache (no expert removed again), equal to one
+# whole local sweep.
+merged_sweep=$("$mumoe" ablate --all "${vit_args[@]}" --cache "$dir/sweep.sqlite" --json --quiet)
+[ "$(json_field from_cache <<<"$merged_sweep")" = True ] || fail "the merged sweep was computed again"
+[ "$(answer ablate --all "${vit_args[@]}" --cache "$dir/sweep.sqlite")" = \
+  "$(answer ablate --all "${vit_args[@]}" --cache "$dir/whole-sweep.sqlite")" ] || fail "ViT block sweep differs"
 echo "merged caches answer as whole runs"
 
 # 3. A lost shard: the merge job fails naming it; its task alone is resubmitted, then the merge.

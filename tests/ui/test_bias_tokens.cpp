@@ -473,6 +473,28 @@ class BiasTokensTest : public QObject {
     QCOMPARE(report->baseline.tokens, qint64(8192));
     QVERIFY(page->ablationLabel()->text().contains(QStringLiteral("next-token accuracy")));
     QVERIFY(page->ablationLabel()->text().contains(QStringLiteral("loss")));
+
+    // File ▸ Export Report… on a GPT: the page `mumoe report` writes for the same block, byte for
+    // byte but for the line that says when it was made.
+    const QString windowReport = dir_.filePath(QStringLiteral("gpt-window-report.html"));
+    QSignalSpy exported(page, &ui::TokenPage::reportExported);
+    page->exportReport(windowReport, QStringLiteral("top-2"));
+    QVERIFY(exported.wait(120'000));
+    QCOMPARE(exported.first().at(1).toInt(), 2);
+    const QString cliReport = dir_.filePath(QStringLiteral("gpt-cli-report.html"));
+    const auto cli = testkit::run_cli("report " + testkit::kDemoGpt.toStdString() + " --layer " +
+                                      page->layerCombo()->currentText().toStdString() + " --cache " +
+                                      dir_.filePath(QStringLiteral("cli.sqlite")).toStdString() +
+                                      " --experts top-2 --quiet --output " + cliReport.toStdString());
+    QCOMPARE(cli.code, 0);
+    const auto withoutDate = [](const QString& path) {
+      QFile f(path);
+      if (!f.open(QIODevice::ReadOnly)) return QString();
+      return QString::fromUtf8(f.readAll()).remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
+    };
+    const QString a = withoutDate(windowReport);
+    QVERIFY(a.contains(QStringLiteral("<div class=\"context\">")));
+    QVERIFY(a == withoutDate(cliReport));
     page->worker()->waitForIdle();
   }
 

@@ -287,6 +287,52 @@ class MainWindowTest : public QObject {
     window.controller()->waitForIdle();
   }
 
+  // A ViT block's sweep merged from two sweep shards (`ablate --all --shard K/2`, `cache merge`)
+  // into the window's cache shows as soon as the block opens, from the cache, without Run Sweep
+  // (blocks.1.mlp re-runs two blocks per expert: not a sweep the window would start unasked), and
+  // its numbers are the CLI's whole sweep's.
+  void aMergedSweepOfABlockShowsAtOnceFromTheCache() {
+    testkit::TempDir dir;
+    const auto spec = writeFashionMnistIdx(dir, 100);
+    const auto model = std::string(MUMOE_DEMO_VIT_BLOCKS_PATH);
+    const auto args = model + " --data " + spec + " --layer blocks.1.mlp";
+    for (int k = 0; k < 2; ++k)
+      QCOMPARE(testkit::run_cli("ablate " + args + " --all --shard " + std::to_string(k) + "/2 --cache " +
+                                dir.file("shard-" + std::to_string(k) + ".sqlite") + " --quiet")
+                   .code,
+               0);
+    const auto cache = dir.file("cache.sqlite");
+    QCOMPARE(testkit::run_cli("cache merge " + dir.file("shard-0.sqlite") + " " + dir.file("shard-1.sqlite") +
+                              " --into " + cache + " --quiet")
+                 .code,
+             0);
+    const auto whole = testkit::run_cli("ablate " + args + " --all --cache " + dir.file("whole.sqlite") + " --json --quiet");
+    QCOMPARE(whole.code, 0);
+    const auto expected = nlohmann::json::parse(whole.out.substr(whole.out.find('{')));
+
+    ui::MainWindow window;
+    window.setErrorDialogsEnabled(false);
+    window.setCachePath(QString::fromStdString(cache));
+    window.setDataSpec(QString::fromStdString(spec));
+    QVERIFY2(window.openModel(QString::fromStdString(model)), qPrintable(window.lastError()));
+    QSignalSpy opened(window.controller(), &ui::SessionController::sessionOpened);
+    QSignalSpy sweeps(window.controller(), &ui::SessionController::sweepReady);
+    QSignalSpy failed(window.controller(), &ui::SessionController::jobFailed);
+    QVERIFY(window.analyzeLayer(QStringLiteral("blocks.1.mlp")));
+    QVERIFY2(opened.wait(120'000), qPrintable(failed.isEmpty() ? QStringLiteral("timeout") : failed.first().at(1).toString()));
+    QVERIFY(window.controller()->info().sweepIsCheap);
+    QTRY_VERIFY_WITH_TIMEOUT(!sweeps.isEmpty(), 30'000);
+    const auto sweep = sweeps.first().at(0).value<analysis::SweepOutcome>();
+    QVERIFY(sweeps.first().at(1).value<ui::AnswerTiming>().fromCache);
+    QCOMPARE(sweep.experts.size(), expected.at("experts").size());
+    QCOMPARE(sweep.experts_with_effect, expected.at("experts_with_effect").get<int64_t>());
+    for (size_t n = 0; n < sweep.experts.size(); ++n)
+      QCOMPARE(sweep.experts[n].after.per_class,
+               expected.at("experts").at(n).at("per_class_accuracy_after").get<std::vector<double>>());
+    window.controller()->cancel();
+    window.controller()->waitForIdle();
+  }
+
   void aBadFileKeepsTheOpenModelAndNamesTheFile() {
     testkit::TempDir dir;
     const auto good = writeModel(dir, "good.safetensors", {{"head", config(16, 4)}});
