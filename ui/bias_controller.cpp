@@ -2,7 +2,9 @@
 
 #include <QElapsedTimer>
 
+#include "io/atomic_file.h"
 #include "io/errors.h"
+#include "report/html_report.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -241,6 +243,28 @@ void BiasController::exportModel(const editing::BiasExportRequest& request) {
     });
     return [this, report](double) { Q_EMIT exported(report); };
   }, /*cancellable=*/true, /*visible=*/true, std::move(endings));
+}
+
+void BiasController::exportReport(const QString& path, const editing::BiasTask& task, bool baselines) {
+  if (!hasSession_) {
+    Q_EMIT reportFailed(tr("No bias session is open"));
+    return;
+  }
+  WorkerQueue::Handlers endings;
+  endings.failed = [this](const QString& message) { Q_EMIT reportFailed(message); };
+  worker_->submit(tr("Writing the report"), [this, slot = slot_, path, task, baselines](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    auto& session = slot->get();
+    editing::BiasReportRequest request;  // as `mumoe report MODEL --target … --session DB` asks
+    request.model_path = session.options().model_path;
+    request.data_spec = session.options().test_spec;
+    request.baselines = baselines;
+    request.app_version = MUMOE_VERSION;
+    const auto html = report::render_html(session.report(task, request));
+    io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
+    out.write(html.data(), html.size());
+    out.commit();
+    return [this, path, bytes = static_cast<qint64>(html.size())](double) { Q_EMIT reportExported(path, bytes); };
+  }, /*cancellable=*/false, /*visible=*/true, std::move(endings));
 }
 
 }  // namespace mumoe::ui

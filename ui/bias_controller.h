@@ -83,6 +83,10 @@ class BiasController : public QObject {
   /// Folds the applied edits into a new model file on the worker (cancellable): exported(),
   /// exportFailed() or exportCancelled().
   void exportModel(const editing::BiasExportRequest& request);
+  /// Writes the report of `task` (BiasSession::report: the bias table of the model, with the
+  /// applied edits, and the baselines when `baselines`) to `path` on the worker:
+  /// reportExported() or reportFailed().
+  void exportReport(const QString& path, const editing::BiasTask& task, bool baselines);
 
  Q_SIGNALS:
   void opened(const mumoe::ui::BiasOpening& opening);
@@ -102,6 +106,8 @@ class BiasController : public QObject {
   void exported(const mumoe::editing::BiasExportReport& report);
   void exportFailed(const QString& message);
   void exportCancelled();
+  void reportExported(const QString& path, qint64 bytes);
+  void reportFailed(const QString& message);
 
  private:
   struct Slot;

@@ -116,6 +116,11 @@ void BiasPage::connectController() {
     exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
     Q_EMIT exportFinished(false, message);
   });
+  connect(c, &BiasController::reportExported, this, &BiasPage::reportExported);
+  connect(c, &BiasController::reportFailed, this, [this](const QString& message) {
+    showErrorDialog(message);
+    Q_EMIT failed(tr("Writing the report"), message);
+  });
   connect(c, &BiasController::exportCancelled, this, [this] {
     exportResult_->setText(tr("Export cancelled; nothing was written."));
     Q_EMIT exportFinished(false, tr("cancelled"));
@@ -319,6 +324,12 @@ void BiasPage::fillCells() {
     for (int sv : {1, 0}) cell_->addItem(QStringLiteral("%1=%2&%3=%4").arg(t).arg(tv).arg(s).arg(sv));
   cell_->setCurrentIndex(0);
   cell_->blockSignals(block);
+}
+
+void BiasPage::exportReport(const QString& path) {
+  QString error;
+  if (const auto task = currentTask(&error)) controller_->exportReport(path, *task, !comparisons_.isEmpty());
+  else showErrorDialog(error);
 }
 
 std::optional<editing::BiasTask> BiasPage::currentTask(QString* error) const {

@@ -98,6 +98,10 @@ class BiasPage : public QWidget {
   void exportModel(const editing::BiasExportRequest& request);
   /// The Export… dialog (bias_export_dialog.h), then exportModel().
   void chooseExport();
+  /// File ▸ Export Report…: the bias table of the task chosen here (the model, its applied edits,
+  /// and the baselines when the page has compared them), as `mumoe report` writes it;
+  /// reportExported() or failed().
+  void exportReport(const QString& path);
 
  Q_SIGNALS:
   void opened();
@@ -105,6 +109,7 @@ class BiasPage : public QWidget {
   void stackChanged();
   void comparisonReady(const QString& name);
   void exportFinished(bool ok, const QString& message);
+  void reportExported(const QString& path, qint64 bytes);
   /// Any job failed (task = its display name); the page has shown the error where it belongs.
   void failed(const QString& task, const QString& message);
   /// Opening the session failed: the page shows why instead of the controls.

@@ -147,7 +147,11 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     steering_->setLayer(block);
     steering_->setExpert(static_cast<int>(expert));
   });
+  connect(bias_, &BiasPage::reportExported, this, [this](const QString& path, qint64 bytes) {
+    statusBar()->showMessage(tr("Saved the report %1 (the bias table, %2 KiB)").arg(path).arg(bytes / 1024), 8000);
+  });
   connect(bias_, &BiasPage::opened, this, [this] {
+    reportAction_->setEnabled(true);  // a multi-label model's report is its bias table
     QSettings().setValue(kDataSettingsKey, dataSpec());  // it opened: remember the SPEC
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });

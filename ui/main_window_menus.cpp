@@ -222,8 +222,9 @@ void MainWindow::chooseExport() {
 }
 
 void MainWindow::chooseExportReport() {
-  const bool gpt = kind_ == Kind::Gpt;  // its session is the Tokens page's
-  if (gpt ? !tokens_->hasSession() : !controller_->hasSession()) return;
+  // A GPT's session is the Tokens page's, a multi-label model's the Bias page's.
+  const bool gpt = kind_ == Kind::Gpt, multilabel = kind_ == Kind::MultiLabel;
+  if (gpt ? !tokens_->hasSession() : multilabel ? !bias_->hasSession() : !controller_->hasSession()) return;
   QSettings settings;
   const QString dir = settings.value(QStringLiteral("exportDir"), QDir::homePath()).toString();
   const QString name = QFileInfo(currentPath_).completeBaseName() + QStringLiteral("-report.html");
@@ -232,6 +233,7 @@ void MainWindow::chooseExportReport() {
   if (path.isEmpty()) return;
   settings.setValue(QStringLiteral("exportDir"), QFileInfo(path).absolutePath());
   if (gpt) tokens_->exportReport(path);
+  else if (multilabel) bias_->exportReport(path);
   else controller_->exportReport(path);
 }
 

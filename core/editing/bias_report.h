@@ -8,18 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "editing/bias_report_request.h"
 #include "editing/bias_study.h"
 #include "report/html_report.h"
 
 namespace mumoe::editing {
-
-struct BiasReportRequest {
-  std::string model_path, data_spec;
-  bool baselines = false;  ///< also the blind-threshold and oversampling baselines (seconds)
-  OversampleOptions oversample;
-  std::string app_version;
-  std::string generated_utc;  ///< "" = now
-};
 
 /// "model"; "model + k edits" when `edits` is not empty; "blind threshold" and "oversample" with
 /// `baselines` — MRS of every other variant against "model". Baselines need the study's training

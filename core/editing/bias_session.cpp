@@ -9,6 +9,7 @@
 #include "analysis/content_hash.h"
 #include "cache/analysis_cache.h"
 #include "data/dataset.h"
+#include "editing/bias_report.h"
 #include "editing/bias_study.h"
 #include "editing/cached_bias_study.h"
 #include "editing/edit_session_store.h"
@@ -138,6 +139,10 @@ BiasTask BiasSession::worst_cell_task(const std::vector<LogitEdit>& edits) const
 VariantMetrics BiasSession::oversample(const BiasTask& task, const OversampleOptions& options,
                                        int64_t* repeat_factor) const {
   return oversample_baseline(*impl_->study, task, options, evaluate(task, impl_->stack.applied()), repeat_factor);
+}
+
+report::ExpertReport BiasSession::report(const BiasTask& task, const BiasReportRequest& request) const {
+  return make_bias_report(*impl_->study, task, impl_->stack.applied(), request);
 }
 
 const EditStack& BiasSession::stack() const { return impl_->stack; }

@@ -19,12 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "editing/bias_report_request.h"
 #include "editing/bias_task.h"
 #include "editing/edit_stack.h"
 #include "editing/fairness_metrics.h"
 #include "editing/logit_edit.h"
 #include "editing/variant_metrics.h"
 #include "model/model_summary.h"
+#include "report/html_report.h"
 
 namespace mumoe::editing {
 
@@ -119,6 +121,11 @@ class BiasSession {
   void undo();  ///< throws UsageError when there is nothing to undo
   void redo();  ///< throws UsageError when there is nothing to redo
   void clear();
+
+  /// The shareable report of `task` (editing/bias_report.h): the bias table of the model as
+  /// opened, with the applied edits, and the baselines when asked — what `mumoe report MODEL
+  /// --target … --sensitive … --session DB` writes for the same session.
+  report::ExpertReport report(const BiasTask& task, const BiasReportRequest& request) const;
 
   /// Folds the applied edits into the weights, writes and verifies the file (model_export.h).
   /// Throws UsageError (existing destination, no edits), WriteError, Error (verification).

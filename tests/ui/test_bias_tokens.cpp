@@ -76,6 +76,27 @@ class BiasTokensTest : public QObject {
     return w;
   }
 
+  /// A window on a new multi-label head written to `head` (seed `seed`), its Bias page on target t
+  /// and cell t=1&s=1 (sensitive attribute s), with the edit of λ = 2 applied.
+  void openWithOneEdit(const QString& head, uint64_t seed, std::unique_ptr<ui::MainWindow>& window) {
+    saveHead(head.toStdString(), seed, true);
+    window = makeWindow();
+    auto* page = window->biasPage();
+    QSignalSpy opened(page, &ui::BiasPage::opened);
+    QVERIFY2(window->openModel(head), qPrintable(window->lastError()));
+    QVERIFY(opened.wait(20'000));
+    page->worker()->waitForIdle();
+    page->targetCombo()->setCurrentText(QStringLiteral("t"));
+    page->sensitiveCombo()->setCurrentText(QStringLiteral("s"));
+    page->worker()->waitForIdle();
+    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=1"));
+    page->setLambda(2.0);
+    page->worker()->waitForIdle();
+    QSignalSpy changed(page, &ui::BiasPage::stackChanged);
+    page->applyEdit();
+    QVERIFY(changed.wait(5'000));
+  }
+
   /// A bias session of the test's own on the same files: the reference the page is checked against.
   std::unique_ptr<editing::BiasSession> openCoreSession(const QString& sessionDb) const {
     editing::BiasSessionOptions o;
@@ -243,21 +264,10 @@ class BiasTokensTest : public QObject {
   // measure MRS against the model with the earlier edit, and say so.
   void theBiasPageAndMumoeRewriteAgreeOnARewriteAfterEarlierEdits() {
     const QString head = dir_.filePath(QStringLiteral("head-cli.safetensors"));  // its own edit stack
-    saveHead(head.toStdString(), 4, true);
-    auto window = makeWindow();
+    std::unique_ptr<ui::MainWindow> window;
+    openWithOneEdit(head, 4, window);
+    if (QTest::currentTestFailed()) return;
     auto* page = window->biasPage();
-    QSignalSpy opened(page, &ui::BiasPage::opened);
-    QVERIFY2(window->openModel(head), qPrintable(window->lastError()));
-    QVERIFY(opened.wait(20'000));
-    page->worker()->waitForIdle();
-    page->targetCombo()->setCurrentText(QStringLiteral("t"));
-    page->worker()->waitForIdle();
-    page->cellCombo()->setCurrentText(QStringLiteral("t=1&s=1"));
-    page->setLambda(2.0);
-    page->worker()->waitForIdle();
-    QSignalSpy changed(page, &ui::BiasPage::stackChanged);
-    page->applyEdit();
-    QVERIFY(changed.wait(5'000));
     page->setLambda(-4.0);
     page->worker()->waitForIdle();
     const auto e = *page->evaluation();
@@ -287,6 +297,42 @@ class BiasTokensTest : public QObject {
              QString::number(j["baselines"]["blind threshold"]["mrs"].get<double>(), 'f', 4));
     QCOMPARE(page->metricsTable()->item(mrsRow, 0)->text(), QStringLiteral("—"));  // Before is the reference
     QCOMPARE(page->metricsTable()->verticalHeaderItem(mrsRow)->text(), QStringLiteral("MRS (vs. Before)"));
+    page->worker()->waitForIdle();
+  }
+
+  // File ▸ Export Report… on a multi-label model writes its bias table for the page's task and
+  // edits: the page `mumoe report MODEL --target … --sensitive … --subpop … --session DB` writes,
+  // byte for byte but for the line that says when it was made.
+  void theBiasReportIsTheCliReport() {
+    // A model of its own (seed 6): edit stacks follow the model's content.
+    const QString head = dir_.filePath(QStringLiteral("head-report.safetensors"));
+    std::unique_ptr<ui::MainWindow> window;
+    openWithOneEdit(head, 6, window);
+    if (QTest::currentTestFailed()) return;
+    auto* page = window->biasPage();
+    page->worker()->waitForIdle();
+
+    const QString windowReport = dir_.filePath(QStringLiteral("bias-window-report.html"));
+    QSignalSpy exported(page, &ui::BiasPage::reportExported);
+    page->exportReport(windowReport);
+    QVERIFY(exported.wait(30'000));
+    const QString cliReport = dir_.filePath(QStringLiteral("bias-cli-report.html"));
+    const auto run = testkit::run_cli(
+        "report " + head.toStdString() + " --data features:" + test_.toStdString() + " --train-data features:" +
+        train_.toStdString() + " --target t --sensitive s --subpop 't=1&s=1' --session " +
+        dir_.filePath(QStringLiteral("edits.sqlite")).toStdString() + " --cache " +
+        dir_.filePath(QStringLiteral("analysis.sqlite")).toStdString() + " --quiet --output " + cliReport.toStdString());
+    QVERIFY2(run.code == 0, run.out.c_str());
+    const auto withoutDate = [](const QString& path) {
+      QFile f(path);
+      if (!f.open(QIODevice::ReadOnly)) return QString();
+      return QString::fromUtf8(f.readAll()).remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
+    };
+    const QString a = withoutDate(windowReport);
+    QVERIFY(a.contains(QStringLiteral("<table id=\"bias\">")));
+    QVERIFY2(a.contains(QStringLiteral("model + 1 edit")),  // the applied edit's column
+             qPrintable(a.mid(a.indexOf(QStringLiteral("<table id=\"bias\">")), 300)));
+    QVERIFY(a == withoutDate(cliReport));
     page->worker()->waitForIdle();
   }
 
