@@ -182,9 +182,13 @@ void MainWindow::connectController() {
   connect(c, &SessionController::sessionOpened, this, &MainWindow::onSessionOpened);
   connect(c, &SessionController::statisticsReady, this,
           [this](const analysis::ModeStatistics& s, const AnswerTiming&) { experts_->setStatistics(s); });
-  connect(c, &SessionController::sweepReady, this, [this](const analysis::SweepOutcome& s, const AnswerTiming&) {
+  connect(c, &SessionController::sweepReady, this, [this](const analysis::SweepOutcome& s, const AnswerTiming& t) {
     experts_->setSweep(s, accuracy_);
     sweepChart_->setSweep(s, accuracy_);
+    // Run Sweep answered from the cache changes nothing on screen otherwise: say where it came from.
+    statusBar()->showMessage(t.fromCache ? tr("Sweep of %1 experts from the cache in %2 ms").arg(s.experts.size()).arg(t.latencyMs, 0, 'f', 1)
+                                         : tr("Sweep of %1 experts computed in %2 s").arg(s.experts.size()).arg(t.coreSeconds, 0, 'f', 1),
+                             8000);
   });
   connect(c, &SessionController::galleryReady, this, [this](const analysis::Gallery& g, const AnswerTiming& t) {
     experts_->gallery()->setGallery(g, classNames_, t);

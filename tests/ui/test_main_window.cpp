@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QStatusBar>
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTextBrowser>
@@ -324,6 +325,8 @@ class MainWindowTest : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(!sweeps.isEmpty(), 30'000);
     const auto sweep = sweeps.first().at(0).value<analysis::SweepOutcome>();
     QVERIFY(sweeps.first().at(1).value<ui::AnswerTiming>().fromCache);
+    QVERIFY2(window.statusBar()->currentMessage().contains(QStringLiteral("from the cache")),
+             qPrintable(window.statusBar()->currentMessage()));  // Run Sweep's feedback too
     QCOMPARE(sweep.experts.size(), expected.at("experts").size());
     QCOMPARE(sweep.experts_with_effect, expected.at("experts_with_effect").get<int64_t>());
     for (size_t n = 0; n < sweep.experts.size(); ++n)
