@@ -124,7 +124,11 @@ std::string comparison_chart(const ComparisonSection& c) {
     y_max = std::max(y_max, r.mean_polysemanticity);
   }
   if (x_min > x_max) x_min = x_max = 0;
-  if (x_max - x_min < 1) x_max = x_min + 1;
+  if (x_max - x_min < 1) {  // one N (or none): centred, a power of two on either side
+    const double middle = (x_min + x_max) / 2;
+    x_min = middle - 1;
+    x_max = middle + 1;
+  }
   y_max = y_max > 0 ? y_max * 1.1 : 1;
   const auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * (width - left - right); };
   const auto py = [&](double y) { return top + (1 - y / y_max) * (height - top - bottom); };
@@ -141,12 +145,23 @@ std::string comparison_chart(const ComparisonSection& c) {
   for (int i = 0; i <= 4; ++i)
     s << "<text x=\"" << left - 6 << "\" y=\"" << py(y_max * i / 4) + 4 << "\" text-anchor=\"end\" class=\"axis\">"
       << fixed(y_max * i / 4, 2) << "</text>";
+  std::vector<std::pair<double, double>> labels;  // where labels went: one below another when they would overlap
   for (const auto& r : c.rows) {
     if (r.experts <= 0 || std::isnan(r.mean_polysemanticity)) continue;
     const double x = px(std::log2(static_cast<double>(r.experts))), y = py(r.mean_polysemanticity);
+    double label_y = y - 6;
+    for (bool moved = true; moved;) {
+      moved = false;
+      for (const auto& [lx, ly] : labels)
+        if (std::abs(lx - x) < 160 && std::abs(ly - label_y) < 13) {
+          label_y = ly + 13;
+          moved = true;
+        }
+    }
+    labels.push_back({x, label_y});
     s << "<circle cx=\"" << x << "\" cy=\"" << y << "\" r=\"4\" fill=\"#2e86c1\"><title>" << escape_html(r.model)
       << ": " << r.experts << " experts, mean polysemanticity " << fixed(r.mean_polysemanticity, 3)
-      << "</title></circle><text x=\"" << x + 6 << "\" y=\"" << y - 6 << "\">" << escape_html(r.model) << "</text>";
+      << "</title></circle><text x=\"" << x + 6 << "\" y=\"" << label_y << "\">" << escape_html(r.model) << "</text>";
   }
   s << "<text x=\"" << (left + width - right) / 2 << "\" y=\"" << height - 6
     << "\" text-anchor=\"middle\" class=\"axis\">experts (N, log scale); y: mean polysemanticity</text></svg>";
