@@ -186,8 +186,11 @@ void MainWindow::connectController() {
     experts_->setSweep(s, accuracy_);
     sweepChart_->setSweep(s, accuracy_);
     // Run Sweep answered from the cache changes nothing on screen otherwise: say where it came from.
-    statusBar()->showMessage(t.fromCache ? tr("Sweep of %1 experts from the cache in %2 ms").arg(s.experts.size()).arg(t.latencyMs, 0, 'f', 1)
-                                         : tr("Sweep of %1 experts computed in %2 s").arg(s.experts.size()).arg(t.coreSeconds, 0, 'f', 1),
+    const QString took = t.latencyMs < 10'000 ? tr("%1 ms").arg(t.latencyMs, 0, 'f', t.fromCache ? 1 : 0)
+                                               : tr("%1 s").arg(t.latencyMs / 1000, 0, 'f', 1);
+    statusBar()->showMessage((t.fromCache ? tr("Sweep of %1 experts from the cache in %2") : tr("Sweep of %1 experts computed in %2"))
+                                 .arg(s.experts.size())
+                                 .arg(took),
                              8000);
   });
   connect(c, &SessionController::galleryReady, this, [this](const analysis::Gallery& g, const AnswerTiming& t) {
