@@ -2,9 +2,9 @@
 
 #include <QElapsedTimer>
 
-#include "io/atomic_file.h"
+#include "analysis/expert_report.h"
+#include "cache/analysis_cache.h"
 #include "io/errors.h"
-#include "report/html_report.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -259,11 +259,13 @@ void BiasController::exportReport(const QString& path, const editing::BiasTask& 
     request.data_spec = session.options().test_spec;
     request.baselines = baselines;
     request.app_version = MUMOE_VERSION;
-    const auto html = report::render_html(session.report(task, request));
-    io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
-    out.write(html.data(), html.size());
-    out.commit();
-    return [this, path, bytes = static_cast<qint64>(html.size())](double) { Q_EMIT reportExported(path, bytes); };
+    const auto bytes = static_cast<qint64>(analysis::write_report(
+        session.report(task, request), path.toStdString(),
+        {{request.model_path, "the model"},
+         {session.session_db_path(), "the edit session"},
+         {session.options().cache_path.empty() ? cache::default_cache_path() : session.options().cache_path,
+          "the analysis cache"}}));
+    return [this, path, bytes](double) { Q_EMIT reportExported(path, bytes); };
   }, /*cancellable=*/false, /*visible=*/true, std::move(endings));
 }
 

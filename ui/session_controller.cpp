@@ -13,9 +13,7 @@
 #include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
 #include "editing/export_request.h"
-#include "io/atomic_file.h"
 #include "io/errors.h"
-#include "report/html_report.h"
 #include "thumbnail_store.h"
 #include "worker_queue.h"
 
@@ -252,7 +250,7 @@ void SessionController::exportReport(const QString& path, const QString& experts
   const QString task = tr("Writing the report");
   submit(
       task,
-      [this, path, experts, task, model = info_.modelPath, data = info_.dataSpec](
+      [this, path, experts, task, model = info_.modelPath, data = info_.dataSpec, cache = cachePath_.isEmpty() ? cache::default_cache_path() : cachePath_.toStdString()](
           Slot& slot, const std::function<bool()>& cancelled) -> Deliver {
         analysis::ReportRequest request;
         request.model_path = model.toStdString();
@@ -263,12 +261,9 @@ void SessionController::exportReport(const QString& path, const QString& experts
           worker_->postProgress(task, done, total, -1);
           return !cancelled();
         });
-        const auto html = report::render_html(report);
-        io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
-        out.write(html.data(), html.size());
-        out.commit();
+        const auto bytes = static_cast<qint64>(analysis::write_report(
+            report, path.toStdString(), {{request.model_path, "the model"}, {cache, "the analysis cache"}}));
         const int sections = static_cast<int>(report.details.size());
-        const auto bytes = static_cast<qint64>(html.size());
         return [this, path, sections, bytes](double) { Q_EMIT reportExported(path, sections, bytes); };
       },
       JobFlags{true, true});

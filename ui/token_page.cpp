@@ -22,9 +22,7 @@
 
 #include "analysis/expert_report.h"
 #include "analysis/text_analysis_session.h"
-#include "io/atomic_file.h"
 #include "io/errors.h"
-#include "report/html_report.h"
 #include "note_stack.h"
 #include "worker_queue.h"
 
@@ -476,12 +474,11 @@ void TokenPage::exportReport(const QString& path, const QString& experts) {
       worker_->postProgress(task, done, total);
       return !cancelled();
     });
-    const auto html = report::render_html(report);
-    io::AtomicFileWriter out(path.toStdString());  // names the path on failure; nothing half-written
-    out.write(html.data(), html.size());
-    out.commit();
-    return [this, path, sections = static_cast<int>(report.details.size()), bytes = static_cast<qint64>(html.size())](
-               double) { Q_EMIT reportExported(path, sections, bytes); };
+    const auto bytes = static_cast<qint64>(
+        analysis::write_report(report, path.toStdString(), {{request.model_path, "the model"}, {session.cache_path(), "the analysis cache"}}));
+    return [this, path, sections = static_cast<int>(report.details.size()), bytes](double) {
+      Q_EMIT reportExported(path, sections, bytes);
+    };
   }, /*cancellable=*/true, /*visible=*/true, {[this](const QString& message) { showErrorDialog(message); }, {}});
 }
 

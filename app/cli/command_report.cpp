@@ -136,24 +136,21 @@ int run_report(ReportOptions& o) {
     layer_name = layer->layer_name();
   }
   report.comparison = std::move(compared);
-  const auto html = report::render_html(report);
-  io::AtomicFileWriter out(o.output);
-  out.write(html.data(), html.size());
-  out.commit();
+  const auto bytes = analysis::write_report(report, o.output, inputs);  // checked before the work too
   if (o.analysis.json) {
     std::cout << json_text(nlohmann::json({{"output", o.output},
                                            {"bias_table", report.bias.has_value()},
-                                           {"bytes", html.size()},
+                                           {"bytes", bytes},
                                            {"layer", layer_name},
                                            {"experts", report.experts.size()},
                                            {"sections", report.details.size()},
                                            {"compared", report.comparison ? report.comparison->rows.size() : 0}}))
               << "\n";
   } else if (report.bias) {
-    std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): the bias table of "
+    std::cout << "wrote " << o.output << " (" << bytes / 1024 << " KiB): the bias table of "
               << report.bias->columns.size() << " variant(s)\n";
   } else {
-    std::cout << "wrote " << o.output << " (" << html.size() / 1024 << " KiB): " << report.details.size()
+    std::cout << "wrote " << o.output << " (" << bytes / 1024 << " KiB): " << report.details.size()
               << " experts in detail of " << report.experts.size() << ", layer '" << layer_name << "'\n";
   }
   return kSuccess;

@@ -10,6 +10,8 @@
 #include <sstream>
 
 #include "analysis/gallery.h"
+#include "io/atomic_file.h"
+#include "io/output_files.h"
 #include "analysis/lm_ablation_results.h"
 #include "analysis/token_gallery.h"
 #include "io/errors.h"
@@ -300,6 +302,16 @@ report::ExpertReport make_token_report(TextAnalysisSession& session, const Repor
     step();
   }
   return r;
+}
+
+int64_t write_report(const report::ExpertReport& report, const std::string& path,
+                     const std::vector<io::NamedInput>& inputs) {
+  io::check_outputs({{path, "the report"}}, inputs);
+  const auto html = report::render_html(report);
+  io::AtomicFileWriter out(path);  // names the path on failure
+  out.write(html.data(), html.size());
+  out.commit();
+  return static_cast<int64_t>(html.size());
 }
 
 report::ComparisonSection comparison_section(const std::vector<LayerComparison>& rows, const std::string& data_spec) {

@@ -15,6 +15,7 @@
 #include "analysis/layer_analysis.h"
 #include "analysis/layer_comparison.h"
 #include "analysis/text_analysis_session.h"
+#include "io/file_checks.h"
 #include "report/html_report.h"
 
 namespace mumoe::analysis {
@@ -51,6 +52,12 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
 /// left out (a class is a next token: thousands of them).
 report::ExpertReport make_token_report(TextAnalysisSession& session, const ReportRequest& request,
                                        const ReportProgress& progress = {});
+
+/// Renders `report` and writes it to `path` atomically (nothing half-written), after
+/// io::check_outputs: `path` may not be one of `inputs` (the model, the cache, data or session
+/// files) nor a FIFO or device. Returns the bytes written. How every front end saves a report.
+int64_t write_report(const report::ExpertReport& report, const std::string& path,
+                     const std::vector<io::NamedInput>& inputs);
 
 /// `compare`'s rows as a report's section (the same figures as `mumoe compare --json`), all
 /// computed on `data_spec`.

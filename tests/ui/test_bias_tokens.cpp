@@ -333,6 +333,18 @@ class BiasTokensTest : public QObject {
     QVERIFY2(a.contains(QStringLiteral("model + 1 edit")),  // the applied edit's column
              qPrintable(a.mid(a.indexOf(QStringLiteral("<table id=\"bias\">")), 300)));
     QVERIFY(a == withoutDate(cliReport));
+
+    // The model itself as the report's path: refused, naming it; the model's bytes stay.
+    QFile model(head);
+    QVERIFY(model.open(QIODevice::ReadOnly));
+    const QByteArray before = model.readAll();
+    model.close();
+    QSignalSpy failed(page, &ui::BiasPage::failed);
+    page->exportReport(head);
+    QVERIFY(failed.wait(30'000));
+    QVERIFY2(failed.first().at(1).toString().contains(QStringLiteral("the model")), qPrintable(failed.first().at(1).toString()));
+    QVERIFY(model.open(QIODevice::ReadOnly));
+    QCOMPARE(model.readAll(), before);
     page->worker()->waitForIdle();
   }
 
