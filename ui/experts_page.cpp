@@ -177,8 +177,10 @@ void ExpertsPage::updateSummary() {
   const auto& s = model_->statistics();
   if (s.experts.empty()) return;
   const QLocale locale;
-  summary_->setText(tr("<b>%1 experts</b> · %2 dead at a ≥ %3 · %4 active per sample · "
-                       "I(E;Y) = %5 bits · %6 shown")
+  summary_->setText((s.multilabel ? tr("<b>%1 experts</b> · %2 dead at a ≥ %3 · %4 active per sample · "
+                                       "mean I(E;Y<sub>o</sub>) over outputs = %5 bits · %6 shown")
+                                  : tr("<b>%1 experts</b> · %2 dead at a ≥ %3 · %4 active per sample · "
+                                       "I(E;Y) = %5 bits · %6 shown"))
                         .arg(s.experts.size())
                         .arg(s.dead_experts)
                         .arg(s.threshold)

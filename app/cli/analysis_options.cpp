@@ -10,6 +10,9 @@
 
 #include "cli_support.h"
 #include "data/dataset.h"
+#include "editing/bias_session.h"
+#include "model/manifest.h"
+#include "model/model_file.h"
 
 namespace mumoe::cli {
 
@@ -157,6 +160,11 @@ std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions&
   catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
+  // The image default means "not given": a multi-label model reads the bias workflow's test data
+  // (what `fairness` and the Bias page read), whose attributes its outputs are.
+  if (o.session.data_spec == analysis::SessionOptions().data_spec &&
+      model::ModelFile::load(o.session.model_path, o.session.overrides).manifest().task == model::kMultiLabel)
+    o.session.data_spec = editing::BiasSessionOptions().test_spec;
   analysis::LayerAnalysisOptions layer;
   layer.max_images = block.max_images;
   return analysis::LayerAnalysis::open(

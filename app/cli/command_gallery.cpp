@@ -68,6 +68,7 @@ int run_text_gallery(GalleryOptions& o) {
 int run_gallery(GalleryOptions& o) {
   io::check_outputs({{o.output, "--output"}}, analysis_inputs(o.analysis));
   if (is_text_model(o.analysis)) {
+    if (!o.request.subpopulation.empty()) throw UsageError("--subpop is for image data with attributes, not a GPT's text");
     o.request.order = o.top ? analysis::GalleryOrder::Top
                             : analysis::parse_gallery_order(o.order.empty() ? std::string("random") : o.order);
     return run_text_gallery(o);
@@ -85,6 +86,7 @@ int run_gallery(GalleryOptions& o) {
   const auto answer = a->gallery(o.request);
   const auto& g = answer.value;
   auto name = [&](int64_t label) {
+    if (g.multilabel) return analysis::label_text(label, a->class_names(), true);
     return label >= 0 && label < static_cast<int64_t>(a->class_names().size()) ? a->class_names()[label]
                                                                                : "class " + std::to_string(label);
   };
@@ -110,6 +112,10 @@ int run_gallery(GalleryOptions& o) {
         item["channel"] = block->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
       }
       item["class_name"] = name(item["label"].get<int64_t>());
+      if (g.multilabel) {  // the bitmasks spelled out: the outputs that are positive, and predicted so
+        item["positive_outputs"] = item["class_name"];
+        item["predicted_outputs"] = name(item["prediction"].get<int64_t>());
+      }
     }
     j["model"] = o.analysis.model.model;
     j["data"] = o.analysis.session.data_spec;
@@ -133,7 +139,8 @@ int run_gallery(GalleryOptions& o) {
               << ", " << a->samples() << " images)\n";
   } else {
     std::cout << "expert " << g.request.expert << " (mode " << g.request.mode << "): " << g.items.size() << " of "
-              << g.eligible << " eligible samples\n";
+              << g.eligible << " eligible samples"
+              << (g.request.subpopulation.empty() ? "" : " of the subpopulation " + g.request.subpopulation) << "\n";
   }
   for (const auto& item : g.items) {
     std::cout << "  sample " << std::setw(6) << item.sample;
@@ -141,7 +148,10 @@ int run_gallery(GalleryOptions& o) {
       std::cout << "  patch (" << item.patch / block->grid() << ", " << item.patch % block->grid() << ")";
     else if (block)
       std::cout << "  channel " << block->strongest_row(item.sample, o.request.expert);
-    std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label)) << "\n";
+    std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label));
+    if (g.multilabel && item.prediction != item.label)
+      std::cout << "  (predicted " << io::printable(name(item.prediction)) << ")";
+    std::cout << "\n";
   }
   if (!o.output.empty()) std::cout << "wrote " << o.output << "\n";
   return kSuccess;
@@ -164,6 +174,8 @@ Command add_gallery_command(CLI::App& parent) {
   app->add_option("--images", o->analysis.session.gallery_images,
                   "Images of a feature file's samples, in the same order (e.g. fashion-mnist:test)");
   app->add_flag("--top", o->top, "Same as --order top");
+  app->add_option("--subpop", o->request.subpopulation,
+                  "Only samples of this subpopulation of the data's attributes, e.g. 'long_sleeves=1&frame=1'");
   app->add_option("--context", o->context, "GPT models: tokens of context on each side (default 24)");
   app->add_flag("--ansi", o->ansi, "GPT models: mark the token in reverse video instead of «»");
   o->text.add_to(app);

@@ -43,14 +43,16 @@ int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, c
             << "  active experts / sample " << s.mean_active_experts << "\n"
             << "  gate entropy H_s        " << s.gate_entropy_bits << " bits\n"
             << "  utilisation H_u         " << s.utilisation_entropy_bits << " bits\n"
-            << "  I(E;Y)                  " << s.mutual_information_bits << " bits (H(E) " << s.expert_entropy_bits
-            << ", H(Y) " << s.class_entropy_bits << ")\n";
+            << (s.multilabel ? "  mean_o I(E;Y_o)         " : "  I(E;Y)                  ")
+            << s.mutual_information_bits << " bits (H(E) " << s.expert_entropy_bits
+            << (s.multilabel ? ", mean H(Y_o) " : ", H(Y) ") << s.class_entropy_bits << ")\n";
   auto order = s.experts;
   std::stable_sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.load > b.load; });
   std::cout << "  busiest experts (load = samples with a_n ≥ threshold):\n";
   for (int64_t i = 0; i < std::min<int64_t>(o.show, static_cast<int64_t>(order.size())); ++i) {
     const auto& e = order[i];
-    std::cout << "    expert " << std::setw(4) << e.expert << "  load " << std::setw(6) << e.load << "  top:";
+    std::cout << "    expert " << std::setw(4) << e.expert << "  load " << std::setw(6) << e.load
+              << (s.multilabel ? "  positive:" : "  top:");
     for (const auto& [c, n] : e.top_classes) std::cout << " " << io::printable(name(c)) << " (" << n << ")";
     std::cout << "\n";
   }
@@ -61,6 +63,9 @@ int run_stats(StatsOptions& o) {
   auto a = open_layer_analysis(o.analysis, o.block);
   const auto answer = a->statistics(o.mode, o.threshold);
   nlohmann::json extra = {{"layer", a->layer_name()}, {"from_cache", answer.from_cache}, {"seconds", answer.seconds}};
+  if (a->multilabel() && !o.analysis.json)
+    std::cout << a->layer_name() << " of a multi-label model: its " << a->class_names().size()
+              << " outputs stand for classes (top: the outputs most often positive among an expert's samples)\n";
   if (a->block()) {  // a backbone layer: its samples are images, each counted by its strongest row
     extra["images"] = a->samples();
     if (!o.analysis.json)

@@ -36,6 +36,35 @@ ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vect
   return a;
 }
 
+ClassAccuracy output_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                              int64_t outputs) {
+  if (labels.size() != predictions.size())
+    throw UsageError("output_accuracy: " + std::to_string(labels.size()) + " labels but " +
+                     std::to_string(predictions.size()) + " predictions");
+  ClassAccuracy a;
+  a.correct.assign(outputs, 0);
+  a.count.assign(outputs, static_cast<int64_t>(labels.size()));
+  int64_t correct = 0;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    const auto wrong = labels[i] ^ predictions[i];
+    for (int64_t o = 0; o < outputs; ++o)
+      if (!((wrong >> o) & 1)) {
+        ++a.correct[o];
+        ++correct;
+      }
+  }
+  for (int64_t o = 0; o < outputs; ++o)
+    a.per_class.push_back(labels.empty() ? 0.0 : static_cast<double>(a.correct[o]) / labels.size());
+  a.overall = labels.empty() || outputs == 0 ? 0.0 : static_cast<double>(correct) / (labels.size() * outputs);
+  return a;
+}
+
+ClassAccuracy accuracy_of(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                          int64_t class_count, bool multilabel) {
+  return multilabel ? output_accuracy(labels, predictions, class_count)
+                    : class_accuracy(labels, predictions, class_count);
+}
+
 std::vector<double> accuracy_drop(const ClassAccuracy& before, const ClassAccuracy& after) {
   std::vector<double> d(before.per_class.size(), 0.0);
   for (size_t c = 0; c < d.size(); ++c)

@@ -18,6 +18,17 @@ struct ClassAccuracy {
 ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
                              int64_t class_count);
 
+/// Accuracy per output of a multi-label model whose labels and predictions are output bitmasks
+/// (RunData::multilabel): output o is correct on sample s when bit o of both agrees; every output
+/// counts every sample, and `overall` is the mean of the outputs' accuracies (the multi-label test
+/// accuracy).
+ClassAccuracy output_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                              int64_t outputs);
+
+/// class_accuracy, or output_accuracy when `multilabel`.
+ClassAccuracy accuracy_of(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                          int64_t class_count, bool multilabel);
+
 /// d_c = (y_c − ŷ_c) / y_c: the normalised loss of class-c accuracy when an expert is removed.
 /// A class with y_c = 0 has nothing to lose and gets d_c = 0 (the paper leaves 0/0 undefined).
 std::vector<double> accuracy_drop(const ClassAccuracy& before, const ClassAccuracy& after);

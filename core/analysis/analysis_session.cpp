@@ -12,6 +12,7 @@
 #include "analysis/stored_answer.h"
 #include "analysis/sweep_shards.h"
 #include "data/dataset.h"
+#include "editing/subpopulation.h"
 #include "io/errors.h"
 #include "model/classifier_model.h"
 
@@ -38,6 +39,18 @@ struct AnalysisSession::Impl {
   std::unique_ptr<CounterfactualAblation> ablation;
   std::unique_ptr<RouterAblation> router_ablation;  ///< instead of `ablation` for a router layer
   std::vector<std::string> class_names;
+  /// A multi-label model: the attribute column of each output (RunData::multilabel); empty
+  /// otherwise.
+  std::vector<int64_t> target_columns;
+  bool multilabel() const { return model->multilabel(); }
+  /// The labels that chunks must hold: class indices of a multi-class model; a multi-label
+  /// model's chunks keep the data's own labels (its truths are attribute columns), so only their
+  /// predictions (argmax) are checked.
+  std::string chunk_problem(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
+                            int64_t first_sample) const {
+    const auto classes = static_cast<int64_t>(class_names.size());
+    return class_index_problem(multilabel() ? std::vector<int64_t>() : labels, predictions, classes, first_sample);
+  }
   mutable std::optional<data::Dataset> gallery_images;  ///< loaded on first use
 
   // The data set that holds the gallery's images: the analysed data itself, or its image twin.
@@ -91,12 +104,18 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   impl->extraction.batching = options.chunk_batching;
   const auto file = model::ModelFile::load(options.model_path, options.overrides);
   impl->model = model::ClassifierModel::load(file, options.layer);
-  // Per-class accuracy, ablation and the expert × class table assume one class per sample.
-  if (impl->model->multilabel())
-    throw UsageError(options.model_path +
-                     " is a multi-label model: per-class analysis does not apply; use `mumoe fairness` and "
-                     "`mumoe rewrite`, which evaluate each target attribute");
   impl->data = data::load_dataset(options.data_spec);
+  if (impl->model->multilabel()) {
+    // Each output is read against the data's attribute of its name (UsageError naming a missing
+    // one); accuracy, ablation and statistics are then per output (RunData::multilabel).
+    if (impl->model->is_router())
+      throw UsageError(options.model_path + " is a multi-label router model: its expert analysis is not supported");
+    impl->data = impl->model->prepare(std::move(impl->data));
+    for (const auto& name : impl->model->label_names()) {
+      const auto& names = impl->data.attribute_names;
+      impl->target_columns.push_back(std::find(names.begin(), names.end(), name) - names.begin());
+    }
+  }
   impl->model->check_compatible(impl->data);
   impl->class_names = impl->model->label_names().empty() ? impl->data.class_names : impl->model->label_names();
   // Classes the data never shows still have an output: name them by index.
@@ -120,6 +139,7 @@ const std::string& AnalysisSession::cache_path() const { return impl_->cache->pa
 const std::string& AnalysisSession::layer_name() const { return impl_->model->layer_name(); }
 const std::vector<std::string>& AnalysisSession::class_names() const { return impl_->class_names; }
 const std::vector<std::string>& AnalysisSession::attribute_names() const { return impl_->data.attribute_names; }
+bool AnalysisSession::multilabel() const { return impl_->multilabel(); }
 std::vector<int64_t> AnalysisSession::expert_dims() const { return impl_->model->expert_dims(); }
 std::string AnalysisSession::layer_family() const { return impl_->model->layer_family(); }
 const model::ClassifierModel& AnalysisSession::model() const { return *impl_->model; }
@@ -146,9 +166,9 @@ ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
 const RunData& AnalysisSession::run() {
   if (!impl_->run) {
     auto data = load_extracted_run(*impl_->cache, impl_->complete_run_id(), *impl_->model, impl_->data);
-    const auto classes = static_cast<int64_t>(impl_->class_names.size());
-    if (auto problem = class_index_problem(data.labels, data.predictions, classes); !problem.empty())
+    if (auto problem = impl_->chunk_problem(data.labels, data.predictions, 0); !problem.empty())
       throw cache::damaged_cache_error(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem);
+    if (impl_->multilabel()) make_multilabel(data, impl_->target_columns);
     impl_->run = std::move(data);
   }
   return *impl_->run;
@@ -159,17 +179,16 @@ cache::CacheCheckReport AnalysisSession::recompute() {
   impl_->drop_engines();
   const auto id = impl_->run_id();
   if (!id) return {};
-  const auto classes = static_cast<int64_t>(impl_->class_names.size());
   // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key;
   // coefficients left to the model that come out stale are extracted again by run() itself.)
-  return cache::repair_run_for_recompute(*impl_->cache, *id, [classes](const cache::ChunkRecord& c) {
-    return class_index_problem(c.labels, c.predictions, classes, c.first_sample);
+  return cache::repair_run_for_recompute(*impl_->cache, *id, [this](const cache::ChunkRecord& c) {
+    return impl_->chunk_problem(c.labels, c.predictions, c.first_sample);
   });
 }
 
 ClassAccuracy AnalysisSession::accuracy() {
   const auto& r = run();
-  return class_accuracy(r.labels, r.predictions, static_cast<int64_t>(impl_->class_names.size()));
+  return accuracy_of(r.labels, r.predictions, static_cast<int64_t>(impl_->class_names.size()), r.multilabel);
 }
 
 Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshold) {
@@ -179,10 +198,20 @@ Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshol
                        [&] { return expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold); });
 }
 
-Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& request) {
+Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& asked) {
+  auto request = asked;  // one key per subpopulation however it was written
+  if (!request.subpopulation.empty())
+    request.subpopulation = editing::parse_subpopulation(request.subpopulation).text();
   return cached_answer(*impl_->cache, impl_->complete_run_id(), "gallery", request.key(), false,
                        [](const nlohmann::json& j) { return gallery_from_json(j); },
-                       [&] { return select_gallery(run(), request); });
+                       [&] {
+                         const auto& r = run();
+                         const auto members = request.subpopulation.empty()
+                                                  ? std::vector<uint8_t>()
+                                                  : subpopulation_members(r, impl_->data.attribute_names,
+                                                                          request.subpopulation, impl_->data.identity);
+                         return select_gallery(r, request, members);
+                       });
 }
 
 Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<int64_t>& experts,

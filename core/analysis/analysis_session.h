@@ -3,6 +3,11 @@
 // once; every view after that — statistics, galleries, ablations, sweeps — is answered from the
 // cache when it was asked before, and computed from the cached run otherwise (then stored).
 //
+// A multi-label model (one binary output per data attribute, e.g. the bias demo) is analysed per
+// output: its outputs stand where classes stand (class_names, per-output accuracy, ablation's
+// drop per output), its run's labels and predictions are output bitmasks (RunData::multilabel),
+// and galleries may be restricted to a subpopulation of the data's attributes.
+//
 // Torch-free header (pimpl), so UI code can hold a session. Not thread-safe: one thread at a
 // time (the GUI runs jobs on a worker thread and hands results back).
 #pragma once
@@ -106,6 +111,8 @@ class AnalysisSession {
   const std::string& layer_name() const;
   const std::vector<std::string>& class_names() const;
   const std::vector<std::string>& attribute_names() const;
+  /// True for a multi-label model (see above).
+  bool multilabel() const;
   std::vector<int64_t> expert_dims() const;
   /// "μMoE CP", "μMoE TR", "Soft MoE", "Softmax Token Choice", … (the analysed layer's kind).
   std::string layer_family() const;

@@ -143,7 +143,8 @@ void write_gallery_sheet(const std::string& path, const Gallery& g, const std::v
   tiles.reserve(g.items.size());
   for (const auto& item : g.items) {
     if (cancelled && cancelled()) throw Cancelled();
-    const auto label = item.label >= 0 && static_cast<size_t>(item.label) < class_names.size()
+    const auto label = g.multilabel ? label_text(item.label, class_names, true)
+                       : item.label >= 0 && static_cast<size_t>(item.label) < class_names.size()
                            ? class_names[static_cast<size_t>(item.label)]
                            : "class " + std::to_string(item.label);
     tiles.push_back({image_of(item), label, two_decimals(item.coefficient)});

@@ -71,6 +71,20 @@ torch::Tensor removed_coefficients(const ExpertColumns& columns, const std::vect
   return out;
 }
 
+// Each row's prediction from its scores [B, O]: the argmax class, or for a multi-label run the
+// bitmask of the outputs whose logit is positive (RunData::multilabel).
+torch::Tensor decisions(const torch::Tensor& scores, bool multilabel) {
+  if (!multilabel) return scores.argmax(1);
+  const auto positive = (scores > 0).to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t rows = positive.size(0), outputs = positive.size(1);
+  auto out = torch::zeros({rows}, torch::kLong);
+  const auto* p = positive.data_ptr<int64_t>();
+  auto* w = out.data_ptr<int64_t>();
+  for (int64_t b = 0; b < rows; ++b)
+    for (int64_t o = 0; o < outputs; ++o) w[b] |= p[b * outputs + o] << o;
+  return out;
+}
+
 std::vector<int64_t> to_vector(const torch::Tensor& t) {
   const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
   return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
@@ -102,7 +116,7 @@ CounterfactualAblation::CounterfactualAblation(const nn::MuMoEBlock& layer, cons
   // click (30–40 ms measured, 2026-11-24); each path converts the rows it evaluates.
   inputs_ = torch::from_blob(const_cast<float*>(run.inputs.data()), {run.samples(), run.info.input_dim},
                              torch::kFloat32);
-  before_ = class_accuracy(run.labels, run.predictions, class_count);
+  before_ = accuracy_of(run.labels, run.predictions, class_count, run.multilabel);
 }
 
 void CounterfactualAblation::check_mode(int64_t mode) const {
@@ -147,7 +161,9 @@ torch::Tensor CounterfactualAblation::predict_rows(const torch::Tensor& samples,
   }
   // The arithmetic of extraction and of the naive oracle (exact_layer.h), so that a near-tie is
   // decided by the same sums.
-  return exact_.output_from_coefficients(inputs_.index_select(0, samples).to(device_), coefficients).argmax(1).cpu();
+  return decisions(exact_.output_from_coefficients(inputs_.index_select(0, samples).to(device_), coefficients),
+                   run_.multilabel)
+      .cpu();
 }
 
 const torch::Tensor& CounterfactualAblation::stored_scores() {
@@ -309,7 +325,7 @@ std::vector<int64_t> CounterfactualAblation::predict_all() {
   const int64_t chunk = run_.info.chunk_size;  // the extraction's batches: identical BatchNorm/BLAS shapes
   for (int64_t begin = 0; begin < run_.samples(); begin += chunk) {
     const auto x = inputs_.slice(0, begin, std::min(run_.samples(), begin + chunk)).to(device_);
-    const auto p = to_vector(exact_.forward(x).output.argmax(1));
+    const auto p = to_vector(decisions(exact_.forward(x).output, run_.multilabel));
     out.insert(out.end(), p.begin(), p.end());
   }
   return out;
@@ -363,7 +379,8 @@ std::vector<int64_t> CounterfactualAblation::predictions_after(int64_t mode, con
   const std::set<int64_t> removed(experts.begin(), experts.end());
   auto predictions = run_.predictions;
   const auto samples = affected_samples(mode, experts);
-  if (rank_one(mode)) {
+  // The rank-one bounds decide an argmax; a multi-label run's decisions (signs) re-evaluate rows.
+  if (!run_.multilabel && rank_one(mode)) {
     const auto p = predictions_rank_one(mode, samples, {removed.begin(), removed.end()});
     for (size_t b = 0; b < samples.size(); ++b) predictions[samples[b]] = p[b];
     return predictions;
@@ -395,7 +412,7 @@ AblationOutcome ablation_outcome(const RunData& run, const ClassAccuracy& before
   AblationOutcome o;
   o.mode = mode;
   o.experts = experts;
-  o.after = class_accuracy(run.labels, predictions, class_count);
+  o.after = accuracy_of(run.labels, predictions, class_count, run.multilabel);
   o.drop = accuracy_drop(before, o.after);
   o.polysemanticity = polysemanticity(o.drop);
   o.has_effect = has_effect(o.drop);
@@ -421,8 +438,9 @@ SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallb
   std::vector<std::vector<int64_t>> correct_delta(experts, std::vector<int64_t>(class_count_, 0));
   std::vector<int64_t> changed(experts, 0);
 
-  int64_t next_expert = rank_one(mode) ? experts : 0;
-  if (rank_one(mode)) sweep_rank_one(mode, progress, &correct_delta, &changed);
+  const bool by_rank_one = !run_.multilabel && rank_one(mode);
+  int64_t next_expert = by_rank_one ? experts : 0;
+  if (by_rank_one) sweep_rank_one(mode, progress, &correct_delta, &changed);
   while (next_expert < experts) {
     // Batch whole experts' supports until the batch is full (an expert larger than a batch
     // gets a batch of its own).
@@ -445,7 +463,13 @@ SweepOutcome CounterfactualAblation::sweep_sparse(int64_t mode, const SweepCallb
         if (p[b] == old_prediction) continue;
         ++changed[owner[b]];
         const auto y = run_.labels[s];
-        correct_delta[owner[b]][y] += (p[b] == y) - (old_prediction == y);
+        if (run_.multilabel) {  // each output whose bit flipped turns correct or wrong
+          const auto wrong_before = old_prediction ^ y, wrong_after = p[b] ^ y;
+          for (int64_t o = 0; o < class_count_; ++o)
+            correct_delta[owner[b]][o] += ((wrong_before >> o) & 1) - ((wrong_after >> o) & 1);
+        } else {
+          correct_delta[owner[b]][y] += (p[b] == y) - (old_prediction == y);
+        }
       }
     }
     if (progress && !progress(next_expert, experts)) throw Cancelled();

@@ -13,6 +13,9 @@
 //   * Naive (the oracle): for each expert, zero the expert's factor slice — literally W_n := 0
 //     (CP: row n of the mode's factor; TR: slice [:, n, :] of its core; both layers of a block)
 //     — and run the whole layer, gates included, over every sample.
+// A multi-label run (RunData::multilabel: labels and predictions are output bitmasks) is decided
+// per output by the logit's sign, its accuracy is per output (output_accuracy), and the sparse
+// method re-evaluates the affected rows (the rank-one bounds decide an argmax, not signs).
 // Both evaluate the layer from the same stored float32 inputs as exact_layer.h does (the model's
 // own gates, the expert arithmetic in float64), so they agree prediction for prediction (the tests
 // check this against each other).

@@ -189,11 +189,8 @@ report::ExpertReport make_expert_report(LayerAnalysis& analysis, const ReportReq
     d.gallery_title = gallery_title(gallery);
     for (const auto& item : gallery.items) {
       report::Tile t;
-      t.label = item.label >= 0 && item.label < static_cast<int64_t>(r.class_names.size()) ? r.class_names[item.label]
-                                                                                         : std::to_string(item.label);
-      t.prediction = item.prediction >= 0 && item.prediction < static_cast<int64_t>(r.class_names.size())
-                         ? r.class_names[item.prediction]
-                         : std::to_string(item.prediction);
+      t.label = label_text(item.label, r.class_names, gallery.multilabel);
+      t.prediction = label_text(item.prediction, r.class_names, gallery.multilabel);
       t.coefficient = item.coefficient;
       t.outlined = item.patch >= 0;
 #ifdef MUMOE_WITH_OPENCV

@@ -24,6 +24,10 @@ struct ExpertSummary {
 
 struct ModeStatistics {
   int64_t mode = 0;
+  /// A multi-label model's run (RunData::multilabel): "classes" are its outputs — top_classes
+  /// and expert_class_counts count samples whose output is positive (truth), and the entropies
+  /// are means over the outputs of the binary H(Y_o) and I(E;Y_o).
+  bool multilabel = false;
   double threshold = 0.5;
   int64_t samples = 0;
   std::vector<ExpertSummary> experts;
@@ -38,7 +42,8 @@ struct ModeStatistics {
   double mutual_information_bits = 0;  ///< I(E;Y) = H(E) + H(Y) − H(E,Y)
 };
 
-/// Statistics of expert mode `mode` of `run` for `class_count` classes. Throws UsageError for
+/// Statistics of expert mode `mode` of `run` for `class_count` classes (outputs of a multi-label
+/// run). Throws UsageError for
 /// a mode that does not exist or a label outside [0, class_count).
 ModeStatistics expert_statistics(const RunData& run, int64_t mode, int64_t class_count, double threshold = 0.5);
 

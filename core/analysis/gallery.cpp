@@ -4,6 +4,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "editing/subpopulation.h"
 #include "io/errors.h"
 
 namespace mumoe::analysis {
@@ -28,6 +29,7 @@ std::string GalleryRequest::key() const {
   std::ostringstream k;
   k << "mode" << mode << ":expert" << expert << ":" << to_string(order) << ":t" << threshold << ":n" << count << ":s"
     << seed;
+  if (!subpopulation.empty()) k << ":sub=" << subpopulation;
   return k.str();
 }
 
@@ -39,7 +41,7 @@ GalleryOrder parse_gallery_order(const std::string& text) {
   throw UsageError("unknown gallery order '" + text + "' (expected random or top)");
 }
 
-Gallery select_gallery(const RunData& run, const GalleryRequest& r) {
+Gallery select_gallery(const RunData& run, const GalleryRequest& r, const std::vector<uint8_t>& members) {
   if (r.mode < 0 || r.mode >= run.modes())
     throw UsageError("expert mode " + std::to_string(r.mode) + " does not exist (the layer has " +
                      std::to_string(run.modes()) + ")");
@@ -48,14 +50,20 @@ Gallery select_gallery(const RunData& run, const GalleryRequest& r) {
     throw UsageError("expert " + std::to_string(r.expert) + " does not exist: mode " + std::to_string(r.mode) +
                      " has experts 0–" + std::to_string(experts - 1));
   if (r.count <= 0) throw UsageError("a gallery needs a positive sample count");
+  const bool filtered = !r.subpopulation.empty();
+  if (filtered && static_cast<int64_t>(members.size()) != run.samples())
+    throw UsageError("a gallery of the subpopulation " + r.subpopulation +
+                     " needs the data's attributes, which this analysis does not hold");
   const auto& cols = run.columns[r.mode];
 
   std::vector<int64_t> candidates;  // positions in the expert's column
   for (int64_t k = cols.offsets[r.expert]; k < cols.offsets[r.expert + 1]; ++k)
-    if (r.order == GalleryOrder::Top || cols.values[k] >= r.threshold) candidates.push_back(k);
+    if ((r.order == GalleryOrder::Top || cols.values[k] >= r.threshold) && (!filtered || members[cols.samples[k]]))
+      candidates.push_back(k);
 
   Gallery g;
   g.request = r;
+  g.multilabel = run.multilabel;
   g.eligible = static_cast<int64_t>(candidates.size());
   const auto take = std::min<int64_t>(r.count, g.eligible);
   if (r.order == GalleryOrder::Top) {
@@ -73,6 +81,29 @@ Gallery select_gallery(const RunData& run, const GalleryRequest& r) {
     g.items.push_back({s, run.labels[s], run.predictions[s], cols.values[k]});
   }
   return g;
+}
+
+std::vector<uint8_t> subpopulation_members(const RunData& run, const std::vector<std::string>& attribute_names,
+                                           const std::string& subpopulation, const std::string& data_identity) {
+  const auto parsed = editing::parse_subpopulation(subpopulation);
+  const int64_t k = run.info.attribute_count, samples = run.samples();
+  if (k == 0 || static_cast<int64_t>(run.attributes.size()) != samples * k)
+    throw UsageError(data_identity + " has no attributes, so no subpopulation (" + subpopulation + ") can be chosen");
+  const auto columns = editing::resolve_columns(parsed, attribute_names, data_identity);
+  // The run stores attributes as bytes; the mask function reads int64 rows.
+  const std::vector<int64_t> wide(run.attributes.begin(), run.attributes.end());
+  return editing::subpopulation_mask(parsed, columns, wide.data(), samples, k);
+}
+
+std::string label_text(int64_t label, const std::vector<std::string>& names, bool multilabel) {
+  const auto name = [&](int64_t c) {
+    return c >= 0 && c < static_cast<int64_t>(names.size()) ? names[static_cast<size_t>(c)] : std::to_string(c);
+  };
+  if (!multilabel) return name(label);
+  std::string text;
+  for (int64_t o = 0; o < 63; ++o)
+    if ((label >> o) & 1) text += (text.empty() ? "" : "+") + name(o);
+  return text.empty() ? "none" : text;
 }
 
 }  // namespace mumoe::analysis

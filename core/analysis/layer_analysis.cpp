@@ -40,6 +40,8 @@ class HeadAnalysis final : public LayerAnalysis {
   std::string layer_name() const override { return session_->layer_name(); }
   const std::vector<std::string>& class_names() const override { return session_->class_names(); }
   std::vector<int64_t> expert_dims() const override { return session_->expert_dims(); }
+  bool multilabel() const override { return session_->multilabel(); }
+  const std::vector<std::string>& attribute_names() const override { return session_->attribute_names(); }
   int64_t samples() const override { return session_->sample_count(); }
   ClassAccuracy accuracy() override { return session_->accuracy(); }
   bool cached() const override { return true; }

@@ -49,6 +49,15 @@ class LayerAnalysis {
   /// The model's label names, else the data's, else class indices.
   virtual const std::vector<std::string>& class_names() const = 0;
   virtual std::vector<int64_t> expert_dims() const = 0;
+  /// A multi-label model's head: class_names() are its outputs, accuracy and ablation are per
+  /// output, and galleries' labels are output bitmasks (RunData::multilabel, label_text).
+  virtual bool multilabel() const { return false; }
+  /// The data's binary attributes, which a gallery's subpopulation filter names (a head's; a
+  /// backbone layer's galleries are not filtered).
+  virtual const std::vector<std::string>& attribute_names() const {
+    static const std::vector<std::string> none;
+    return none;
+  }
   /// The samples analysed (images of a backbone layer: maybe fewer than the data's).
   virtual int64_t samples() const = 0;
   virtual ClassAccuracy accuracy() = 0;

@@ -37,7 +37,7 @@ nlohmann::json to_json(const ModeStatistics& s) {
                        {"dead", e.dead},
                        {"top_classes", top}});
   }
-  return {{"mode", s.mode},
+  nlohmann::json j = {{"mode", s.mode},
           {"threshold", s.threshold},
           {"samples", s.samples},
           {"dead_experts", s.dead_experts},
@@ -49,11 +49,14 @@ nlohmann::json to_json(const ModeStatistics& s) {
           {"mutual_information_bits", s.mutual_information_bits},
           {"expert_class_counts", s.expert_class_counts},
           {"experts", experts}};
+  if (s.multilabel) j["multilabel"] = true;
+  return j;
 }
 
 ModeStatistics mode_statistics_from_json(const nlohmann::json& j) {
   ModeStatistics s;
   s.mode = j.at("mode");
+  s.multilabel = j.value("multilabel", false);
   s.threshold = j.at("threshold");
   s.samples = j.at("samples");
   s.dead_experts = j.at("dead_experts");
@@ -86,14 +89,17 @@ nlohmann::json to_json(const Gallery& g) {
     if (i.patch >= 0) items.back()["patch"] = i.patch;
   }
   auto j = to_json(g.request);
+  if (g.multilabel) j["multilabel"] = true;
   j["eligible"] = g.eligible;
   j["items"] = items;
   return j;
 }
 
 nlohmann::json to_json(const GalleryRequest& r) {
-  return {{"mode", r.mode},           {"expert", r.expert}, {"order", to_string(r.order)},
-          {"threshold", r.threshold}, {"count", r.count},   {"seed", r.seed}};
+  nlohmann::json j = {{"mode", r.mode},           {"expert", r.expert}, {"order", to_string(r.order)},
+                      {"threshold", r.threshold}, {"count", r.count},   {"seed", r.seed}};
+  if (!r.subpopulation.empty()) j["subpopulation"] = r.subpopulation;
+  return j;
 }
 
 GalleryRequest gallery_request_from_json(const nlohmann::json& j) {
@@ -104,19 +110,21 @@ GalleryRequest gallery_request_from_json(const nlohmann::json& j) {
   r.threshold = j.at("threshold");
   r.count = j.at("count");
   r.seed = j.at("seed");
+  r.subpopulation = j.value("subpopulation", std::string());
   return r;
 }
 
 Gallery gallery_from_json(const nlohmann::json& j) {
   Gallery g;
   g.request = gallery_request_from_json(j);
+  g.multilabel = j.value("multilabel", false);
   g.eligible = j.at("eligible");
   for (const auto& i : j.at("items"))
     g.items.push_back({i.at("sample"), i.at("label"), i.at("prediction"), i.at("coefficient"), i.value("patch", int64_t{-1})});
   return g;
 }
 
-const char* const kAccuracyDropReference = "unablated model: (accuracy before - after) / accuracy before, per class (relative drop)";
+const char* const kAccuracyDropReference = "unablated model: (accuracy before - after) / accuracy before, per class (per output of a multi-label model; relative drop)";
 
 nlohmann::json to_json(const AblationOutcome& o) {
   nlohmann::json j = {{"mode", o.mode},

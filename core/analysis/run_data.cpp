@@ -102,6 +102,33 @@ std::vector<double> coefficient_masses(const std::vector<cache::SparseRows>& mod
   return out;
 }
 
+void make_multilabel(RunData& run, const std::vector<int64_t>& target_columns) {
+  const auto outputs = static_cast<int64_t>(target_columns.size());
+  if (outputs > kMaxMultilabelOutputs)
+    throw UsageError("a multi-label analysis holds at most " + std::to_string(kMaxMultilabelOutputs) +
+                     " outputs; this model has " + std::to_string(outputs));
+  const int64_t samples = run.samples(), k = run.info.attribute_count, width = run.info.output_dim;
+  if (width != outputs)
+    throw UsageError("the run stores " + std::to_string(width) + " outputs per sample, the model has " +
+                     std::to_string(outputs));
+  for (auto c : target_columns)
+    if (c < 0 || c >= k)
+      throw UsageError("attribute column " + std::to_string(c) + " is not among the run's " + std::to_string(k));
+  if (static_cast<int64_t>(run.attributes.size()) != samples * k ||
+      static_cast<int64_t>(run.scores.size()) != samples * outputs)
+    throw UsageError("the run's attributes or scores do not cover its samples");
+  for (int64_t s = 0; s < samples; ++s) {
+    int64_t truth = 0, decided = 0;
+    for (int64_t o = 0; o < outputs; ++o) {
+      if (run.attributes[s * k + target_columns[o]]) truth |= int64_t{1} << o;
+      if (run.scores[s * outputs + o] > 0) decided |= int64_t{1} << o;
+    }
+    run.labels[s] = truth;
+    run.predictions[s] = decided;
+  }
+  run.multilabel = true;
+}
+
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts) {
   const int64_t samples = static_cast<int64_t>(rows.offsets.size()) - 1;
   if (samples > 0 && static_cast<int64_t>(rows.indices.size()) == samples * experts)

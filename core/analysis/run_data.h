@@ -23,8 +23,14 @@ struct ExpertColumns {
 
 struct RunData {
   cache::RunInfo info;
-  std::vector<int64_t> labels;       ///< [S]
-  std::vector<int64_t> predictions;  ///< [S]
+  /// A multi-label model's run (one binary output per attribute, AnalysisSession): then labels
+  /// and predictions are output bitmasks — bit o of labels[s] is output o's truth (its attribute
+  /// column), of predictions[s] whether its logit is > 0 — so that "correct" (label ==
+  /// prediction), changed predictions and galleries read them as for a class index. At most 62
+  /// outputs (multilabel_bits).
+  bool multilabel = false;
+  std::vector<int64_t> labels;       ///< [S] class index, or output bitmask when multilabel
+  std::vector<int64_t> predictions;  ///< [S] class index, or output bitmask when multilabel
   std::vector<double> scores;        ///< [S × C]
   std::vector<float> inputs;         ///< [S × I] the μMoE layer's inputs
   std::vector<uint8_t> attributes;   ///< [S × K]
@@ -76,6 +82,16 @@ std::vector<double> dense_coefficients(const RunData& run, int64_t mode, int64_t
 /// mode (what RunData::coefficient_mass holds). A row that `modes` lack — only a malformed record
 /// — gets an infinite mass: a bound that decides nothing, never one too small.
 std::vector<double> coefficient_masses(const std::vector<cache::SparseRows>& modes, int64_t samples);
+
+/// The most outputs a multi-label run's bitmasks hold.
+constexpr int64_t kMaxMultilabelOutputs = 62;
+
+/// Turns a multi-label model's run into bitmasks (RunData::multilabel): labels from the attribute
+/// columns `target_columns` (output o's truth is attributes[s × K + target_columns[o]]),
+/// predictions from the sign of the stored logits (scores[s × O + o] > 0, the model's decision
+/// at probability 0.5). Throws UsageError for more than kMaxMultilabelOutputs outputs or a column
+/// outside the run's attributes.
+void make_multilabel(RunData& run, const std::vector<int64_t>& target_columns);
 
 /// The CSR rows of one mode turned into columns (what finish() does for every mode).
 ExpertColumns to_columns(const cache::SparseRows& rows, int64_t experts);

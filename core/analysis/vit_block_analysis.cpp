@@ -150,6 +150,9 @@ std::unique_ptr<VitBlockAnalysis> VitBlockAnalysis::open(const SessionOptions& o
                      " (blocks.{i}.mlp in a ViT; mixer_blocks.{i}.0.fn.1 or mixer_blocks.{i}.1.fn in an MLP-Mixer)");
   }
   const auto classifier = model::ClassifierModel::load(file);
+  if (classifier.multilabel())  // (the constructor checks it too, without the file's name)
+    throw UsageError(options.model_path + " is a multi-label model: the expert analysis of its backbone layers is "
+                     "not supported (its μMoE head's is: --layer head)");
   o.device = options.device;
   return std::make_unique<VitBlockAnalysis>(classifier, data::load_dataset(options.data_spec),
                                             *model::backbone_layer_step(layer), o, progress);
@@ -183,6 +186,10 @@ VitBlockAnalysis::VitBlockAnalysis(const model::ClassifierModel& model, const da
                        ", not one image's " + std::to_string(image_tokens) +
                        ": an image's routing would depend on the other images of its batch, so ablation could not be exact");
   }
+  // Its accuracy and ablation read one class per image (an argmax).
+  if (model.multilabel())
+    throw UsageError("a multi-label model: the expert analysis of its backbone layers is not supported (its μMoE "
+                     "head's is: --layer head)");
   model.check_compatible(d.data);
   d.class_names = model.label_names().empty() ? d.data.class_names : model.label_names();
   while (static_cast<int64_t>(d.class_names.size()) < model.class_count())

@@ -99,6 +99,61 @@ TEST(ExpertStatistics, MatchHandComputedValues) {
   EXPECT_THROW(expert_statistics(run, 1, 2), UsageError);
 }
 
+// The tiny run as a multi-label model's with two outputs and three attributes (output 0 is
+// attribute 2, output 1 attribute 0): truths and decisions become bitmasks.
+RunData tiny_multilabel_run() {
+  auto r = tiny_run();
+  r.info.attribute_count = 3;
+  r.info.output_dim = 2;
+  r.attributes = {1, 0, 1,   // s0: output 0 true, output 1 true  → 0b11
+                  0, 1, 0,   // s1: neither                        → 0b00
+                  1, 1, 0};  // s2: output 1 only                  → 0b10
+  r.scores = {2.0, 0.5,      // s0 decides 0b11 (both right)
+              -1.0, 3.0,     // s1 decides 0b10 (output 1 wrong)
+              -0.5, -0.0};   // s2 decides 0b00 (output 1 wrong: 0 is not > 0)
+  make_multilabel(r, {2, 0});
+  return r;
+}
+
+TEST(MultilabelRuns, BitmasksAccuracyAndStatisticsPerOutput) {
+  const auto run = tiny_multilabel_run();
+  EXPECT_TRUE(run.multilabel);
+  EXPECT_EQ(run.labels, (std::vector<int64_t>{3, 0, 2}));
+  EXPECT_EQ(run.predictions, (std::vector<int64_t>{3, 2, 0}));
+  // Output 0 right on all three; output 1 right on s0 only.
+  const auto a = output_accuracy(run.labels, run.predictions, 2);
+  EXPECT_EQ(a.correct, (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(a.count, (std::vector<int64_t>{3, 3}));
+  EXPECT_DOUBLE_EQ(a.per_class[1], 1.0 / 3);
+  EXPECT_DOUBLE_EQ(a.overall, 4.0 / 6);
+  // Loads as before (expert 0: s0, s2); positives among them: output 0 in s0, output 1 in s0, s2.
+  const auto s = expert_statistics(run, 0, 2, 0.5);
+  EXPECT_TRUE(s.multilabel);
+  EXPECT_EQ(s.experts[0].top_classes, (std::vector<std::pair<int64_t, int64_t>>{{1, 2}, {0, 1}}));
+  // argmax experts: s0 → 0, s1 → 1, s2 → 0. Output 0 is positive only in s0 (expert 0): I(E;Y_0)
+  // = H(Y_0) − H(Y_0|E) = H(1/3) − (2/3)·H(1/2); output 1 (s0, s2 under expert 0; s1 negative
+  // under expert 1) is determined by E: I = H(Y_1) = H(1/3).
+  const auto h = [](double p) { return -(p * std::log2(p) + (1 - p) * std::log2(1 - p)); };
+  EXPECT_NEAR(s.mutual_information_bits, ((h(1.0 / 3) - 2.0 / 3) + h(1.0 / 3)) / 2, 1e-12);
+  EXPECT_NEAR(s.class_entropy_bits, h(1.0 / 3), 1e-12);
+  EXPECT_EQ(label_text(3, {"t", "u"}, true), "t+u");
+  EXPECT_EQ(label_text(0, {"t", "u"}, true), "none");
+  EXPECT_EQ(label_text(1, {"t", "u"}, false), "u");
+  // A subpopulation of the attributes: attribute names a, b, c; b=1 holds s1 and s2.
+  const auto members = subpopulation_members(run, {"a", "b", "c"}, "b=1", "tiny");
+  EXPECT_EQ(members, (std::vector<uint8_t>{0, 1, 1}));
+  GalleryRequest r;
+  r.expert = 0;
+  r.order = GalleryOrder::Top;
+  r.subpopulation = "b=1";
+  const auto g = select_gallery(run, r, members);
+  ASSERT_EQ(g.items.size(), 1u);
+  EXPECT_EQ(g.items[0].sample, 2);
+  EXPECT_TRUE(g.multilabel);
+  EXPECT_THROW(select_gallery(run, r), UsageError);  // a filter without members is refused
+  EXPECT_THROW(subpopulation_members(run, {"a", "b", "c"}, "z=1", "tiny"), UsageError);
+}
+
 TEST(Gallery, TopOrdersByCoefficientThenSample) {
   const auto run = tiny_run();
   GalleryRequest r;
