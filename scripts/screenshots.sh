@@ -4,10 +4,11 @@
 # (biased-fmnist.mumoe.safetensors, the proposed edit of long_sleeves for frame=1 with the blind
 # threshold beside it; computing the study takes about a minute on two cores); tokens of the demo
 # GPT (gpt-fortunes.mumoe.safetensors, the most loaded expert of its last block, ablated); the
-# ViT demos' gallery, and the Experts page on a μMoE MLP block of demo 4b;
-# the Model Options dialog (through the UI test that drives it); compare, when scripts/sweep-experts.sh has left its heads in build/sweep (read from its cache). Uses
-# the default analysis cache and a throw-away settings directory, so the user's window layout
-# does not show.
+# ViT demos' gallery, and the Experts page on a μMoE MLP block of demo 4b; demo 2's Experts page,
+# its gallery of a subpopulation and its per-output ablation; the Model Options dialog (through
+# the UI test that drives it); compare, when scripts/sweep-experts.sh has left its heads in
+# build/sweep (read from its cache). Uses the default analysis cache and a throw-away settings
+# directory, so the user's window layout does not show.
 #
 #   scripts/screenshots.sh [BUILD_DIR]        (default: build)
 set -euo pipefail
@@ -47,6 +48,17 @@ done
 "$studio" --screenshot "$out/mixer-gallery.png" --view gallery --size 1400x860 --data fashion-mnist:test \
   --layer mixer_blocks.3.1.fn "$demo/mixer-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
 [[ -s $out/mixer-gallery.png ]] || { echo "screenshots.sh: no $out/mixer-gallery.png" >&2; exit 1; }
+# Demo 2's Experts and Ablation pages (a multi-label model: outputs stand for classes), and its
+# carried-bag expert's gallery among framed long-sleeved tops (the bias the Bias page corrects).
+"$studio" --screenshot "$out/multilabel-experts.png" --view gallery --size 1400x860 "$demo/biased-fmnist.mumoe.safetensors" 2>&1 |
+  grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+"$studio" --screenshot "$out/multilabel-subpopulation.png" --view gallery --subpop 'long_sleeves=1&frame=1' --size 1400x860 \
+  "$demo/biased-fmnist.mumoe.safetensors" 2>&1 | grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+"$studio" --screenshot "$out/multilabel-ablation.png" --view ablation --size 1400x860 "$demo/biased-fmnist.mumoe.safetensors" 2>&1 |
+  grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true
+for shot in multilabel-experts multilabel-subpopulation multilabel-ablation; do
+  [[ -s $out/$shot.png ]] || { echo "screenshots.sh: no $out/$shot.png" >&2; exit 1; }
+done
 # File ▸ Model Options (rendered by the UI test that exercises it).
 if [[ -x $build/tests/ui/ui_tests ]]; then
   MUMOE_SCREENSHOT_DIR="$PWD/$out" "$build/tests/ui/ui_tests" >/dev/null 2>&1 || true

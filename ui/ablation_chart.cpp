@@ -39,7 +39,7 @@ AblationChart::AblationChart(QWidget* parent) : QWidget(parent) {
 void AblationChart::clear() {
   chart_->removeAllSeries();
   for (auto* axis : chart_->axes()) chart_->removeAxis(axis);
-  chart_->setTitle(tr("Per-class accuracy change"));
+  chart_->setTitle(perOutput_ ? tr("Per-output accuracy change") : tr("Per-class accuracy change"));
   summary_->setText(tr("<i>Select experts and press Ablate (Ctrl+Return), or double-click an expert, to see what "
                        "removing it does to each class.</i>"));
   hasOutcome_ = false;
@@ -85,7 +85,8 @@ void AblationChart::setOutcome(const analysis::AblationOutcome& outcome, const a
   x->setRange(-bound, bound);
   x->applyNiceNumbers();
   x->setLabelFormat(QStringLiteral("%+.1f"));
-  x->setTitleText(tr("change in class accuracy (percentage points)"));
+  x->setTitleText(perOutput_ ? tr("change in output accuracy (percentage points)")
+                             : tr("change in class accuracy (percentage points)"));
   chart_->addAxis(y, Qt::AlignLeft);
   chart_->addAxis(x, Qt::AlignBottom);
   series->attachAxis(x);
@@ -96,7 +97,7 @@ void AblationChart::setOutcome(const analysis::AblationOutcome& outcome, const a
   for (auto e : outcome.experts) names << QString::number(e);
   const QString what = outcome.experts.size() == 1 ? tr("Expert %1 removed").arg(names.first())
                                                    : tr("Experts %1 removed together").arg(names.join(QStringLiteral(", ")));
-  chart_->setTitle(tr("%1 — per-class accuracy change").arg(what));
+  chart_->setTitle((perOutput_ ? tr("%1 — per-output accuracy change") : tr("%1 — per-class accuracy change")).arg(what));
 
   overallChange_ = (outcome.after.overall - before.overall) * 100;
   const QLocale locale;

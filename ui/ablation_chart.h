@@ -29,6 +29,8 @@ class AblationChart : public QWidget {
   void setOutcome(const analysis::AblationOutcome& outcome, const analysis::ClassAccuracy& before,
                   const QStringList& classNames, const AnswerTiming& timing);
   void clear();
+  /// A multi-label model's bars are its outputs: the titles say "output" instead of "class".
+  void setPerOutput(bool perOutput) { perOutput_ = perOutput; }
   bool hasOutcome() const { return hasOutcome_; }
   const analysis::AblationOutcome& outcome() const { return outcome_; }
 
@@ -46,6 +48,7 @@ class AblationChart : public QWidget {
   analysis::AblationOutcome outcome_;
   double overallChange_ = 0;
   bool hasOutcome_ = false;
+  bool perOutput_ = false;
 };
 
 }  // namespace mumoe::ui

@@ -94,8 +94,9 @@ void BiasPage::connectController() {
   connect(c, &BiasController::stackChanged, this, [this] {
     clearComparisons();
     // λ was the applied edit's: kept, "After" would silently preview the same edit stacked twice.
-    // Propose afresh for the edited model instead.
-    lambda_.reset();
+    // Propose afresh for the edited model instead — unless the user set λ after asking for this
+    // change (a burst of apply/undo/redo answers must not overwrite the λ typed meanwhile).
+    if (lambdaSetAt_ < stackAskedAt_) lambda_.reset();
     requestEvaluation();  // "before" is the model with the applied edits
     Q_EMIT stackChanged();
   });
@@ -361,6 +362,7 @@ void BiasPage::onSliderMoved(int value) {
   lambdaSpin_->setValue(lambda);
   lambdaSpin_->blockSignals(block);
   lambda_ = lambdaSpin_->value();
+  lambdaSetAt_ = ++actions_;
   requestEvaluation();
 }
 
@@ -370,6 +372,7 @@ void BiasPage::onSpinChanged(double value) {
   slider_->setValue(static_cast<int>(std::lround(value / std::max(1, experts_) * 100)));
   slider_->blockSignals(block);
   lambda_ = value;
+  lambdaSetAt_ = ++actions_;
   requestEvaluation();
 }
 
@@ -426,11 +429,19 @@ void BiasPage::clearComparisons() {
 }
 
 void BiasPage::applyEdit() {
-  if (evaluation_ && hasSession()) controller_->apply(evaluation_->edit);
+  if (!evaluation_ || !hasSession()) return;
+  stackAskedAt_ = ++actions_;
+  controller_->apply(evaluation_->edit);
 }
 
-void BiasPage::undoEdit() { controller_->undo(); }
-void BiasPage::redoEdit() { controller_->redo(); }
+void BiasPage::undoEdit() {
+  stackAskedAt_ = ++actions_;
+  controller_->undo();
+}
+void BiasPage::redoEdit() {
+  stackAskedAt_ = ++actions_;
+  controller_->redo();
+}
 
 void BiasPage::showStack() {
   const auto& stack = controller_->stack();

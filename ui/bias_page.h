@@ -141,6 +141,9 @@ class BiasPage : public QWidget {
   int experts_ = 0;
   double proposed_ = 0;
   std::optional<double> lambda_;  ///< unset: propose (the task changed)
+  /// The order of the user's actions: when λ was last set and when an apply/undo/redo was last
+  /// asked, so that a stack change answered later resets λ only if the user has not set it since.
+  quint64 actions_ = 0, lambdaSetAt_ = 0, stackAskedAt_ = 0;
   std::optional<BiasEvaluation> evaluation_;  ///< the last one shown
   QStringList targets_, attributes_;
   QMap<QString, editing::VariantMetrics> comparisons_;

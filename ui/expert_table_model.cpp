@@ -118,7 +118,7 @@ QVariant ExpertTableModel::headerData(int section, Qt::Orientation orientation, 
       case Expert: return tr("Expert");
       case Load: return tr("Load");
       case Support: return tr("Support");
-      case TopClasses: return tr("Top classes");
+      case TopClasses: return statistics_.multilabel ? tr("Positive outputs") : tr("Top classes");
       case AccuracyChange: return tr("Δ acc.");
       case Polysemanticity: return tr("Polysem.");
       default: return {};
@@ -127,6 +127,9 @@ QVariant ExpertTableModel::headerData(int section, Qt::Orientation orientation, 
   if (role == Qt::ToolTipRole) {
     switch (section) {
       case Load: return tr("Samples whose coefficient for this expert reaches the threshold");
+      case TopClasses:
+        return statistics_.multilabel ? tr("A multi-label model's outputs most often positive (true) among the expert's load samples")
+                                 : tr("The classes most frequent among the expert's load samples");
       case AccuracyChange: return tr("Overall accuracy change when this expert alone is removed (from the sweep)");
       case Polysemanticity: return tr("Polysemanticity of the expert's ablation (Eq. 4, ‖d − onehot(argmax d)‖₂ over the relative class "
                                    "accuracy drops d; from the sweep): lower is more specialised, and an expert whose "

@@ -142,6 +142,7 @@ void ExpertsPage::setSession(const SessionInfo& info, const QStringList& layers)
   mode_->setVisible(info.expertDims.size() > 1);
   model_->clear();
   gallery_->setExpert(0, -1);
+  gallery_->setAttributes(info.attributeNames);
 }
 
 void ExpertsPage::setStatistics(const analysis::ModeStatistics& statistics) {

@@ -17,6 +17,8 @@ void GalleryModel::setGallery(const analysis::Gallery& gallery, const QStringLis
   beginResetModel();
   gallery_ = gallery;
   classNames_ = classNames;
+  names_.clear();
+  for (const auto& name : classNames) names_.push_back(name.toStdString());
   rowsOfKey_.clear();
   for (int row = 0; row < static_cast<int>(gallery_.items.size()); ++row)
     rowsOfKey_[imageKey(gallery_.items[static_cast<size_t>(row)])] << row;
@@ -36,6 +38,8 @@ int GalleryModel::rowCount(const QModelIndex& parent) const {
 }
 
 QString GalleryModel::className(int64_t c) const {
+  // A multi-label model's label is a bitmask of its positive outputs: "upper_body+long_sleeves".
+  if (gallery_.multilabel) return QString::fromStdString(analysis::label_text(c, names_, true));
   return c >= 0 && c < classNames_.size() ? classNames_[static_cast<int>(c)] : QString::number(c);
 }
 

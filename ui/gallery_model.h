@@ -51,6 +51,7 @@ class GalleryModel : public QAbstractListModel {
   ThumbnailStore* store_;
   analysis::Gallery gallery_;
   QStringList classNames_;
+  std::vector<std::string> names_;  ///< classNames_ for analysis::label_text
   QHash<qint64, QVector<int>> rowsOfKey_;  ///< ThumbnailStore key → rows showing that picture
   int side_ = 96;
 };

@@ -4,6 +4,7 @@
 #include <QDoubleSpinBox>
 #include <QHBoxLayout>
 #include <QLabel>
+#include <QLineEdit>
 #include <QListView>
 #include <QLocale>
 #include <QMenu>
@@ -17,6 +18,7 @@
 #include "gallery_model.h"
 #include "sample_detail.h"
 #include "session_controller.h"
+#include "editing/subpopulation.h"
 #include "thumbnail_store.h"
 
 namespace mumoe::ui {
@@ -44,6 +46,12 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   seed_ = new QSpinBox;
   seed_->setRange(0, 1'000'000);
   seed_->setPrefix(tr("seed "));
+  subpopulation_ = new QLineEdit;
+  subpopulation_->setObjectName(QStringLiteral("gallerySubpopulation"));
+  subpopulation_->setPlaceholderText(tr("subpopulation, e.g. long_sleeves=1&frame=1"));
+  subpopulation_->setClearButtonEnabled(true);
+  subpopulation_->setMinimumWidth(subpopulation_->fontMetrics().horizontalAdvance(QStringLiteral("long_sleeves=1&frame=1")) + 40);
+  subpopulation_->setVisible(false);
   zoom_ = new QSlider(Qt::Horizontal);
   zoom_->setRange(40, 192);
   zoom_->setValue(84);
@@ -59,6 +67,7 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   controls->addWidget(threshold_);
   controls->addWidget(count_);
   controls->addWidget(seed_);
+  controls->addWidget(subpopulation_, 2);
   controls->addStretch(1);
   controls->addWidget(new QLabel(tr("Size")));
   controls->addWidget(zoom_);
@@ -109,6 +118,10 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   connect(threshold_, &QDoubleSpinBox::editingFinished, this, changed);
   connect(count_, &QSpinBox::editingFinished, this, changed);
   connect(seed_, &QSpinBox::valueChanged, this, changed);
+  connect(subpopulation_, &QLineEdit::returnPressed, this, [this] { setSubpopulation(subpopulation_->text()); });
+  connect(subpopulation_, &QLineEdit::textChanged, this, [this](const QString& text) {
+    if (text.isEmpty() && !subpopulationText_.isEmpty()) setSubpopulation({});  // the clear button
+  });
   connect(zoom_, &QSlider::valueChanged, this, [this](int side) {
     delegate_->setSide(side);
     model_->setThumbnailSide(side);
@@ -146,6 +159,38 @@ void GalleryView::setCount(int count) {
   if (expert_ >= 0) Q_EMIT requestChanged();
 }
 
+void GalleryView::setAttributes(const QStringList& names) {
+  if (names == attributes_) return;  // the same data: the filter still applies
+  attributes_ = names;
+  subpopulation_->setVisible(!names.isEmpty());
+  subpopulation_->setToolTip(tr("Only samples of a subpopulation of the data's attributes: conditions A=0 or A=1 "
+                                "joined by &. Attributes: %1")
+                                 .arg(names.join(QStringLiteral(", "))));
+  subpopulation_->clear();
+  subpopulation_->setStyleSheet({});
+  subpopulationText_.clear();
+}
+
+bool GalleryView::setSubpopulation(const QString& text) {
+  QString canonical;
+  if (!text.trimmed().isEmpty()) {
+    try {
+      canonical = QString::fromStdString(editing::parse_subpopulation(text.toStdString()).text());
+    } catch (const std::exception& e) {
+      // Said where it was typed; the gallery stays as it was.
+      subpopulation_->setStyleSheet(QStringLiteral("QLineEdit { color: #c62828; }"));
+      subpopulation_->setToolTip(QString::fromUtf8(e.what()));
+      return false;
+    }
+  }
+  subpopulation_->setStyleSheet({});
+  if (subpopulation_->text() != canonical) subpopulation_->setText(canonical);
+  if (canonical == subpopulationText_) return true;
+  subpopulationText_ = canonical;
+  if (expert_ >= 0) Q_EMIT requestChanged();
+  return true;
+}
+
 analysis::GalleryRequest GalleryView::request() const {
   analysis::GalleryRequest r;
   r.mode = mode_;
@@ -154,6 +199,7 @@ analysis::GalleryRequest GalleryView::request() const {
   r.threshold = threshold_->value();
   r.count = count_->value();
   r.seed = static_cast<uint64_t>(seed_->value());
+  r.subpopulation = subpopulationText_.toStdString();
   return r;
 }
 
@@ -177,11 +223,15 @@ void GalleryView::setGallery(const analysis::Gallery& gallery, const QStringList
                                  .arg(locale.toString(qlonglong(gallery.eligible)));
   int wrong = 0;
   for (const auto& item : gallery.items) wrong += item.label != item.prediction;
-  title_->setText(tr("<b>Expert %1</b> · %2 samples: %3 · <span style='color:#c62828'>%4 misclassified</span> "
-                     "<span style='color:#666'>· %5</span>")
+  const QString of = gallery.request.subpopulation.empty()
+                         ? QString()
+                         : tr(" of the subpopulation <b>%1</b>")
+                               .arg(QString::fromStdString(gallery.request.subpopulation).toHtmlEscaped());
+  title_->setText(tr("<b>Expert %1</b> · %2 samples: %3%4 · <span style='color:#c62828'>%5</span> "
+                     "<span style='color:#666'>· %6</span>")
                       .arg(gallery.request.expert)
-                      .arg(locale.toString(qlonglong(gallery.items.size())), rule)
-                      .arg(wrong)
+                      .arg(locale.toString(qlonglong(gallery.items.size())), rule, of)
+                      .arg(gallery.multilabel ? tr("%1 with an output wrong").arg(wrong) : tr("%1 misclassified").arg(wrong))
                       .arg(timing.fromCache ? tr("cached, %1 ms").arg(timing.latencyMs, 0, 'f', 1)
                                             : tr("%1 ms").arg(timing.latencyMs, 0, 'f', 1)));
   if (gallery.items.empty())

@@ -1,5 +1,6 @@
 // GalleryView: the gallery of the selected expert — controls (random draw among a_n ≥ threshold
-// or top-ranked, threshold, count, seed, thumbnail size), the thumbnails in a QListView over
+// or top-ranked, threshold, count, seed, a subpopulation of the data's attributes where it has
+// some, thumbnail size), the thumbnails in a QListView over
 // GalleryModel (lazily loaded through the ThumbnailStore; only visible cells ask for images), and
 // the clicked sample enlarged with its coefficient vector (SampleDetail).
 #pragma once
@@ -12,6 +13,7 @@
 class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
+class QLineEdit;
 class QListView;
 class QSlider;
 class QSpinBox;
@@ -40,6 +42,13 @@ class GalleryView : public QWidget {
   void clear(const QString& message = {});
   void setOrder(analysis::GalleryOrder order);
   void setCount(int count);
+  /// The data's binary attributes: the subpopulation field shows when there are some (and is
+  /// emptied: a filter of the previous data would name other attributes).
+  void setAttributes(const QStringList& names);
+  /// Restricts the gallery to a subpopulation ("long_sleeves=1&frame=1"; "" = every sample), as
+  /// typing it and pressing Return does. False (and the field marked) when the text does not parse.
+  bool setSubpopulation(const QString& text);
+  QLineEdit* subpopulationEdit() const { return subpopulation_; }
 
   GalleryModel* model() const { return model_; }
   QListView* listView() const { return list_; }
@@ -69,6 +78,9 @@ class GalleryView : public QWidget {
   QDoubleSpinBox* threshold_ = nullptr;
   QSpinBox* count_ = nullptr;
   QSpinBox* seed_ = nullptr;
+  QLineEdit* subpopulation_ = nullptr;
+  QString subpopulationText_;
+  QStringList attributes_;  ///< the data's, which the filter may name  ///< canonical (editing::Subpopulation::text), "" = none
   QSlider* zoom_ = nullptr;
   qint64 mode_ = 0;
   qint64 expert_ = -1;

@@ -295,7 +295,9 @@ bool MainWindow::openModel(const QString& path, const QString& layer) {
   rememberRecent(currentPath_);
   modelOptionsAction_->setEnabled(true);
   Q_EMIT modelOpened(currentPath_);
+  openingModel_ = true;  // showPagesForKind: the model's own first page
   startAnalysis();
+  openingModel_ = false;
   return true;
 }
 
@@ -362,12 +364,15 @@ void MainWindow::pageFailedToOpen(const QString& message) {
   Q_EMIT analysisFailed(message);
 }
 
+QString MainWindow::multilabelTestSpec() const {
+  if (!biasTestSpec_.isEmpty()) return biasTestSpec_;
+  // Fashion-MNIST has no attributes: its biased variant is what multi-label models are for.
+  return dataSpec().startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : dataSpec();
+}
+
 void MainWindow::startBias() {
-  QString test = biasTestSpec_, train = biasTrainSpec_;
-  if (test.isEmpty()) {
-    // Fashion-MNIST has no attributes: its biased variant is what multi-label models are for.
-    test = dataSpec().startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : dataSpec();
-  }
+  const QString test = multilabelTestSpec();
+  QString train = biasTrainSpec_;
   if (train.isEmpty()) {
     // The CLI's default (editing::training_spec_for); where the SPEC names no split, ā comes
     // from the test data itself rather than refusing to open the page.
@@ -430,6 +435,7 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
   removalAction_->setEnabled(true);
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
+  ablationChart_->setPerOutput(info.multilabel);
   thumbnails_->setAvailable(info.hasImages);
   QStringList layers;
   for (const auto& l : overview_->summary().layers) layers << QString::fromStdString(l.name);
@@ -462,10 +468,9 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
 }
 
 void MainWindow::runSweep() {
-  if (kind_ != Kind::MultiClass) {  // the sweep charts per-class accuracy: multi-class models only
-    statusBar()->showMessage(kind_ == Kind::Gpt ? tr("A GPT's experts are ablated one at a time on the Tokens page "
-                                                    "(double-click an expert, or Ablate Selected Experts)")
-                                                 : tr("The sweep is for multi-class models; this one is multi-label"),
+  if (kind_ == Kind::Gpt) {  // the sweep charts accuracy per class (per output): image models
+    statusBar()->showMessage(tr("A GPT's experts are ablated one at a time on the Tokens page "
+                                "(double-click an expert, or Ablate Selected Experts)"),
                              8000);
     return;
   }

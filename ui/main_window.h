@@ -196,7 +196,12 @@ class MainWindow : public QMainWindow {
   ModelComparisonPage* comparison_ = nullptr;
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;
+  bool openingModel_ = false;  ///< startAnalysis() runs for a model just opened (not new data)
   void startBias();
+  /// The data a multi-label model's pages read (Bias, Experts, Ablation): the Bias test SPEC set
+  /// for it, else the data box's — or biased-fmnist:test for the box's Fashion-MNIST, which has no
+  /// attributes.
+  QString multilabelTestSpec() const;
   /// The Bias or Tokens page could not open its session (the page shows why).
   void pageFailedToOpen(const QString& message);
   analysis::ClassAccuracy accuracy_;

@@ -37,57 +37,59 @@
 namespace mumoe::ui {
 
 // Every page set up for the open model's kind (the routing by kind lives here, not in the
-// analysis flow): pages that do not serve it say so; a multi-label model opens its Bias page, a GPT
-// its Tokens page (and Steering). True for a multi-class classifier, whose Experts/Ablation
-// session the caller then opens.
+// analysis flow): pages that do not serve it say so. A multi-label model opens its Bias page and
+// its Experts/Ablation session on the same test data (the data box shows it); a GPT its Tokens
+// page (and Steering). True when the caller then opens the Experts/Ablation session.
 bool MainWindow::showPagesForKind() {
   // A GPT's pages read the validation split of the text it was trained on, not the image data
   // named here: the box is greyed rather than shown as if it applied.
   dataCombo_->setEnabled(kind_ != Kind::Gpt);
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
-  sweepAction_->setEnabled(kind_ == Kind::MultiClass);
-  if (kind_ != Kind::MultiClass) {
-    // The expert analysis of the Experts/Ablation pages is for multi-class classifiers: the
-    // previous classifier's session must not answer Run Sweep or Ablate for this model.
+  sweepAction_->setEnabled(kind_ != Kind::Gpt);
+  const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
+  if (kind_ == Kind::Gpt) {
+    // The expert analysis of the Experts/Ablation pages is for image models: the previous
+    // classifier's session must not answer Run Sweep or Ablate for this model.
     controller_->close();
     thumbnails_->clear();
     experts_->clear();
     ablationChart_->clear();
     sweepChart_->clear();
-    const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
-    if (kind_ == Kind::MultiLabel) {
-      experts_->setMessage(tr("<i>%1 is a multi-label model (one binary output per attribute): the per-class expert "
-                              "analysis does not apply. Its bias correction is on the <b>Bias</b> page (Alt+4).</i>")
-                               .arg(name));
-      tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is not a language model.</p>").arg(name));
-      startBias();
-      showPage(Page::Bias);
-    } else {
-      experts_->setMessage(tr("<i>%1 is a μMoE GPT: its experts are on the <b>Tokens</b> page (Alt+5).</i>").arg(name));
-      bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a language model; bias correction works on multi-label "
-                         "classifiers.</p>").arg(name));
-      const auto& layers = overview_->summary().layers;
-      QStringList names;
-      for (const auto& l : layers) names << QString::fromStdString(l.name);
-      statusLabel_->setText(tr("Opening %1 (μMoE GPT) on its validation split…").arg(currentPath_));
-      tokens_->open(currentPath_, names, controller_->cachePath());
-      steering_->setEnabled(true);
-      steering_->setCachePath(controller_->cachePath());
-      steering_->setModel(currentPath_, QString());
-      showPage(Page::Tokens);
-    }
+    experts_->setMessage(tr("<i>%1 is a μMoE GPT: its experts are on the <b>Tokens</b> page (Alt+5).</i>").arg(name));
+    bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a language model; bias correction works on multi-label "
+                       "classifiers.</p>").arg(name));
+    const auto& layers = overview_->summary().layers;
+    QStringList names;
+    for (const auto& l : layers) names << QString::fromStdString(l.name);
+    statusLabel_->setText(tr("Opening %1 (μMoE GPT) on its validation split…").arg(currentPath_));
+    tokens_->open(currentPath_, names, controller_->cachePath());
+    steering_->setEnabled(true);
+    steering_->setCachePath(controller_->cachePath());
+    steering_->setModel(currentPath_, QString());
+    showPage(Page::Tokens);
     return false;
+  }
+  const int page = tabs_->currentIndex();
+  if (kind_ == Kind::MultiLabel) {
+    // The Experts and Ablation pages read the data the Bias page reads: the box says which.
+    const QString test = multilabelTestSpec();
+    if (dataSpec() != test) dataCombo_->setCurrentText(test);
+    tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is not a language model.</p>").arg(name));
+    startBias();
+    // A model just opened shows its bias correction first; new data keeps the page the user is on
+    // (its Experts and Ablation pages serve it too).
+    if (openingModel_ || page == int(Page::Tokens) || page == int(Page::Steering)) showPage(Page::Bias);
+    return true;
   }
   bias_->showNote(tr("<h3>Bias correction</h3><p>%1 is a <b>multi-class</b> classifier (one softmax over its classes). "
                      "Bias correction rewrites one binary output of a <b>multi-label</b> model against a subpopulation "
                      "(target × sensitive attribute), e.g. the bundled <code>biased-fmnist.mumoe.safetensors</code> "
                      "(demo 2): open it to use this page.</p>")
-                      .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
+                      .arg(name));
   tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is an image classifier; the token view is for μMoE GPTs (e.g. the bundled "
                        "<code>gpt-fortunes.mumoe.safetensors</code>).</p>")
-                        .arg(QFileInfo(currentPath_).fileName().toHtmlEscaped()));
+                        .arg(name));
   // The Bias, Tokens and Steering pages do not apply to a multi-class classifier; Compare does.
-  const int page = tabs_->currentIndex();
   if (page >= int(Page::Bias) && page <= int(Page::Steering)) showPage(Page::Experts);
   return true;
 }

@@ -106,7 +106,10 @@ void SampleDetail::setCoefficients(qint64 sample, const QVector<double>& coeffic
   view_->setToolTip(tr("Click a bar to open that expert"));
   auto* x = new QBarCategoryAxis;
   x->append(categories);
+  // Many bars: the expert numbers stand upright, whole (Qt elides a label wider than its bar to
+  // "…", which named no expert).
   if (categories.size() > 8) x->setLabelsAngle(-90);
+  x->setTruncateLabels(false);
   auto* y = new QValueAxis;
   y->setRange(0, 1);
   y->setTickCount(3);

@@ -44,6 +44,21 @@ ScreenshotDriver::ScreenshotDriver(MainWindow* window, StudioView view, QString 
           [this] { finish(2, tr("timed out after %1 s waiting for the view's data").arg(timeout_.interval() / 1000)); });
 }
 
+namespace {
+// The window's page that shows `view`.
+MainWindow::Page pageOf(StudioView view) {
+  switch (view) {
+    case StudioView::Model: return MainWindow::Page::Model;
+    case StudioView::Gallery: return MainWindow::Page::Experts;
+    case StudioView::Bias: return MainWindow::Page::Bias;
+    case StudioView::Tokens: return MainWindow::Page::Tokens;
+    case StudioView::Compare: return MainWindow::Page::Compare;
+    case StudioView::Ablation: break;
+  }
+  return MainWindow::Page::Ablation;
+}
+}  // namespace
+
 void ScreenshotDriver::start(const QString& modelPath, const QStringList& compared, const QString& layer) {
   compared_ = compared.isEmpty() ? QStringList{modelPath} : compared;
   comparedLayer_ = layer;
@@ -86,17 +101,14 @@ void ScreenshotDriver::start(const QString& modelPath, const QStringList& compar
   connect(window_->comparisonPage(), &ModelComparisonPage::modelCompared, this, [this] { ++comparedSeen_; });
   clock_.start();
   timeout_.start();
-  window_->showPage(view_ == StudioView::Model     ? MainWindow::Page::Model
-                    : view_ == StudioView::Gallery ? MainWindow::Page::Experts
-                    : view_ == StudioView::Bias    ? MainWindow::Page::Bias
-                    : view_ == StudioView::Tokens  ? MainWindow::Page::Tokens
-                    : view_ == StudioView::Compare ? MainWindow::Page::Compare
-                                                   : MainWindow::Page::Ablation);
+  window_->showPage(pageOf(view_));
   if (!window_->openModel(modelPath, layer)) {
     const QString error = window_->lastError();
     QTimer::singleShot(0, this, [this, error] { finish(2, error); });
     return;
   }
+  // A model opens on its own first page (a multi-label model's is Bias): the view asked for wins.
+  window_->showPage(pageOf(view_));
   poll_.start();
 }
 
@@ -120,6 +132,14 @@ void ScreenshotDriver::onStatistics() {
   }
   if (expert_ < 0 || view_ == StudioView::Model) return;
   window_->expertsPage()->table()->sortByColumn(ExpertTableModel::Load, Qt::DescendingOrder);
+  if (!subpopulation_.isEmpty()) {
+    // A subpopulation is small: its samples with the largest coefficients, not a draw above 0.5.
+    window_->expertsPage()->gallery()->setOrder(analysis::GalleryOrder::Top);
+    if (!window_->expertsPage()->gallery()->setSubpopulation(subpopulation_)) {
+      finish(2, tr("the subpopulation '%1' does not parse").arg(subpopulation_));
+      return;
+    }
+  }
   window_->expertsPage()->selectExpert(expert_);
   if (view_ == StudioView::Ablation) window_->ablate({expert_});
 }

@@ -36,6 +36,9 @@ class ScreenshotDriver : public QObject {
   /// `layer` (optional) is analysed instead of the model's first μMoE layer (e.g. a ViT
   /// block's "blocks.3.mlp").
   void start(const QString& modelPath, const QStringList& compared = {}, const QString& layer = {});
+  /// The gallery and ablation views' gallery shows only this subpopulation of the data's
+  /// attributes ("long_sleeves=1&frame=1"; set before start()), top-ranked.
+  void setGallerySubpopulation(const QString& text) { subpopulation_ = text; }
 
  Q_SIGNALS:
   /// exitCode 0: written; otherwise message says what went wrong.
@@ -63,7 +66,8 @@ class ScreenshotDriver : public QObject {
   bool tokenAblated_ = false;
   int stableTicks_ = 0;
   QStringList compared_;
-  QString comparedLayer_;  ///< the layer the Compare view compares (--layer)
+  QString comparedLayer_;
+  QString subpopulation_;  ///< the layer the Compare view compares (--layer)
   int comparedSeen_ = 0;
 };
 

@@ -144,6 +144,8 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
             {}, &extraction);
         info.layer = QString::fromStdString(layer->layer_name());
         info.classNames = toQStringList(layer->class_names());
+        info.multilabel = layer->multilabel();
+        info.attributeNames = toQStringList(layer->attribute_names());
         for (auto d : layer->expert_dims()) info.expertDims << d;
         info.samples = layer->samples();
         info.accuracy = layer->accuracy();

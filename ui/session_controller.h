@@ -71,6 +71,11 @@ struct SessionInfo {
   bool sweepIsCheap = true;
   /// A backbone layer whose coefficients are per patch (false: a Mixer's token mixing, per channel).
   bool rowsArePatches = true;
+  /// A multi-label model's head (LayerAnalysis::multilabel): classNames are its outputs, accuracy
+  /// and ablation are per output, gallery labels are output bitmasks (analysis::label_text).
+  bool multilabel = false;
+  /// The data's binary attributes, which a gallery's subpopulation filter may name.
+  QStringList attributeNames;
 };
 
 /// How an answer was obtained: from the cache or computed, the core's time, and the time from

@@ -85,6 +85,9 @@ void SweepChart::setSweep(const analysis::SweepOutcome& sweep, const analysis::C
   chart_->addSeries(change);
   auto* x = new QBarCategoryAxis;
   x->append(categories);
+  // Experts ≥ 100 were elided to "1…": upright and whole where there are many.
+  if (categories.size() > 16) x->setLabelsAngle(-90);
+  x->setTruncateLabels(false);
   x->setTitleText(withEffect > shown.size() ? tr("expert (the %1 whose removal costs most accuracy, of %2 with an effect)")
                                                   .arg(shown.size())
                                                   .arg(withEffect)

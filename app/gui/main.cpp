@@ -57,6 +57,10 @@ struct StudioCommandLine {
   QCommandLineOption layer{QStringLiteral("layer"),
                            QStringLiteral("μMoE layer to analyse (default: the model's first), e.g. blocks.3.mlp of a ViT."),
                            QStringLiteral("NAME")};
+  QCommandLineOption subpop{QStringLiteral("subpop"),
+                            QStringLiteral("For --screenshot: the gallery shows only this subpopulation of the data's "
+                                           "attributes, e.g. long_sleeves=1&frame=1."),
+                            QStringLiteral("CONDITIONS")};
   QCommandLineOption screenshotTimeout{
       QStringLiteral("screenshot-timeout"),
       QStringLiteral("Seconds --screenshot waits for the view's data before giving up (default 180)."),
@@ -66,7 +70,7 @@ struct StudioCommandLine {
     parser.setApplicationDescription(QStringLiteral("Inspect, test and edit μMoE models"));
     parser.addHelpOption();
     parser.addVersionOption();
-    parser.addOptions({screenshot, view, data, size, layer, screenshotTimeout});
+    parser.addOptions({screenshot, view, data, size, layer, subpop, screenshotTimeout});
     parser.addPositionalArgument(
         QStringLiteral("MODEL"),
         QStringLiteral("Model file to open (default: the demo, %1); --view compare takes several").arg(demoModelPath()),
@@ -155,6 +159,7 @@ int main(int argc, char** argv) {
       err.flush();
       app.exit(exitCode);
     });
+    driver.setGallerySubpopulation(commandLine.parser.value(commandLine.subpop));
     driver.start(model, parser.positionalArguments(), parser.value(layer));
     app.exec();
     return code;

@@ -6,6 +6,8 @@
 // Tokens page, an expert's gallery shows its token highlighted in context, and ablating it
 // reports next-token accuracy and loss.
 #include <QAbstractItemModelTester>
+#include <QChart>
+#include <QChartView>
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
@@ -26,6 +28,11 @@
 #include <memory>
 
 #include "bias_page.h"
+#include "expert_table_model.h"
+#include "experts_page.h"
+#include "gallery_model.h"
+#include "gallery_view.h"
+#include "ablation_chart.h"
 #include "biased_features.h"
 #include "cli_runner.h"
 #include "editing/bias_session.h"
@@ -303,6 +310,74 @@ class BiasTokensTest : public QObject {
   // File ▸ Export Report… on a multi-label model writes its bias table for the page's task and
   // edits: the page `mumoe report MODEL --target … --sensitive … --subpop … --session DB` writes,
   // byte for byte but for the line that says when it was made.
+  // A multi-label model also has the Experts and Ablation pages, on the data its Bias page reads
+  // (which the data box then shows): per-output accuracy, a gallery filtered by a subpopulation,
+  // and per-output ablation equal to the CLI's.
+  void aMultiLabelModelHasExpertAndAblationPages() {
+    auto window = makeWindow();
+    auto* controller = window->controller();
+    QSignalSpy opened(controller, &ui::SessionController::sessionOpened);
+    QSignalSpy statistics(controller, &ui::SessionController::statisticsReady);
+    QVERIFY2(window->openModel(head_), qPrintable(window->lastError()));
+    QVERIFY(opened.wait(20'000));
+    const auto info = controller->info();
+    QVERIFY(info.multilabel);
+    QCOMPARE(info.classNames, (QStringList{QStringLiteral("t"), QStringLiteral("u")}));
+    QCOMPARE(info.dataSpec, QStringLiteral("features:") + test_);
+    QCOMPARE(window->dataSpec(), info.dataSpec);  // the box names the data the pages read
+    QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Bias));  // its bias correction first
+    window->showPage(ui::MainWindow::Page::Experts);
+    QTRY_VERIFY_WITH_TIMEOUT(statistics.count() >= 1, 10'000);
+    auto* experts = window->expertsPage();
+    QVERIFY(experts->model()->rowCount() > 0);
+    QCOMPARE(experts->model()->headerData(ui::ExpertTableModel::TopClasses, Qt::Horizontal).toString(),
+             QStringLiteral("Positive outputs"));
+
+    // The gallery of the busiest expert among the samples with t=1 and s=0: each tile is one.
+    auto* gallery = experts->gallery();
+    QVERIFY(gallery->subpopulationEdit()->isVisibleTo(window.get()));
+    int64_t busiest = 0;
+    for (const auto& e : experts->model()->statistics().experts)
+      if (e.support > experts->model()->statistics().experts[static_cast<size_t>(busiest)].support) busiest = e.expert;
+    gallery->setOrder(analysis::GalleryOrder::Top);
+    QVERIFY(!gallery->setSubpopulation(QStringLiteral("t=2")));  // refused where it was typed
+    QVERIFY(gallery->setSubpopulation(QStringLiteral(" s=0 & t = 1")));
+    QCOMPARE(gallery->subpopulationEdit()->text(), QStringLiteral("s=0&t=1"));
+    QSignalSpy galleries(controller, &ui::SessionController::galleryReady);
+    QVERIFY(experts->selectExpert(busiest));
+    QTRY_VERIFY_WITH_TIMEOUT(gallery->model()->rowCount() > 0, 10'000);
+    const auto test = testkit::biased_features(400, 1.0, 2, "test");  // the file the window reads
+    for (int row = 0; row < gallery->model()->rowCount(); ++row) {
+      const auto sample = gallery->model()->index(row).data(ui::GalleryModel::SampleRole).toLongLong();
+      QCOMPARE(test.attributes[sample][0].item<int64_t>(), int64_t{1});  // t
+      QCOMPARE(test.attributes[sample][1].item<int64_t>(), int64_t{0});  // s
+      // The tile names the sample's positive outputs: t, and u where it holds.
+      const QString expected = test.attributes[sample][2].item<int64_t>() ? QStringLiteral("t+u") : QStringLiteral("t");
+      QCOMPARE(gallery->model()->index(row).data(ui::GalleryModel::LabelNameRole).toString(), expected);
+    }
+
+    // Ablating it: one bar per output, the CLI's numbers on the same data and cache.
+    QSignalSpy ablated(controller, &ui::SessionController::ablationReady);
+    window->ablate({busiest});
+    QVERIFY(ablated.wait(10'000));
+    QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Ablation));
+    const auto bars = window->ablationChart()->bars();
+    QCOMPARE(bars.size(), 2);
+    const auto run = testkit::run_cli("ablate " + head_.toStdString() + " --data features:" + test_.toStdString() +
+                                      " --experts " + std::to_string(busiest) + " --cache " +
+                                      dir_.filePath(QStringLiteral("analysis.sqlite")).toStdString() + " --quiet --json");
+    QVERIFY2(run.code == 0, run.out.c_str());
+    const auto j = nlohmann::json::parse(run.out);
+    const auto& outcome = j["experts"][0];
+    for (const auto& [name, change] : bars) {
+      const int o = name == QStringLiteral("t") ? 0 : 1;
+      const double expected =
+          (outcome["per_class_accuracy_after"][o].get<double>() - j["per_class_accuracy_before"][o].get<double>()) * 100;
+      QVERIFY2(std::fabs(change - expected) < 1e-9, qPrintable(name));
+    }
+    QVERIFY(window->ablationChart()->chartView()->chart()->title().contains(QStringLiteral("per-output")));
+  }
+
   void theBiasReportIsTheCliReport() {
     // A model of its own (seed 6): edit stacks follow the model's content.
     const QString head = dir_.filePath(QStringLiteral("head-report.safetensors"));
