@@ -18,6 +18,7 @@
 
 #include <cmath>
 
+#include "result_dialog.h"
 #include "bias_controller.h"
 #include "bias_export_dialog.h"
 #include "bias_results_view.h"
@@ -111,7 +112,7 @@ void BiasPage::connectController() {
                              .arg(report.seconds, 0, 'f', 1);
     exportResult_->setText(QStringLiteral("<span style='color:#1b7f3b'>✔</span> ") + text.toHtmlEscaped());
     Q_EMIT exportFinished(true, text);
-    if (errorDialogs_) QMessageBox::information(this, tr("Export verified"), text);
+    if (errorDialogs_) showResultDialog(this, QMessageBox::Information, tr("Export verified"), text);
   });
   connect(c, &BiasController::exportFailed, this, [this](const QString& message) {
     exportResult_->setText(tr("<span style='color:#b02a2a'>Export failed: %1</span>").arg(message.toHtmlEscaped()));
@@ -495,7 +496,7 @@ void BiasPage::chooseExport() {
 }
 
 void BiasPage::showErrorDialog(const QString& message) {
-  if (errorDialogs_) QMessageBox::warning(this, tr("Bias correction"), message);
+  if (errorDialogs_) showResultDialog(this, QMessageBox::Warning, tr("Bias correction"), message);
 }
 
 }  // namespace mumoe::ui

@@ -71,6 +71,7 @@ class BiasPage : public QWidget {
   QSlider* lambdaSlider() const { return slider_; }
   QDoubleSpinBox* lambdaSpin() const { return lambdaSpin_; }
   QTableWidget* metricsTable() const { return results_->metricsTable(); }
+  QTableWidget* cellsTable() const { return results_->cellsTable(); }
   QTableWidget* cellTable() const { return results_->cellTable(); }
   QListWidget* editsList() const { return edits_; }
   /// Undo / Redo of the last applied / undone edit; their texts name it.

@@ -136,7 +136,17 @@ void BiasResultsView::show(const BiasEvaluation& e, const QMap<QString, editing:
   }
   fitTableHeight(metrics_);
 
-  // The four cells, target cell first.
+  // The four cells, target cell first; a column (and bars) per baseline compared.
+  cells_->setColumnCount(5 + static_cast<int>(names.size()));
+  QStringList cellHeaders{tr("Cell"), tr("Samples"), tr("Before"), tr("After"), tr("Difference")};
+  for (const auto& n : names) cellHeaders << n;
+  cells_->setHorizontalHeaderLabels(cellHeaders);
+  QList<QBarSet*> baselineSets;
+  static const QColor kBaselineColours[] = {QColor(0xe0, 0x8e, 0x2b), QColor(0x6a, 0x9f, 0x58), QColor(0x8e, 0x6c, 0xb8)};
+  for (int c = 0; c < names.size(); ++c) {
+    baselineSets << new QBarSet(names[c]);
+    baselineSets.back()->setColor(kBaselineColours[c % 3]);
+  }
   const auto& rb = e.before.report;
   const auto& ra = e.after.report;
   const QString t = QString::fromStdString(e.task.target), s = QString::fromStdString(e.task.sensitive);
@@ -165,6 +175,11 @@ void BiasResultsView::show(const BiasEvaluation& e, const QMap<QString, editing:
       auto* di = item(signedPoints(d));
       colourDelta(di, d, 1);
       cells_->setItem(row, 4, di);
+      for (int c = 0; c < names.size(); ++c) {
+        const double v = comparisons[names[c]].report.cell_accuracy(tv, sv);
+        cells_->setItem(row, 5 + c, item(pct(v)));
+        *baselineSets[c] << v * 100;
+      }
       ++row;
       categories << QStringLiteral("%1%2 / %3").arg(isTarget ? QStringLiteral("★ ") : QString()).arg(tv).arg(sv);
       *setBefore << rb.cell_accuracy(tv, sv) * 100;
@@ -177,6 +192,7 @@ void BiasResultsView::show(const BiasEvaluation& e, const QMap<QString, editing:
   auto* series = new QBarSeries;
   series->append(setBefore);
   series->append(setAfter);
+  for (auto* set : baselineSets) series->append(set);
   series->setLabelsVisible(true);
   series->setLabelsFormat(QStringLiteral("@value"));
   series->setLabelsPrecision(3);

@@ -31,6 +31,8 @@ class BiasResultsView : public QWidget {
   void show(const BiasEvaluation& evaluation, const QMap<QString, editing::VariantMetrics>& comparisons);
 
   QTableWidget* metricsTable() const { return metrics_; }
+  /// The four cells: name, samples, Before, After, Difference, then a column per baseline compared.
+  QTableWidget* cellsTable() const { return cells_; }
   QTableWidget* cellTable() const { return cells_; }
   QChartView* chartView() const { return chartView_; }
 

@@ -17,7 +17,7 @@ JobProgressWidget::JobProgressWidget(JobMonitor* monitor, QAction* cancelAction,
     : QWidget(parent), cancelAction_(cancelAction) {
   eta_ = new QLabel;
   bar_ = new QProgressBar;
-  bar_->setMaximumWidth(220);
+  bar_->setMaximumWidth(420);
   bar_->setTextVisible(true);
   cancel_ = new QToolButton;
   cancel_->setDefaultAction(cancelAction_);
@@ -37,7 +37,10 @@ void JobProgressWidget::onProgress(const QString& task, qint64 done, qint64 tota
   bar_->setRange(0, static_cast<int>(std::max<qint64>(total, 1)));
   bar_->setValue(static_cast<int>(done));
   bar_->setFormat(QStringLiteral("%1 %p%").arg(task));
-  eta_->setText(etaSeconds >= 0 && done < total ? tr("ETA %1").arg(durationText(etaSeconds)) : QString());
+  // Wide enough for the task's name and "100%" (a fixed width clipped "Computing coefficie…").
+  bar_->setMinimumWidth(std::min(420, bar_->fontMetrics().horizontalAdvance(task + QStringLiteral(" 100%")) + 32));
+  // Under a second the estimate says nothing (cached chunks count as done at once: "0.0 s" at 30 %).
+  eta_->setText(etaSeconds >= 1 && done < total ? tr("ETA %1").arg(durationText(etaSeconds)) : QString());
   eta_->setVisible(!eta_->text().isEmpty());
   show();
 }

@@ -33,6 +33,7 @@
 
 #include <exception>
 
+#include "result_dialog.h"
 #include "ablation_chart.h"
 #include "bias_page.h"
 #include "editing/bias_session.h"
@@ -152,10 +153,11 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   });
   connect(bias_, &BiasPage::opened, this, [this] {
     reportAction_->setEnabled(true);  // a multi-label model's report is its bias table
-    QSettings().setValue(kDataSettingsKey, dataSpec());  // it opened: remember the SPEC
+    rememberDataSpec(dataSpec());  // it opened: the next start's default, and in the box's list
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });
   connect(tokens_, &TokenPage::opened, this, [this] {
+    if (kind_ == Kind::Gpt) dataCombo_->setCurrentText(tokens_->dataIdentity());  // what the page reads (greyed)
     statusLabel_->setText(tr("%1 · token view ready").arg(QFileInfo(currentPath_).fileName()));
     reportAction_->setEnabled(true);  // a GPT's report is its open block's
   });
@@ -342,6 +344,18 @@ void MainWindow::setDataSpec(const QString& spec) {
 
 QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(); }
 
+void MainWindow::rememberDataSpec(const QString& spec) {
+  QSettings settings;
+  settings.setValue(kDataSettingsKey, spec);
+  // A folder:, celeba:, features: … SPEC that opened is offered again, most recent first.
+  QStringList recent = settings.value(kRecentDataKey).toStringList();
+  recent.removeAll(spec);
+  recent.prepend(spec);
+  while (recent.size() > 8) recent.removeLast();
+  settings.setValue(kRecentDataKey, recent);
+  if (dataCombo_->findText(spec) < 0) dataCombo_->addItem(spec);
+}
+
 void MainWindow::setCachePath(const QString& path) {
   controller_->setCachePath(path);
   comparison_->setData(dataSpec(), controller_->cachePath());
@@ -430,7 +444,7 @@ void MainWindow::startAnalysis() {
 }
 
 void MainWindow::onSessionOpened(const SessionInfo& info) {
-  QSettings().setValue(kDataSettingsKey, info.dataSpec);
+  rememberDataSpec(info.dataSpec);
   reportAction_->setEnabled(true);
   removalAction_->setEnabled(true);
   accuracy_ = info.accuracy;
@@ -492,7 +506,7 @@ void MainWindow::showLayerDetails() {
 
 void MainWindow::showError(const QString& title, const QString& message) {
   statusBar()->showMessage(message, 10000);
-  if (errorDialogs_) QMessageBox::critical(this, title, message);
+  if (errorDialogs_) showResultDialog(this, QMessageBox::Critical, title, message);
 }
 
 }  // namespace mumoe::ui

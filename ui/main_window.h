@@ -157,6 +157,9 @@ class MainWindow : public QMainWindow {
 
   /// The QSettings key of the last data SPEC that opened.
   static constexpr const char* kDataSettingsKey = "dataSpec";
+  static constexpr const char* kRecentDataKey = "recentDataSpecs";
+  /// A SPEC that opened: the next start's default, and kept in the box's list (8 at most).
+  void rememberDataSpec(const QString& spec);
 
   QString demoModelPath_;
   QString currentPath_;
@@ -196,7 +199,10 @@ class MainWindow : public QMainWindow {
   ModelComparisonPage* comparison_ = nullptr;
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;
-  bool openingModel_ = false;  ///< startAnalysis() runs for a model just opened (not new data)
+  bool openingModel_ = false;
+  /// While a GPT is open the (greyed) box shows its text; the image SPEC it showed before is kept.
+  bool boxShowsGptText_ = false;
+  QString imageDataSpec_;  ///< startAnalysis() runs for a model just opened (not new data)
   void startBias();
   /// The data a multi-label model's pages read (Bias, Experts, Ablation): the Bias test SPEC set
   /// for it, else the data box's — or biased-fmnist:test for the box's Fashion-MNIST, which has no

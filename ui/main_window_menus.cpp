@@ -52,6 +52,7 @@ void MainWindow::buildActions() {
                                   [this] {
                                     // The demo reads Fashion-MNIST: a data set chosen for another
                                     // model (a folder of 248-px photos) would fail on it.
+                                    boxShowsGptText_ = false;  // not the SPEC a GPT hid
                                     dataCombo_->setCurrentText(QStringLiteral("fashion-mnist:test"));
                                     comparison_->setData(dataSpec(), controller_->cachePath());
                                     openModel(demoModelPath_);
@@ -179,6 +180,13 @@ void MainWindow::buildToolBar() {
   bar->setObjectName(QStringLiteral("mainToolBar"));
   bar->setMovable(false);
   bar->setToolButtonStyle(Qt::ToolButtonTextBesideIcon);
+  // Short words on the toolbar (the menus keep the full names): at 1024 px the whole bar, Export
+  // included, stays visible instead of folding into its » menu.
+  ablateAction_->setIconText(tr("Ablate"));
+  sweepAction_->setIconText(tr("Run Sweep"));
+  cancelAction_->setIconText(tr("Cancel"));
+  exportAction_->setIconText(tr("Export View"));
+  openAction_->setIconText(tr("Open"));
   bar->addAction(openAction_);
   bar->addSeparator();
   bar->addWidget(new QLabel(tr(" Data ")));
@@ -188,6 +196,8 @@ void MainWindow::buildToolBar() {
   dataCombo_->setInsertPolicy(QComboBox::NoInsert);
   dataCombo_->addItems({QStringLiteral("fashion-mnist:test"), QStringLiteral("fashion-mnist:train"),
                         QStringLiteral("biased-fmnist:test")});
+  for (const QString& spec : QSettings().value(kRecentDataKey).toStringList())  // folder:, celeba: … used before
+    if (dataCombo_->findText(spec) < 0) dataCombo_->addItem(spec);
   dataCombo_->setObjectName(QStringLiteral("dataSpec"));
   dataCombo_->setToolTip(tr("Data SPEC: fashion-mnist:test, idx:DIR:test, folder:DIR, celeba:DIR:test, features:FILE"));
   dataCombo_->setCurrentText(QSettings().value(kDataSettingsKey, QStringLiteral("fashion-mnist:test")).toString());

@@ -44,6 +44,15 @@ bool MainWindow::showPagesForKind() {
   // A GPT's pages read the validation split of the text it was trained on, not the image data
   // named here: the box is greyed rather than shown as if it applied.
   dataCombo_->setEnabled(kind_ != Kind::Gpt);
+  // The box shows a GPT's own text while it is open (greyed); the image data SPEC comes back after.
+  if (kind_ == Kind::Gpt && !boxShowsGptText_) {
+    imageDataSpec_ = dataSpec();
+    boxShowsGptText_ = true;
+    dataCombo_->setCurrentText(tr("(the GPT's validation text)"));
+  } else if (kind_ != Kind::Gpt && boxShowsGptText_) {
+    boxShowsGptText_ = false;
+    dataCombo_->setCurrentText(imageDataSpec_);
+  }
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   sweepAction_->setEnabled(kind_ != Kind::Gpt);
   const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
@@ -169,6 +178,9 @@ void MainWindow::restoreLayout() {
   QSettings settings;
   restoreGeometry(settings.value("mainWindow/geometry").toByteArray());
   if (!settings.contains("mainWindow/geometry")) resize(1280, 800);
+  // Below this the toolbar folds into its » menu and the Experts page's table and gallery get too
+  // narrow to read; 1024 × 640 (a small laptop) still shows every page whole.
+  setMinimumSize(960, 600);
   restoreState(settings.value("mainWindow/state").toByteArray());
   modelSplitter_->restoreState(settings.value("mainWindow/modelSplitter").toByteArray());
   if (!experts_->splitter()->restoreState(settings.value("mainWindow/expertsSplitter").toByteArray()))

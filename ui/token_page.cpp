@@ -20,6 +20,7 @@
 
 #include <cmath>
 
+#include "result_dialog.h"
 #include "analysis/expert_report.h"
 #include "analysis/text_analysis_session.h"
 #include "io/errors.h"
@@ -350,6 +351,7 @@ void TokenPage::openLayer() {
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
     return [this, rows, identity, tokenCount, seconds, cacheNote, blockIndex](double) {
       hasSession_ = true;
+      dataIdentity_ = identity;
       blockIndex_ = blockIndex;
       if (!cacheNote.isEmpty()) showErrorDialog(tr("Analysis cache: %1").arg(cacheNote));
       header_->setText(tr("<b>%1</b> · %2 · %3 tokens of %4 · ready in %5 s")
@@ -483,7 +485,7 @@ void TokenPage::exportReport(const QString& path, const QString& experts) {
 }
 
 void TokenPage::showErrorDialog(const QString& message) {
-  if (errorDialogs_) QMessageBox::warning(this, tr("Tokens"), message);
+  if (errorDialogs_) showResultDialog(this, QMessageBox::Warning, tr("Tokens"), message);
 }
 
 }  // namespace mumoe::ui

@@ -66,6 +66,8 @@ class TokenPage : public QWidget {
   void showNote(const QString& html);
   /// The ablation line before any expert is ablated (and again after the layer changes).
   QString ablationHint() const;
+  /// The text the open session reads ("fortunes:val", …); "" before one opened.
+  QString dataIdentity() const { return dataIdentity_; }
   bool hasSession() const { return hasSession_; }
   void setErrorDialogsEnabled(bool enabled) { errorDialogs_ = enabled; }
 
@@ -108,6 +110,7 @@ class TokenPage : public QWidget {
   std::shared_ptr<Slot> slot_;
   QString modelPath_, cachePath_;
   bool hasSession_ = false;
+  QString dataIdentity_;
   bool errorDialogs_ = true;
   bool hasAblation_ = false;
   int blockIndex_ = -1;  ///< the open layer's index among the GPT's blocks

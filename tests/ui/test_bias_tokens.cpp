@@ -303,6 +303,16 @@ class BiasTokensTest : public QObject {
     QCOMPARE(page->metricsTable()->item(mrsRow, 3)->text(),
              QString::number(j["baselines"]["blind threshold"]["mrs"].get<double>(), 'f', 4));
     QCOMPARE(page->metricsTable()->item(mrsRow, 0)->text(), QStringLiteral("—"));  // Before is the reference
+    // The per-cell table has the baseline's column too: its cells' accuracies are the CLI's.
+    auto* cells = page->cellsTable();
+    QCOMPARE(cells->horizontalHeaderItem(5)->text(), QStringLiteral("Blind threshold"));
+    for (int row = 0; row < 4; ++row) {
+      const int t = row < 2 ? 1 : 0, s = row % 2 == 0 ? 1 : 0;  // rows: t=1&s=1, t=1&s=0, t=0&s=1, t=0&s=0
+      double expected = -1;
+      for (const auto& c : j["baselines"]["blind threshold"]["cells"])
+        if (c["target"] == t && c["sensitive"] == s) expected = c["accuracy"].get<double>();
+      QCOMPARE(cells->item(row, 5)->text(), QStringLiteral("%1 %").arg(expected * 100, 0, 'f', 2));
+    }
     QCOMPARE(page->metricsTable()->verticalHeaderItem(mrsRow)->text(), QStringLiteral("MRS (vs. Before)"));
     page->worker()->waitForIdle();
   }
