@@ -14,6 +14,7 @@
 #include <QSlider>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTextCursor>
 #include <QVBoxLayout>
 
 #include <cmath>
@@ -24,6 +25,18 @@
 #include "worker_queue.h"
 
 namespace mumoe::ui {
+
+namespace {
+// Marks `edit`'s text from `position` on (where the two generations part): what steering changed.
+void markFrom(QPlainTextEdit* edit, int position, const QColor& background) {
+  QTextCursor cursor(edit->document());
+  cursor.setPosition(std::min(position, edit->document()->characterCount() - 1));
+  cursor.movePosition(QTextCursor::End, QTextCursor::KeepAnchor);
+  QTextCharFormat format;
+  format.setBackground(background);
+  cursor.mergeCharFormat(format);
+}
+}  // namespace
 
 /// The worker's state: the session of the last generation (reused while model, data, layer and
 /// cache stay the same, so the extraction and the loaded model are not redone).
@@ -160,6 +173,7 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
   layers_ = experts_ = 0;
   unsteered_->clear();
   steered_->clear();
+  divergence_ = -1;
   generate_->setEnabled(false);
   status_->setText(tr("Reading %1 …").arg(gptModelPath));
   const int generation = ++modelGeneration_;
@@ -304,6 +318,14 @@ void SteeringPage::generate() {
           if (generation != modelGeneration_) return;
           unsteered_->setPlainText(unsteered);
           steered_->setPlainText(steered);
+          // Where the texts part, both are marked to the end: the common start stays plain.
+          int common = 0;
+          while (common < unsteered.size() && common < steered.size() && unsteered[common] == steered[common]) ++common;
+          divergence_ = unsteered == steered ? -1 : common;
+          if (divergence_ >= 0) {
+            markFrom(unsteered_, common, QColor(0xec, 0xef, 0xf1));
+            markFrom(steered_, common, QColor(0xff, 0xf3, 0xc4));
+          }
           status_->setText(info);
           Q_EMIT generationFinished(unsteered, steered);
         };

@@ -60,6 +60,11 @@ class SteeringPage : public QWidget {
   /// Prompt + generated text of the last generation (decoded as UTF-8).
   QString unsteeredText() const;
   QString steeredText() const;
+  /// Where the last two generations part (a character of the texts, marked from there on in both
+  /// panes); -1 when they are identical or none was made.
+  int divergence() const { return divergence_; }
+  /// The steered pane (its marks: tests).
+  QPlainTextEdit* steeredPane() const { return steered_; }
   QString statusText() const;
 
  public Q_SLOTS:
@@ -103,6 +108,7 @@ class SteeringPage : public QWidget {
   QLabel* status_ = nullptr;
   QPlainTextEdit* unsteered_ = nullptr;
   QPlainTextEdit* steered_ = nullptr;
+  int divergence_ = -1;
 };
 
 }  // namespace mumoe::ui

@@ -580,10 +580,14 @@ class BiasTokensTest : public QObject {
     auto* page = window->tokenPage();
     QSignalSpy opened(page, &ui::TokenPage::opened);
     QSignalSpy gallery(page, &ui::TokenPage::galleryReady);
+    const QString imageData = window->dataSpec();  // what the box showed before
     QVERIFY2(window->openModel(testkit::kDemoGpt), qPrintable(window->lastError()));
     QCOMPARE(window->modelKind(), ui::MainWindow::Kind::Gpt);
     QCOMPARE(window->tabs()->currentIndex(), int(ui::MainWindow::Page::Tokens));
     QVERIFY(opened.wait(60'000));
+    // The (greyed) data box names the text the page reads, not an image set.
+    QCOMPARE(window->dataSpec(), page->dataIdentity());
+    QVERIFY(!page->dataIdentity().isEmpty());
     QVERIFY(gallery.wait(10'000));
     QAbstractItemModelTester tester(page->galleryModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QVERIFY(page->layerCombo()->count() >= 1);
@@ -639,6 +643,12 @@ class BiasTokensTest : public QObject {
     QVERIFY(a.contains(QStringLiteral("<div class=\"context\">")));
     QVERIFY(a == withoutDate(cliReport));
     page->worker()->waitForIdle();
+
+    // An image model opened next reads the image data the box showed before the GPT.
+    QVERIFY2(window->openModel(testkit::kDemoModel), qPrintable(window->lastError()));
+    QCOMPARE(window->dataSpec(), imageData);
+    window->controller()->cancel();
+    window->controller()->waitForIdle();
   }
 
   void screenshotDriverRendersTheTokenView() {

@@ -10,6 +10,7 @@
 #include <QStandardPaths>
 #include <QTableView>
 #include <QTextBrowser>
+#include <QToolBar>
 #include <QtTest>
 
 #include <torch/torch.h>
@@ -116,6 +117,48 @@ class MainWindowTest : public QObject {
     QVERIFY(keys.contains(QKeySequence(Qt::CTRL | Qt::Key_Y)));
     for (qsizetype i = 0; i < keys.size(); ++i) QCOMPARE(keys.count(keys[i]), 1);
     QVERIFY(!keys.contains(window.undoEditAction()->shortcut()));
+  }
+
+  // At 1024 × 640 every toolbar action is on the bar, none folded into its » menu (Export View
+  // was); the window does not shrink below a size where the pages can be read.
+  void theToolbarFitsASmallWindowWhole() {
+    ui::MainWindow window;
+    window.resize(1024, 640);
+    window.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&window));
+    auto* bar = window.findChild<QToolBar*>(QStringLiteral("mainToolBar"));
+    QVERIFY(bar);
+    int checked = 0;
+    for (auto* action : bar->actions()) {
+      if (action->isSeparator()) continue;
+      auto* widget = bar->widgetForAction(action);
+      QVERIFY(widget);
+      QVERIFY2(widget->isVisible(), qPrintable(action->text()));
+      ++checked;
+    }
+    QVERIFY(checked >= 7);
+    QVERIFY(window.minimumSize().width() >= 960 && window.minimumSize().height() >= 600);
+  }
+
+  // A data SPEC that opened is in the box's list afterwards, and in the next window's.
+  void theDataBoxOffersSpecsThatOpened() {
+    testkit::TempDir dir;
+    const auto spec = QString::fromStdString(writeFashionMnistIdx(dir, 120));
+    {
+      ui::MainWindow window(testkit::kDemoModel);
+      window.setErrorDialogsEnabled(false);
+      window.setCachePath(QString::fromStdString(dir.file("analysis.sqlite")));
+      QSignalSpy opened(window.controller(), &ui::SessionController::sessionOpened);
+      window.setDataSpec(spec);
+      QVERIFY2(window.openModel(testkit::kDemoModel), qPrintable(window.lastError()));
+      QVERIFY(opened.wait(30'000));
+      auto* box = window.findChild<QComboBox*>(QStringLiteral("dataSpec"));
+      QVERIFY(box->findText(spec) >= 0);
+      window.controller()->waitForIdle();
+    }
+    ui::MainWindow next;
+    QVERIFY(next.findChild<QComboBox*>(QStringLiteral("dataSpec"))->findText(spec) >= 0);
+    QCOMPARE(next.dataSpec(), spec);  // and it is the default
   }
 
   void opensAModelFileAndShowsItsLayers() {

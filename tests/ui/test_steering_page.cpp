@@ -6,6 +6,8 @@
 #include <QFileInfo>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QTextCursor>
+#include <QTextDocument>
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -80,6 +82,18 @@ class SteeringPageTest : public QObject {
     QCOMPARE(page.unsteeredText(), unsteered);
     QCOMPARE(page.steeredText(), steered);
     QVERIFY2(unsteered != steered, qPrintable(page.statusText()));
+    // Where the texts part is marked: the first differing character, in the steered pane's
+    // formatting from there on and not before.
+    int common = 0;
+    while (common < unsteered.size() && common < steered.size() && unsteered[common] == steered[common]) ++common;
+    QCOMPARE(page.divergence(), common);
+    const auto background = [&](int position) {
+      QTextCursor cursor(page.steeredPane()->document());
+      cursor.setPosition(position + 1);  // the format of the character before the cursor
+      return cursor.charFormat().background().color();
+    };
+    QVERIFY(background(common) != background(common - 1));
+    QCOMPARE(background(static_cast<int>(steered.size()) - 1), background(common));
     QVERIFY(page.statusText().contains(QStringLiteral("expert 5")));
     QVERIFY(button->isEnabled());
 
@@ -88,6 +102,7 @@ class SteeringPageTest : public QObject {
     QString unsteered0, steered0;
     QVERIFY(generateAndWait(page, &unsteered0, &steered0));
     QCOMPARE(unsteered0, unsteered);
+    QCOMPARE(page.divergence(), -1);  // identical: nothing marked
     QCOMPARE(steered0, unsteered0);
     QCOMPARE(page.findChild<QPlainTextEdit*>(QStringLiteral("steeringSteered"))->toPlainText(), unsteered);
   }
