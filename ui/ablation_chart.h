@@ -30,7 +30,10 @@ class AblationChart : public QWidget {
                   const QStringList& classNames, const AnswerTiming& timing);
   void clear();
   /// A multi-label model's bars are its outputs: the titles say "output" instead of "class".
-  void setPerOutput(bool perOutput) { perOutput_ = perOutput; }
+  void setPerOutput(bool perOutput) {
+    perOutput_ = perOutput;
+    if (!hasOutcome_) clear();  // the placeholder title says it too
+  }
   bool hasOutcome() const { return hasOutcome_; }
   const analysis::AblationOutcome& outcome() const { return outcome_; }
 

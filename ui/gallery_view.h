@@ -79,8 +79,8 @@ class GalleryView : public QWidget {
   QSpinBox* count_ = nullptr;
   QSpinBox* seed_ = nullptr;
   QLineEdit* subpopulation_ = nullptr;
-  QString subpopulationText_;
-  QStringList attributes_;  ///< the data's, which the filter may name  ///< canonical (editing::Subpopulation::text), "" = none
+  QString subpopulationText_;  ///< canonical (editing::Subpopulation::text), "" = none
+  QStringList attributes_;     ///< the data's, which the filter may name
   QSlider* zoom_ = nullptr;
   qint64 mode_ = 0;
   qint64 expert_ = -1;

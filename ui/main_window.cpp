@@ -218,6 +218,12 @@ void MainWindow::connectController() {
   connect(thumbnails_, &ThumbnailStore::imagesWanted, c, &SessionController::requestImages);
   connect(c, &SessionController::openFailed, this, [this](const QString& message) {
     experts_->setMessage(tr("<b style='color:#c62828'>Analysis unavailable:</b> %1").arg(message.toHtmlEscaped()));
+    if (kind_ == Kind::MultiLabel) {
+      // Its Bias page is the model's own workflow and may well work (a multi-label router head's
+      // experts are not analysed): the Experts page says why, without an error dialog.
+      statusBar()->showMessage(tr("Experts page unavailable — %1").arg(message), 10000);
+      return;
+    }
     statusLabel_->setText(tr("Analysis unavailable — %1").arg(message));
     lastError_ = message;
     Q_EMIT analysisFailed(message);
@@ -335,6 +341,7 @@ bool MainWindow::applyModelOptions(const model::LayoutOverrides& options, bool f
 }
 
 void MainWindow::setDataSpec(const QString& spec) {
+  boxForced_ = false;  // the user's choice, whatever the open model's kind
   if (dataCombo_->currentText() != spec) dataCombo_->setCurrentText(spec);
   // Remembered once a session opened on it (onSessionOpened): a SPEC that fails to load must not
   // become the next start's default and fail again.
@@ -346,7 +353,8 @@ QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(
 
 void MainWindow::rememberDataSpec(const QString& spec) {
   QSettings settings;
-  settings.setValue(kDataSettingsKey, spec);
+  // The next start's default is what the user chose, not the data a model kind forced on the box.
+  if (!boxForced_) settings.setValue(kDataSettingsKey, spec);
   // A folder:, celeba:, features: … SPEC that opened is offered again, most recent first.
   QStringList recent = settings.value(kRecentDataKey).toStringList();
   recent.removeAll(spec);
@@ -358,7 +366,7 @@ void MainWindow::rememberDataSpec(const QString& spec) {
 
 void MainWindow::setCachePath(const QString& path) {
   controller_->setCachePath(path);
-  comparison_->setData(dataSpec(), controller_->cachePath());
+  comparison_->setData(chosenDataSpec(), controller_->cachePath());
 }
 
 void MainWindow::setErrorDialogsEnabled(bool enabled) {
@@ -381,7 +389,8 @@ void MainWindow::pageFailedToOpen(const QString& message) {
 QString MainWindow::multilabelTestSpec() const {
   if (!biasTestSpec_.isEmpty()) return biasTestSpec_;
   // Fashion-MNIST has no attributes: its biased variant is what multi-label models are for.
-  return dataSpec().startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : dataSpec();
+  const QString chosen = chosenDataSpec();
+  return chosen.startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : chosen;
 }
 
 void MainWindow::startBias() {

@@ -199,10 +199,14 @@ class MainWindow : public QMainWindow {
   ModelComparisonPage* comparison_ = nullptr;
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;
-  bool openingModel_ = false;
-  /// While a GPT is open the (greyed) box shows its text; the image SPEC it showed before is kept.
-  bool boxShowsGptText_ = false;
-  QString imageDataSpec_;  ///< startAnalysis() runs for a model just opened (not new data)
+  bool openingModel_ = false;  ///< startAnalysis() runs for a model just opened (not new data)
+  /// A GPT's or multi-label model's pages read their own data, which the box then shows (a GPT's
+  /// greyed); the SPEC the user had chosen is kept, for the next multi-class model and as the next
+  /// start's default. Choosing data (setDataSpec) makes the choice the box's again.
+  bool boxForced_ = false;
+  QString imageDataSpec_;
+  /// The data SPEC the user chose: the box's, or the one kept while the box is forced.
+  QString chosenDataSpec() const { return boxForced_ ? imageDataSpec_ : dataSpec(); }
   void startBias();
   /// The data a multi-label model's pages read (Bias, Experts, Ablation): the Bias test SPEC set
   /// for it, else the data box's — or biased-fmnist:test for the box's Fashion-MNIST, which has no

@@ -52,7 +52,7 @@ void MainWindow::buildActions() {
                                   [this] {
                                     // The demo reads Fashion-MNIST: a data set chosen for another
                                     // model (a folder of 248-px photos) would fail on it.
-                                    boxShowsGptText_ = false;  // not the SPEC a GPT hid
+                                    boxForced_ = false;  // not the SPEC another model kind hid
                                     dataCombo_->setCurrentText(QStringLiteral("fashion-mnist:test"));
                                     comparison_->setData(dataSpec(), controller_->cachePath());
                                     openModel(demoModelPath_);

@@ -44,13 +44,19 @@ bool MainWindow::showPagesForKind() {
   // A GPT's pages read the validation split of the text it was trained on, not the image data
   // named here: the box is greyed rather than shown as if it applied.
   dataCombo_->setEnabled(kind_ != Kind::Gpt);
-  // The box shows a GPT's own text while it is open (greyed); the image data SPEC comes back after.
-  if (kind_ == Kind::Gpt && !boxShowsGptText_) {
-    imageDataSpec_ = dataSpec();
-    boxShowsGptText_ = true;
-    dataCombo_->setCurrentText(tr("(the GPT's validation text)"));
-  } else if (kind_ != Kind::Gpt && boxShowsGptText_) {
-    boxShowsGptText_ = false;
+  // The box shows the data the pages read: a GPT's own text (greyed), a multi-label model's test
+  // data; the SPEC the user chose comes back for the next multi-class model.
+  const QString forced = kind_ == Kind::Gpt          ? tr("(the GPT's validation text)")
+                         : kind_ == Kind::MultiLabel ? multilabelTestSpec()
+                                                     : QString();
+  if (!forced.isEmpty()) {
+    if (!boxForced_ && forced != dataSpec()) {
+      imageDataSpec_ = dataSpec();
+      boxForced_ = true;
+    }
+    if (dataSpec() != forced) dataCombo_->setCurrentText(forced);
+  } else if (boxForced_) {
+    boxForced_ = false;
     dataCombo_->setCurrentText(imageDataSpec_);
   }
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
@@ -80,9 +86,6 @@ bool MainWindow::showPagesForKind() {
   }
   const int page = tabs_->currentIndex();
   if (kind_ == Kind::MultiLabel) {
-    // The Experts and Ablation pages read the data the Bias page reads: the box says which.
-    const QString test = multilabelTestSpec();
-    if (dataSpec() != test) dataCombo_->setCurrentText(test);
     tokens_->showNote(tr("<h3>Tokens</h3><p>%1 is not a language model.</p>").arg(name));
     startBias();
     // A model just opened shows its bias correction first; new data keeps the page the user is on

@@ -10,13 +10,15 @@
 
 namespace mumoe::ui {
 
-/// Opens a message box of `icon` over `parent` on the next turn of the event loop (nothing if
-/// `parent` is gone by then).
+/// Opens a window-modal message box of `icon` over `parent` on the next turn of the event loop
+/// (nothing if `parent` is gone by then). Not exec(): no nested event loop, so several results
+/// do not stack loops, and the box — a child of `parent`, deleted when closed — goes with it.
 inline void showResultDialog(QWidget* parent, QMessageBox::Icon icon, const QString& title, const QString& text) {
   QTimer::singleShot(0, parent, [parent = QPointer<QWidget>(parent), icon, title, text] {
     if (!parent) return;
-    QMessageBox box(icon, title, text, QMessageBox::Ok, parent);
-    box.exec();
+    auto* box = new QMessageBox(icon, title, text, QMessageBox::Ok, parent);
+    box->setAttribute(Qt::WA_DeleteOnClose);
+    box->open();
   });
 }
 

@@ -66,8 +66,8 @@ class ScreenshotDriver : public QObject {
   bool tokenAblated_ = false;
   int stableTicks_ = 0;
   QStringList compared_;
-  QString comparedLayer_;
-  QString subpopulation_;  ///< the layer the Compare view compares (--layer)
+  QString comparedLayer_;  ///< the layer the Compare view compares (--layer)
+  QString subpopulation_;  ///< the gallery's (--subpop), "" = every sample
   int comparedSeen_ = 0;
 };
 

@@ -18,7 +18,9 @@ namespace mumoe::cli {
 
 void AnalysisCliOptions::add_to(CLI::App* app) {
   model.add_to(app);
-  app->add_option("--data", session.data_spec, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
+  data_option_ = app->add_option("--data", session.data_spec,
+                                 "Data SPEC (default fashion-mnist:test, or biased-fmnist:test for a multi-label model; "
+                                 "features:FILE for a bare layer)");
   app->add_option("--layer", session.layer, "μMoE layer to analyse (default: the model's only one)");
   app->add_option("--cache", session.cache_path,
                   "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
@@ -86,10 +88,18 @@ std::function<bool(int64_t, int64_t)> progress_reporter(const std::string& label
   };
 }
 
+void AnalysisCliOptions::resolve_default_data() {
+  if (data_option_ && data_option_->count() > 0) return;  // given, even if it names the default
+  if (session.data_spec != analysis::SessionOptions().data_spec) return;
+  if (model::ModelFile::load(model.model, model.overrides()).manifest().task == model::kMultiLabel)
+    session.data_spec = editing::BiasSessionOptions().test_spec;
+}
+
 std::unique_ptr<analysis::AnalysisSession> open_analysis(AnalysisCliOptions& o, analysis::ExtractionSummary* summary) {
   catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
+  o.resolve_default_data();
   return analysis::AnalysisSession::open_extracted(
       o.session,
       [&](const analysis::ExtractionProgress& p) {
@@ -160,11 +170,7 @@ std::unique_ptr<analysis::LayerAnalysis> open_layer_analysis(AnalysisCliOptions&
   catch_interrupts();
   o.session.model_path = o.model.model;
   o.session.overrides = o.model.overrides();
-  // The image default means "not given": a multi-label model reads the bias workflow's test data
-  // (what `fairness` and the Bias page read), whose attributes its outputs are.
-  if (o.session.data_spec == analysis::SessionOptions().data_spec &&
-      model::ModelFile::load(o.session.model_path, o.session.overrides).manifest().task == model::kMultiLabel)
-    o.session.data_spec = editing::BiasSessionOptions().test_spec;
+  o.resolve_default_data();
   analysis::LayerAnalysisOptions layer;
   layer.max_images = block.max_images;
   return analysis::LayerAnalysis::open(

@@ -26,6 +26,13 @@ struct AnalysisCliOptions {
   bool recompute = false;
 
   void add_to(CLI::App* app);
+  /// Without --data, a multi-label model reads the bias workflow's test data (what `fairness` and
+  /// the Bias page read: its outputs are that data's attributes), not Fashion-MNIST, which has
+  /// none. Reads the model file's header only.
+  void resolve_default_data();
+
+ private:
+  CLI::Option* data_option_ = nullptr;
 };
 
 /// Opens the session, reports a set-aside cache file on stderr, repairs with --recompute, and

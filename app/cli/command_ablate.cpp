@@ -257,6 +257,8 @@ int run_ablate(AblateOptions& o) {
                       {"class_names", session->class_names()},
                       {"per_class_accuracy_before", before.per_class},
                       {"accuracy_before", before.overall}};
+  // A multi-label model's "classes" are its outputs, each decided by its logit's sign.
+  if (session->multilabel()) j["multilabel"] = true;
   if (o.all) {
     const auto answer = session->sweep(o.mode, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
     const auto& sweep = answer.value;

@@ -8,12 +8,15 @@
 
 #include "cli_support.h"
 #include "data/dataset.h"
+#include "editing/bias_session.h"
 #include "editing/logit_rewrite.h"
 #include "editing/model_export.h"
 #include "io/errors.h"
 #include "io/output_files.h"
 #include "io/file_checks.h"
 #include "model/classifier_model.h"
+#include "model/manifest.h"
+#include "model/model_file.h"
 #include "model/model_file.h"
 #ifdef MUMOE_WITH_ANALYSIS
 #include "editing/edit_session_store.h"
@@ -68,7 +71,10 @@ int run_removal(const ExportOptions& o) {
   std::vector<editing::ExpertRemoval> removals;
   for (const auto& text : o.remove_experts) removals.push_back(editing::parse_expert_removal(text));
   const auto source = model::ModelFile::load(o.model.model, o.model.overrides());
-  const std::string spec = o.data.empty() ? kDefaultRemovalData : o.data;
+  // A multi-label model is verified on the bias workflow's test data (its outputs are attributes).
+  const std::string spec = !o.data.empty()                                 ? o.data
+                           : source.manifest().task == model::kMultiLabel ? editing::BiasSessionOptions().test_spec
+                                                                          : kDefaultRemovalData;
   const auto report = editing::export_without_experts(source, removals, data::load_dataset(spec), export_request(o));
   if (o.json) {
     print_json(report, o, spec);

@@ -65,7 +65,7 @@ int run_stats(StatsOptions& o) {
   nlohmann::json extra = {{"layer", a->layer_name()}, {"from_cache", answer.from_cache}, {"seconds", answer.seconds}};
   if (a->multilabel() && !o.analysis.json)
     std::cout << a->layer_name() << " of a multi-label model: its " << a->class_names().size()
-              << " outputs stand for classes (top: the outputs most often positive among an expert's samples)\n";
+              << " outputs stand for classes (positive: the outputs most often true among an expert's samples)\n";
   if (a->block()) {  // a backbone layer: its samples are images, each counted by its strongest row
     extra["images"] = a->samples();
     if (!o.analysis.json)

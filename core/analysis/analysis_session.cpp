@@ -110,6 +110,10 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
     // one); accuracy, ablation and statistics are then per output (RunData::multilabel).
     if (impl->model->is_router())
       throw UsageError(options.model_path + " is a multi-label router model: its expert analysis is not supported");
+    if (impl->model->class_count() > kMaxMultilabelOutputs)
+      throw UsageError(options.model_path + " has " + std::to_string(impl->model->class_count()) +
+                       " outputs: the expert analysis of a multi-label model holds at most " +
+                       std::to_string(kMaxMultilabelOutputs));
     impl->data = impl->model->prepare(std::move(impl->data));
     for (const auto& name : impl->model->label_names()) {
       const auto& names = impl->data.attribute_names;

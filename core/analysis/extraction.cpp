@@ -25,6 +25,17 @@
 namespace mumoe::analysis {
 namespace {
 
+// Whether the run's scores come from the float32 arithmetic, certified near argmax ties
+// (ExactLayer::certified_scores). Not for a multi-label model: its outputs are decided by their
+// logit's sign (RunData::multilabel), which that certificate does not cover.
+bool stores_float32_scores(const model::ClassifierModel& model, const ExtractionOptions& options) {
+  return !model.is_router() && !model.multilabel() &&
+         ExactLayer::certifies_float32_scores(model.layer(), nn::parse_device(options.device));
+}
+
+}  // namespace
+namespace {
+
 // Which of the two extraction stages computes the parts of a chunk that either may (the input
 // side U_inᵀ z̃, the dense modes' checksums, the rows' float32 score bounds; each gives the same
 // bits on either thread): the one with time to spare, as measured. The calling thread's gates
@@ -95,8 +106,7 @@ cache::RunKey make_run_key(const std::string& model_path, const model::Classifie
   if (model.has_backbone()) parameters["backbone"] = nn::to_json(model.image_classifier()->backbone_config());
   // Scores from the float32 arithmetic (exact_layer.h, certified_scores): a build that stored the
   // float64 arithmetic's, and decides near-ties by that, must not read them as its own.
-  if (!model.is_router() && ExactLayer::certifies_float32_scores(model.layer(), nn::parse_device(options.device)))
-    parameters["scores"] = "float32, float64 near ties";
+  if (stores_float32_scores(model, options)) parameters["scores"] = "float32, float64 near ties";
   key.parameters = parameters.dump();
   return key;
 }
@@ -278,7 +288,7 @@ ExtractionSummary extract_run(cache::AnalysisCache& cache, const cache::RunKey& 
     one_blas.emplace();
   }
   if (arithmetic_on_writer) layer->float64_layer();  // made before the two threads share the layer
-  const bool float32_scores = layer.has_value() && layer->certifies_float32_scores();
+  const bool float32_scores = layer.has_value() && stores_float32_scores(model, options);
   StageBalance balance;  // arithmetic_on_writer: where the input side, checksums and score bounds go
   auto summary = fill_chunked_run_in_two_stages(
       cache, key, info,

@@ -199,13 +199,15 @@ double layer_multiply_adds(const model::ModelLayer& layer, int64_t tokens_per_in
 LayerComparison compare_layer(const SessionOptions& options, const ComparisonCallback& progress) {
   if (names_vit_block(options)) return compare_block(options, progress);
   const auto start = std::chrono::steady_clock::now();
-  ExtractionSummary extraction;
-  auto session = AnalysisSession::open_extracted(
-      options,
-      [&](const ExtractionProgress& p) {
-        return !progress || progress("Extracting", p.samples_done, p.samples_total, p.eta_seconds);
-      },
-      &extraction);
+  // Purity and I(E;Y)/H(Y) measure how an expert's samples spread over one class each; checked
+  // from the file's header, before its data is read or extracted.
+  if (model::ModelFile::load(options.model_path, options.overrides).manifest().task == model::kMultiLabel)
+    throw UsageError(options.model_path + " is a multi-label model: compare measures the class specialisation of "
+                     "multi-class classifiers; its experts are analysed per output by stats, gallery and ablate");
+  auto session = AnalysisSession::open(options);
+  const auto extraction = session->extract([&](const ExtractionProgress& p) {
+    return !progress || progress("Extracting", p.samples_done, p.samples_total, p.eta_seconds);
+  });
   auto row = compare_layer(*session, progress);
   row.from_cache = row.from_cache && extraction.chunks_computed == 0;
   row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -213,6 +215,9 @@ LayerComparison compare_layer(const SessionOptions& options, const ComparisonCal
 }
 
 LayerComparison compare_layer(AnalysisSession& session, const ComparisonCallback& progress) {
+  if (session.multilabel())
+    throw UsageError(session.options().model_path + " is a multi-label model: compare measures the class "
+                     "specialisation of multi-class classifiers");
   const auto start = std::chrono::steady_clock::now();
   const auto& model = session.model();
   const auto layer = model.manifest_layer();

@@ -27,7 +27,7 @@ struct RunData {
   /// and predictions are output bitmasks — bit o of labels[s] is output o's truth (its attribute
   /// column), of predictions[s] whether its logit is > 0 — so that "correct" (label ==
   /// prediction), changed predictions and galleries read them as for a class index. At most 62
-  /// outputs (multilabel_bits).
+  /// outputs (kMaxMultilabelOutputs).
   bool multilabel = false;
   std::vector<int64_t> labels;       ///< [S] class index, or output bitmask when multilabel
   std::vector<int64_t> predictions;  ///< [S] class index, or output bitmask when multilabel

@@ -185,12 +185,31 @@ TEST_F(CliMultilabelAnalysis, AGalleryOfASubpopulationHoldsOnlyItsSamples) {
   }
   EXPECT_EQ(shown, reference);
 
-  // A filter is never ignored: an attribute the data lacks, and a GPT, are refused.
+  // A filter is never ignored: an attribute the data lacks, and a malformed one, are refused.
   const auto missing = run_cli("gallery " + model_and_data() + " --expert 0 --subpop 'w=1'");
   EXPECT_EQ(missing.code, 1) << missing.out;
   EXPECT_NE(missing.out.find("no attribute 'w'"), std::string::npos) << missing.out;
   const auto malformed = run_cli("gallery " + model_and_data() + " --expert 0 --subpop 't=2'");
   EXPECT_EQ(malformed.code, 1) << malformed.out;
+}
+
+// Without --data a multi-label model reads the bias workflow's test data (the bias demo:
+// biased-fmnist:test, whose attributes its outputs are); --data given is kept even when it names
+// the image default; compare, which measures class specialisation, refuses it from its header.
+TEST_F(CliMultilabelAnalysis, DefaultDataIsTheBiasTestDataAndCompareRefuses) {
+  const std::string demo = std::string(MUMOE_SOURCE_DIR) + "/resources/demo/biased-fmnist.mumoe.safetensors";
+  const auto stats = run_cli("stats " + demo + " --quiet --json");
+  ASSERT_EQ(stats.code, 0) << stats.out;
+  const auto j = json_after_brace(stats);
+  EXPECT_TRUE(j.value("multilabel", false));
+  EXPECT_EQ(j["class_names"].size(), 5u);
+  EXPECT_EQ(j["samples"], 10000);
+  const auto image_data = run_cli("stats " + demo + " --data fashion-mnist:test --quiet");
+  EXPECT_EQ(image_data.code, 1) << image_data.out;
+  EXPECT_NE(image_data.out.find("fashion-mnist:test has no attribute 'footwear'"), std::string::npos) << image_data.out;
+  const auto compare = run_cli("compare " + model_and_data() + " --quiet");
+  EXPECT_NE(compare.code, 0) << compare.out;  // compare: exit 2, the row of a model it cannot compare
+  EXPECT_NE(compare.out.find("is a multi-label model"), std::string::npos) << compare.out;
 }
 
 }  // namespace multilabel_analysis_test

@@ -16,6 +16,7 @@
 #include <QListView>
 #include <QListWidget>
 #include <QRegularExpression>
+#include <QSettings>
 #include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
@@ -328,6 +329,7 @@ class BiasTokensTest : public QObject {
     auto* controller = window->controller();
     QSignalSpy opened(controller, &ui::SessionController::sessionOpened);
     QSignalSpy statistics(controller, &ui::SessionController::statisticsReady);
+    const QString chosen = window->dataSpec();
     QVERIFY2(window->openModel(head_), qPrintable(window->lastError()));
     QVERIFY(opened.wait(20'000));
     const auto info = controller->info();
@@ -386,6 +388,14 @@ class BiasTokensTest : public QObject {
       QVERIFY2(std::fabs(change - expected) < 1e-9, qPrintable(name));
     }
     QVERIFY(window->ablationChart()->chartView()->chart()->title().contains(QStringLiteral("per-output")));
+
+    // A multi-class model opened next reads the data the user had chosen, not the multi-label
+    // model's (nor is that the next start's default).
+    QVERIFY2(window->openModel(testkit::kDemoModel), qPrintable(window->lastError()));
+    QCOMPARE(window->dataSpec(), chosen);
+    QCOMPARE(QSettings().value(QStringLiteral("dataSpec"), chosen).toString(), chosen);
+    window->controller()->cancel();
+    window->controller()->waitForIdle();
   }
 
   void theBiasReportIsTheCliReport() {

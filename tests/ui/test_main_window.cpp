@@ -6,6 +6,7 @@
 #include <QFile>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QSettings>
 #include <QStatusBar>
 #include <QStandardPaths>
 #include <QTableView>
@@ -159,6 +160,7 @@ class MainWindowTest : public QObject {
     ui::MainWindow next;
     QVERIFY(next.findChild<QComboBox*>(QStringLiteral("dataSpec"))->findText(spec) >= 0);
     QCOMPARE(next.dataSpec(), spec);  // and it is the default
+    QSettings().clear();  // the folder goes with `dir`: later tests start from the defaults
   }
 
   void opensAModelFileAndShowsItsLayers() {
