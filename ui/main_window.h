@@ -205,6 +205,7 @@ class MainWindow : public QMainWindow {
   /// start's default. Choosing data (setDataSpec) makes the choice the box's again.
   bool boxForced_ = false;
   QString imageDataSpec_;
+  QString appliedDataSpec_;  ///< what the box showed when the pages last opened on their data
   /// The data SPEC the user chose: the box's, or the one kept while the box is forced.
   QString chosenDataSpec() const { return boxForced_ ? imageDataSpec_ : dataSpec(); }
   void startBias();

@@ -201,8 +201,14 @@ void MainWindow::buildToolBar() {
   dataCombo_->setObjectName(QStringLiteral("dataSpec"));
   dataCombo_->setToolTip(tr("Data SPEC: fashion-mnist:test, idx:DIR:test, folder:DIR, celeba:DIR:test, features:FILE"));
   dataCombo_->setCurrentText(QSettings().value(kDataSettingsKey, QStringLiteral("fashion-mnist:test")).toString());
-  connect(dataCombo_, &QComboBox::activated, this, [this] { setDataSpec(dataCombo_->currentText()); });
-  connect(dataCombo_->lineEdit(), &QLineEdit::returnPressed, this, [this] { setDataSpec(dataCombo_->currentText()); });
+  // An editable combo also "activates" the listed item its text matches when its line edit loses
+  // focus — a click on a page tab reopened the model and dropped the ablation just asked for. Only
+  // a SPEC other than the one the pages read opens anything (F5 re-analyses the same one).
+  const auto chosen = [this] {
+    if (dataCombo_->currentText().trimmed() != appliedDataSpec_) setDataSpec(dataCombo_->currentText());
+  };
+  connect(dataCombo_, &QComboBox::activated, this, chosen);
+  connect(dataCombo_->lineEdit(), &QLineEdit::returnPressed, this, chosen);
   bar->addWidget(dataCombo_);
   bar->addAction(reloadAction_);
   bar->addSeparator();

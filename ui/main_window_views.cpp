@@ -59,6 +59,7 @@ bool MainWindow::showPagesForKind() {
     boxForced_ = false;
     dataCombo_->setCurrentText(imageDataSpec_);
   }
+  appliedDataSpec_ = dataSpec();
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   sweepAction_->setEnabled(kind_ != Kind::Gpt);
   const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();

@@ -163,6 +163,34 @@ class MainWindowTest : public QObject {
     QSettings().clear();  // the folder goes with `dir`: later tests start from the defaults
   }
 
+  // The data box's text matches a listed SPEC that is not its current item (set by the window, as
+  // for a multi-label model's data): when its line edit loses focus — a click on a page tab — Qt
+  // "activates" that item. That reopened the model and dropped the ablation just asked for.
+  void leavingTheDataBoxDoesNotReopenTheModel() {
+    testkit::TempDir dir;
+    ui::MainWindow window(testkit::kDemoModel);
+    window.setErrorDialogsEnabled(false);
+    window.setCachePath(QString::fromStdString(dir.file("analysis.sqlite")));
+    window.show();
+    window.activateWindow();
+    QVERIFY(QTest::qWaitForWindowActive(&window));
+    QSignalSpy opened(window.controller(), &ui::SessionController::sessionOpened);
+    window.setDataSpec(QStringLiteral("biased-fmnist:test"));  // listed third; the box's item stays the first
+    QVERIFY2(window.openModel(testkit::kDemoModel), qPrintable(window.lastError()));
+    QVERIFY(opened.wait(60'000));
+    window.controller()->waitForIdle();
+    auto* box = window.findChild<QComboBox*>(QStringLiteral("dataSpec"));
+    box->lineEdit()->setFocus(Qt::MouseFocusReason);
+    QTRY_VERIFY(box->lineEdit()->hasFocus());
+    opened.clear();
+    window.showPage(ui::MainWindow::Page::Experts);
+    window.expertsPage()->table()->setFocus(Qt::MouseFocusReason);  // focus leaves the box
+    QTRY_VERIFY(!box->lineEdit()->hasFocus());
+    QVERIFY(!opened.wait(1500));  // no second opening
+    QCOMPARE(window.dataSpec(), QStringLiteral("biased-fmnist:test"));
+    QSettings().clear();
+  }
+
   void opensAModelFileAndShowsItsLayers() {
     testkit::TempDir dir;
     const auto path = writeModel(dir, "two.safetensors", {{"small", config(16, 4)}, {"large", config(64, 8, 5)}});
