@@ -208,6 +208,10 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
   shuffle_ = new QPushButton(tr("Reshuffle"));
   galleryTitle_ = new QLabel;
   galleryTitle_->setTextFormat(Qt::RichText);
+  // Its width must not decide the page's: at 1024 px the expert table was squeezed to "…" columns
+  // to make room for the whole line (the tooltip keeps it).
+  galleryTitle_->setMinimumWidth(120);
+  galleryTitle_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);
   model_ = new TokenGalleryModel(this);
   gallery_ = new QListView;
   gallery_->setModel(model_);
@@ -238,6 +242,7 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
   split->addWidget(right);
   split->setStretchFactor(1, 1);
   split->setSizes({420, 900});
+  left->setMinimumWidth(left->fontMetrics().horizontalAdvance(QStringLiteral("Expert  Load  Support  Mean a")) + 60);
   auto* content = new QWidget;
   auto* cv = new QVBoxLayout(content);
   cv->setContentsMargins(6, 6, 6, 6);
@@ -415,6 +420,7 @@ void TokenPage::requestGallery() {
                                  .arg(QLocale().toString(static_cast<qlonglong>(gallery.eligible)))
                                  .arg(ms, 0, 'f', 0)
                                  .arg(fromCache ? tr(" (cached)") : QString()));
+      galleryTitle_->setToolTip(galleryTitle_->text());
       Q_EMIT galleryReady();
     };
   }, true, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
