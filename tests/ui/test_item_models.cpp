@@ -2,11 +2,16 @@
 // answers: the expert table (sorting, the sweep columns, the dead/text filter), the gallery
 // model and its lazily loaded thumbnails, and the thumbnail store's memory bound.
 #include <QAbstractItemModelTester>
+#include <QBarCategoryAxis>
+#include <QChart>
+#include <QChartView>
 #include <QPixmap>
 #include <QSignalSpy>
 #include <QtTest>
 
 #include "expert_table_model.h"
+#include "sample_detail.h"
+#include "sweep_chart.h"
 #include "gallery_model.h"
 #include "thumbnail_store.h"
 #include "ui_test_registry.h"
@@ -59,6 +64,44 @@ class ItemModelsTest : public QObject {
   Q_OBJECT
 
  private Q_SLOTS:
+  // Expert numbers under many bars stand upright and whole: Qt elided them to "…" (18 bars of the
+  // coefficient chart) and "1…" (experts ≥ 100 in the sweep).
+  void chartLabelsOfManyExpertsAreWhole() {
+    ui::SampleDetail detail;
+    detail.resize(260, 500);
+    detail.show();
+    detail.showSample(7, QImage(), QStringLiteral("a"), QStringLiteral("a"), 0.5, 3);
+    QVector<double> coefficients(128, 0.0);
+    for (int n = 100; n < 118; ++n) coefficients[n] = 0.05;
+    detail.setCoefficients(7, coefficients);
+    const auto axes = detail.chartView()->chart()->axes(Qt::Horizontal);
+    QCOMPARE(axes.size(), 1);
+    auto* x = qobject_cast<QBarCategoryAxis*>(axes.first());
+    QVERIFY(x);
+    QCOMPARE(x->count(), 18);
+    QVERIFY(!x->truncateLabels());
+    QCOMPARE(x->labelsAngle(), -90);
+
+    ui::SweepChart sweep;
+    analysis::SweepOutcome outcome;
+    analysis::ClassAccuracy before;
+    before.per_class = {0.9, 0.8};
+    before.overall = 0.85;
+    for (int64_t n = 0; n < 40; ++n) {
+      analysis::AblationOutcome o;
+      o.experts = {100 + n};
+      o.after = before;
+      o.after.overall = 0.85 - 0.001 * static_cast<double>(n + 1);
+      o.has_effect = true;
+      o.polysemanticity = 0.5;
+      outcome.experts.push_back(o);
+    }
+    sweep.setSweep(outcome, before);
+    auto* sx = qobject_cast<QBarCategoryAxis*>(sweep.chartView()->chart()->axes(Qt::Horizontal).first());
+    QVERIFY(sx);
+    QVERIFY(!sx->truncateLabels());
+  }
+
   void expertTablePassesTheModelTester() {
     ui::ExpertTableModel model;
     QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);

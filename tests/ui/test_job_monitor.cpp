@@ -4,6 +4,7 @@
 // job gives none — checked against the arithmetic done by hand.
 #include <QAction>
 #include <QLabel>
+#include <QMessageBox>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QtTest>
@@ -15,6 +16,7 @@
 #include "io/errors.h"
 #include "job_monitor.h"
 #include "job_progress_widget.h"
+#include "result_dialog.h"
 #include "ui_test_registry.h"
 #include "worker_queue.h"
 
@@ -137,6 +139,37 @@ class JobMonitorTest : public QObject {
     cancel.trigger();
     QTRY_VERIFY_WITH_TIMEOUT(!widget->isVisible(), 5000);
     QVERIFY(!cancel.isEnabled());
+  }
+
+  // The bar is wide enough for a long task's name and "100%" (it was clipped at 220 px), and an
+  // ETA under a second is not shown ("ETA 0.0 s" at 30 %, with cached chunks counted at once).
+  void theProgressTextIsWholeAndASubSecondEtaIsHidden() {
+    ui::JobMonitor monitor;
+    QAction cancel(QStringLiteral("Cancel"));
+    QWidget window;
+    auto* widget = new ui::JobProgressWidget(&monitor, &cancel, &window);
+    window.show();
+    const QString task = QStringLiteral("Computing coefficients of the training split");
+    Q_EMIT monitor.progress(task, 30, 100, 0.04);
+    QVERIFY(widget->etaLabel()->text().isEmpty());
+    QVERIFY(widget->progressBar()->minimumWidth() >=
+            widget->progressBar()->fontMetrics().horizontalAdvance(task + QStringLiteral(" 100%")));
+    Q_EMIT monitor.progress(task, 40, 100, 12.0);
+    QCOMPARE(widget->etaLabel()->text(), QStringLiteral("ETA 12 s"));
+  }
+
+  // A result or error dialog opens once the job that reports it has returned (a modal dialog
+  // opened inside the answer kept the job busy — bar and Cancel — while it stayed open).
+  void aResultDialogOpensAfterTheAnswerReturns() {
+    QWidget window;
+    window.show();
+    ui::showResultDialog(&window, QMessageBox::Warning, QStringLiteral("Title"), QStringLiteral("Text"));
+    QVERIFY(window.findChildren<QMessageBox*>().isEmpty());  // not yet: the caller returns first
+    QTRY_COMPARE(window.findChildren<QMessageBox*>().size(), 1);
+    auto* box = window.findChildren<QMessageBox*>().first();
+    QCOMPARE(box->text(), QStringLiteral("Text"));
+    box->close();  // deleted on close
+    QTRY_VERIFY(window.findChildren<QMessageBox*>().isEmpty());
   }
 
   void failuresReachTheJobsHandlerAndStaleAnswersAreDropped() {
