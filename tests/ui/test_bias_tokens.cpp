@@ -28,6 +28,7 @@
 
 #include <memory>
 
+#include "report_text.h"
 #include "bias_page.h"
 #include "expert_table_model.h"
 #include "experts_page.h"
@@ -418,11 +419,7 @@ class BiasTokensTest : public QObject {
         dir_.filePath(QStringLiteral("edits.sqlite")).toStdString() + " --cache " +
         dir_.filePath(QStringLiteral("analysis.sqlite")).toStdString() + " --quiet --output " + cliReport.toStdString());
     QVERIFY2(run.code == 0, run.out.c_str());
-    const auto withoutDate = [](const QString& path) {
-      QFile f(path);
-      if (!f.open(QIODevice::ReadOnly)) return QString();
-      return QString::fromUtf8(f.readAll()).remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
-    };
+    const auto withoutDate = testkit::reportWithoutDate;
     const QString a = withoutDate(windowReport);
     QVERIFY(a.contains(QStringLiteral("<table id=\"bias\">")));
     QVERIFY2(a.contains(QStringLiteral("model + 1 edit")),  // the applied edit's column
@@ -644,11 +641,7 @@ class BiasTokensTest : public QObject {
                                       dir_.filePath(QStringLiteral("cli.sqlite")).toStdString() +
                                       " --experts top-2 --quiet --output " + cliReport.toStdString());
     QCOMPARE(cli.code, 0);
-    const auto withoutDate = [](const QString& path) {
-      QFile f(path);
-      if (!f.open(QIODevice::ReadOnly)) return QString();
-      return QString::fromUtf8(f.readAll()).remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
-    };
+    const auto withoutDate = testkit::reportWithoutDate;
     const QString a = withoutDate(windowReport);
     QVERIFY(a.contains(QStringLiteral("<div class=\"context\">")));
     QVERIFY(a == withoutDate(cliReport));

@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report_text.h"
 #include "ablation_chart.h"
 #include "expert_table_model.h"
 #include "experts_page.h"
@@ -303,12 +304,7 @@ class StudioTest : public QObject {
                                       dir_.filePath(QStringLiteral("cli.sqlite")).toStdString() +
                                       " --experts top-3 --quiet --output " + cliReport.toStdString());
     QCOMPARE(cli.code, 0);
-    const auto withoutDate = [](const QString& path) {
-      QFile f(path);
-      if (!f.open(QIODevice::ReadOnly)) return QString();
-      QString text = QString::fromUtf8(f.readAll());
-      return text.remove(QRegularExpression(QStringLiteral("<dt>generated</dt><dd>[^<]*</dd>")));
-    };
+    const auto withoutDate = testkit::reportWithoutDate;
     const QString a = withoutDate(windowReport), b = withoutDate(cliReport);
     QVERIFY(a.size() > 10'000);
     QVERIFY(a.contains(QStringLiteral("<section class=\"expert\"")));
