@@ -429,61 +429,6 @@ void BiasPage::clearComparisons() {
   controller_->dropComparisons();  // baselines still being computed belong to what was shown before
 }
 
-void BiasPage::applyEdit() {
-  if (!evaluation_ || !hasSession()) return;
-  stackAskedAt_ = ++actions_;
-  controller_->apply(evaluation_->edit);
-}
-
-void BiasPage::undoEdit() {
-  stackAskedAt_ = ++actions_;
-  controller_->undo();
-}
-void BiasPage::redoEdit() {
-  stackAskedAt_ = ++actions_;
-  controller_->redo();
-}
-
-void BiasPage::showStack() {
-  const auto& stack = controller_->stack();
-  edits_->clear();
-  const auto& all = stack.all();
-  for (size_t i = 0; i < all.size(); ++i) {
-    const bool applied = i < stack.applied_count();
-    auto* it = new QListWidgetItem(QStringLiteral("%1. %2%3")
-                                       .arg(i + 1)
-                                       .arg(QString::fromStdString(all[i].describe()))
-                                       .arg(applied ? QString() : tr("  (undone)")));
-    if (!applied) {
-      it->setForeground(QColor(0x99, 0x99, 0x99));
-      QFont f = it->font();
-      f.setItalic(true);
-      it->setFont(f);
-    }
-    edits_->addItem(it);
-  }
-  if (all.empty()) {
-    auto* it = new QListWidgetItem(tr("No edits yet: choose λ and press Apply Edit."));
-    it->setFlags(Qt::NoItemFlags);
-    edits_->addItem(it);
-  }
-  exportButton_->setEnabled(hasSession());
-  // Short texts ("Undo Edit"): the whole edit in a button or menu item was clipped until "Undo" could
-  // not be read, and its "&" became a mnemonic. The tooltip and status tip name the edit (a
-  // tooltip shows "&" as it is).
-  const bool canUndo = hasSession() && stack.can_undo(), canRedo = hasSession() && stack.can_redo();
-  undoAction_->setEnabled(canUndo);
-  redoAction_->setEnabled(canRedo);
-  const QString undone = canUndo ? QString::fromStdString(all[stack.applied_count() - 1].describe()) : QString();
-  const QString redone = canRedo ? QString::fromStdString(all[stack.applied_count()].describe()) : QString();
-  undoAction_->setText(tr("Undo Edit"));
-  redoAction_->setText(tr("Redo Edit"));
-  undoAction_->setToolTip(canUndo ? tr("Undo %1").arg(undone) : tr("Nothing to undo"));
-  redoAction_->setToolTip(canRedo ? tr("Redo %1").arg(redone) : tr("Nothing to redo"));
-  undoAction_->setStatusTip(undoAction_->toolTip());
-  redoAction_->setStatusTip(redoAction_->toolTip());
-}
-
 void BiasPage::exportModel(const editing::BiasExportRequest& request) {
   if (hasSession())
     exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));

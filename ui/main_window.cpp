@@ -340,30 +340,6 @@ bool MainWindow::applyModelOptions(const model::LayoutOverrides& options, bool f
   return openModel(currentPath_);
 }
 
-void MainWindow::setDataSpec(const QString& spec) {
-  boxForced_ = false;  // the user's choice, whatever the open model's kind
-  if (dataCombo_->currentText() != spec) dataCombo_->setCurrentText(spec);
-  // Remembered once a session opened on it (onSessionOpened): a SPEC that fails to load must not
-  // become the next start's default and fail again.
-  comparison_->setData(dataSpec(), controller_->cachePath());
-  if (!currentPath_.isEmpty()) startAnalysis();
-}
-
-QString MainWindow::dataSpec() const { return dataCombo_->currentText().trimmed(); }
-
-void MainWindow::rememberDataSpec(const QString& spec) {
-  QSettings settings;
-  // The next start's default is what the user chose, not the data a model kind forced on the box.
-  if (!boxForced_) settings.setValue(kDataSettingsKey, spec);
-  // A folder:, celeba:, features: … SPEC that opened is offered again, most recent first.
-  QStringList recent = settings.value(kRecentDataKey).toStringList();
-  recent.removeAll(spec);
-  recent.prepend(spec);
-  while (recent.size() > 8) recent.removeLast();
-  settings.setValue(kRecentDataKey, recent);
-  if (dataCombo_->findText(spec) < 0) dataCombo_->addItem(spec);
-}
-
 void MainWindow::setCachePath(const QString& path) {
   controller_->setCachePath(path);
   comparison_->setData(chosenDataSpec(), controller_->cachePath());
@@ -375,22 +351,10 @@ void MainWindow::setErrorDialogsEnabled(bool enabled) {
   tokens_->setErrorDialogsEnabled(enabled);
 }
 
-void MainWindow::setBiasDataSpecs(const QString& testSpec, const QString& trainSpec) {
-  biasTestSpec_ = testSpec;
-  biasTrainSpec_ = trainSpec;
-}
-
 void MainWindow::pageFailedToOpen(const QString& message) {
   statusLabel_->setText(tr("Unavailable — %1").arg(message));
   lastError_ = message;
   Q_EMIT analysisFailed(message);
-}
-
-QString MainWindow::multilabelTestSpec() const {
-  if (!biasTestSpec_.isEmpty()) return biasTestSpec_;
-  // Fashion-MNIST has no attributes: its biased variant is what multi-label models are for.
-  const QString chosen = chosenDataSpec();
-  return chosen.startsWith(QLatin1String("fashion-mnist")) ? QStringLiteral("biased-fmnist:test") : chosen;
 }
 
 void MainWindow::startBias() {

@@ -213,6 +213,8 @@ class MainWindow : public QMainWindow {
   /// for it, else the data box's — or biased-fmnist:test for the box's Fashion-MNIST, which has no
   /// attributes.
   QString multilabelTestSpec() const;
+  /// The box for the open model's kind (main_window_data.cpp): what its pages read.
+  void showDataOfKind();
   /// The Bias or Tokens page could not open its session (the page shows why).
   void pageFailedToOpen(const QString& message);
   analysis::ClassAccuracy accuracy_;

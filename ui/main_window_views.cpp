@@ -44,22 +44,7 @@ bool MainWindow::showPagesForKind() {
   // A GPT's pages read the validation split of the text it was trained on, not the image data
   // named here: the box is greyed rather than shown as if it applied.
   dataCombo_->setEnabled(kind_ != Kind::Gpt);
-  // The box shows the data the pages read: a GPT's own text (greyed), a multi-label model's test
-  // data; the SPEC the user chose comes back for the next multi-class model.
-  const QString forced = kind_ == Kind::Gpt          ? tr("(the GPT's validation text)")
-                         : kind_ == Kind::MultiLabel ? multilabelTestSpec()
-                                                     : QString();
-  if (!forced.isEmpty()) {
-    if (!boxForced_ && forced != dataSpec()) {
-      imageDataSpec_ = dataSpec();
-      boxForced_ = true;
-    }
-    if (dataSpec() != forced) dataCombo_->setCurrentText(forced);
-  } else if (boxForced_) {
-    boxForced_ = false;
-    dataCombo_->setCurrentText(imageDataSpec_);
-  }
-  appliedDataSpec_ = dataSpec();
+  showDataOfKind();
   steering_->setEnabled(kind_ == Kind::Gpt);  // steering is for language models only
   sweepAction_->setEnabled(kind_ != Kind::Gpt);
   const QString name = QFileInfo(currentPath_).fileName().toHtmlEscaped();
