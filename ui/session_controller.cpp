@@ -149,20 +149,18 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
         for (auto d : layer->expert_dims()) info.expertDims << d;
         info.samples = layer->samples();
         info.accuracy = layer->accuracy();
-        if (auto* block = layer->block()) {
-          info.extractedNow = true;
-          if (block->images_available() > block->samples()) info.samplesAvailable = block->images_available();
-          info.hasImages = true;
-          info.patchGrid = block->grid();
-          info.sweepIsCheap = layer->sweep_is_cheap(0);  // a stored (e.g. merged) sweep shows at once
-          info.rowsArePatches = block->rows_are_patches();
-        } else if (auto* session = layer->session()) {
-          info.extractedNow = extraction.chunks_computed > 0;
-          info.cachePath = QString::fromStdString(session->cache_path());
-          info.hasImages = session->has_gallery_images();
-          info.cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
-          if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
-        }
+        // Whatever the layer's kind (a head, or one inside a ViT or Mixer): its answers say it.
+        const auto rows = layer->sample_rows();
+        // A backbone layer's baseline pass runs at every open; a head's extraction is cached.
+        info.extractedNow = !layer->cached() || extraction.chunks_computed > 0;
+        if (layer->samples_available() > layer->samples()) info.samplesAvailable = layer->samples_available();
+        info.hasImages = layer->has_images();
+        info.patchGrid = rows.patch_grid;
+        info.rowsArePatches = rows.rows_are_patches;
+        info.sweepIsCheap = layer->sweep_is_cheap(0);  // a stored (e.g. merged) sweep shows at once
+        info.cachePath = QString::fromStdString(layer->cache_path());
+        info.cacheNote = QString::fromStdString(layer->cache_note());
+        if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
         slot->analysis = std::move(layer);
         info.openSeconds = secondsSince(clock);
         return [this, info](double) {

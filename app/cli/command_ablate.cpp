@@ -108,18 +108,6 @@ int run_shard_ablate(AblateOptions& o, analysis::AblationMethod method) {
 }
 
 
-void print_outcome(const analysis::AnalysisSession& session, const analysis::ClassAccuracy& before,
-                   const analysis::AblationOutcome& o) {
-  std::cout << std::fixed << std::setprecision(4) << "  accuracy " << before.overall << " → " << o.after.overall
-            << "  (" << o.changed_predictions << " predictions changed among " << o.affected_samples
-            << " affected samples; polysemanticity " << o.polysemanticity << ")\n";
-  for (size_t c = 0; c < before.per_class.size(); ++c)
-    if (before.count[c] > 0)
-      std::cout << "    " << std::left << std::setw(14) << io::printable(class_name(session, static_cast<int64_t>(c)))
-                << std::right
-                << std::setw(8) << before.per_class[c] << " → " << std::setw(8) << o.after.per_class[c] << "\n";
-}
-
 int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
   if (o.mode != 0) throw UsageError("a GPT's MLP blocks have one expert mode (--mode 0)");
   auto session = open_text_analysis(o.analysis, o.text, /*extract=*/false);
@@ -161,106 +149,37 @@ int run_text_ablate(AblateOptions& o, analysis::AblationMethod method) {
   return kSuccess;
 }
 
-std::string block_class_name(const analysis::VitBlockAnalysis& a, size_t c) {
-  return c < a.class_names().size() ? a.class_names()[c] : "class " + std::to_string(c);
-}
-
-int run_block_ablate(AblateOptions& o, analysis::AblationMethod method, analysis::LayerAnalysis& layer) {
-  auto* a = layer.block();
-  if (o.mode != 0) throw UsageError("a backbone μMoE layer is ablated in its first expert mode (--mode 0)");
-  const auto& before = a->accuracy_before();
-  const auto start = std::chrono::steady_clock::now();
-  std::vector<analysis::AblationOutcome> outcomes;
-  double mean_polysemanticity = 0;
-  int64_t with_effect = 0;
-  bool from_cache = false;
-  if (o.all) {
-    // Kept in the cache, where merged sweep shards land too (layer_analysis.h).
-    const auto answer = layer.sweep(0, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
-    const auto& sweep = answer.value;
-    from_cache = answer.from_cache;
-    outcomes = sweep.experts;
-    mean_polysemanticity = sweep.mean_polysemanticity;
-    with_effect = sweep.experts_with_effect;
-  } else {
-    outcomes.push_back(a->ablate(parse_int_list(o.experts, "--experts"), method));
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (o.analysis.json) {
-    nlohmann::json j = {{"model", o.analysis.model.model},
-                        {"data", o.analysis.session.data_spec},
-                        {"layer", a->layer_name()},
-                        {"images", a->samples()},
-                        {"mode", 0},
-                        {"method", o.method},
-                        {"class_names", a->class_names()},
-                        {"per_class_accuracy_before", before.per_class},
-                        {"accuracy_before", before.overall},
-                        {"experts", nlohmann::json::array()},
-                        {"affected_counts_class_tokens_only", a->class_tokens_only()},
-                        {"seconds", seconds}};
-    for (const auto& e : outcomes) j["experts"].push_back(analysis::to_json(e));
-    if (o.all) {
-      j["mean_polysemanticity"] = analysis::number_or_null(mean_polysemanticity);
-      j["experts_with_effect"] = with_effect;
-      j["from_cache"] = from_cache;
-    }
-    std::cout << json_text(j) << "\n";
-    return kSuccess;
-  }
-  std::cout << std::fixed << std::setprecision(4) << a->layer_name() << ": "
-            << (o.all ? "each expert" : "experts " + o.experts) << " ablated (" << o.method << ", "
-            << std::setprecision(2) << seconds << " s" << (from_cache ? ", from the cache" : "") << ") on "
-            << a->samples() << " images of " << o.analysis.session.data_spec << "\n"
-            << std::setprecision(4) << "  accuracy before " << before.overall << "\n";
-  if (o.all) {
-    std::cout << "  experts whose removal changes a class accuracy: " << with_effect << ", mean polysemanticity "
-              << mean_polysemanticity << "\n  largest accuracy drops:\n";
-    auto order = outcomes;
-    std::stable_sort(order.begin(), order.end(),
-                     [](const auto& x, const auto& y) { return x.after.overall < y.after.overall; });
-    for (size_t i = 0; i < std::min<size_t>(10, order.size()); ++i)
-      std::cout << "    expert " << std::setw(4) << order[i].experts[0] << "  accuracy " << order[i].after.overall
-                << "  polysemanticity " << order[i].polysemanticity << "  (" << order[i].affected_samples
-                << (a->class_tokens_only() ? " class tokens use it)\n" : " images use it)\n");
-    return kSuccess;
-  }
-  const auto& e = outcomes.front();
-  std::cout << "  accuracy " << before.overall << " → " << e.after.overall << "  (" << e.changed_predictions
-            << " predictions changed among " << e.affected_samples
-            << (a->class_tokens_only() ? " images whose class token uses them" : " images with a token using them")
-            << "; polysemanticity "
-            << e.polysemanticity << ")\n";
-  for (size_t c = 0; c < before.per_class.size(); ++c)
-    if (before.count[c] > 0)
-      std::cout << "    " << std::left << std::setw(14) << io::printable(block_class_name(*a, c)) << std::right << std::setw(8)
-                << before.per_class[c] << " → " << std::setw(8) << e.after.per_class[c] << "\n";
-  return kSuccess;
-}
-
-int run_ablate(AblateOptions& o) {
-  if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
-  const auto method = analysis::parse_ablation_method(o.method);
-  if (!o.shard.empty()) return run_shard_ablate(o, method);
-  if (is_text_model(o.analysis)) return run_text_ablate(o, method);
-  // One entry point opens the layer wherever it is (analysis/layer_analysis.h); a backbone
-  // layer's report names images and patches, a head's the cache.
-  auto layer = open_layer_analysis(o.analysis, o.block);
-  if (layer->block()) return run_block_ablate(o, method, *layer);
-  auto* session = layer->session();
-  const auto before = session->accuracy();
+// Any image classifier's layer through the one entry point (analysis/layer_analysis.h): a head's
+// samples, or a backbone layer's images each counted by its strongest row (sample_rows) — only
+// the words and two JSON fields differ.
+int run_layer_ablate(AblateOptions& o, analysis::AblationMethod method, analysis::LayerAnalysis& layer) {
+  const auto rows = layer.sample_rows();
+  const bool images = rows.patch_grid > 0;
+  const std::string samples = images ? "images" : "samples";
+  const auto before = layer.accuracy();
+  const auto& names = layer.class_names();
   nlohmann::json j = {{"model", o.analysis.session.model_path},
                       {"data", o.analysis.session.data_spec},
-                      {"layer", session->layer_name()},
+                      {"layer", layer.layer_name()},
                       {"mode", o.mode},
                       {"method", o.method},
-                      {"class_names", session->class_names()},
+                      {"class_names", names},
                       {"per_class_accuracy_before", before.per_class},
                       {"accuracy_before", before.overall}};
   // A multi-label model's "classes" are its outputs, each decided by its logit's sign.
-  if (session->multilabel()) j["multilabel"] = true;
+  if (layer.multilabel()) j["multilabel"] = true;
+  if (images) {
+    j["images"] = layer.samples();
+    j["affected_counts_class_tokens_only"] = rows.class_tokens_only;
+  }
+  const auto used_by = [&](int64_t affected) {
+    return std::to_string(affected) + (rows.class_tokens_only ? " images whose class token uses it"
+                                                               : " " + samples + " use it");
+  };
+  std::cout << std::fixed << std::setprecision(4);
   if (o.all) {
-    const auto answer = session->sweep(o.mode, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
+    // Kept in the cache (a backbone layer's too, where merged sweep shards land).
+    const auto answer = layer.sweep(o.mode, method, progress_from_now(o, "ablating experts"), o.analysis.recompute);
     const auto& sweep = answer.value;
     if (o.analysis.json) {
       j["experts"] = nlohmann::json::array();
@@ -273,9 +192,10 @@ int run_ablate(AblateOptions& o) {
       std::cout << json_text(j) << "\n";
       return kSuccess;
     }
-    std::cout << std::fixed << std::setprecision(4) << "swept " << sweep.experts.size() << " experts of mode " << o.mode
-              << " (" << o.method << ", " << std::setprecision(2) << sweep.seconds << " s"
-              << (answer.from_cache ? ", from the cache" : "") << ")\n"
+    std::cout << layer.layer_name() << ": swept " << sweep.experts.size() << " experts of mode " << o.mode << " ("
+              << o.method << ", " << std::setprecision(2) << answer.seconds << " s"
+              << (answer.from_cache ? ", from the cache" : "") << ") on " << layer.samples() << " " << samples
+              << " of " << o.analysis.session.data_spec << "\n"
               << std::setprecision(4) << "  accuracy before " << before.overall << "\n"
               << "  experts whose removal changes a class accuracy: " << sweep.experts_with_effect << "\n"
               << "  mean polysemanticity over them: " << sweep.mean_polysemanticity << "\n";
@@ -285,21 +205,40 @@ int run_ablate(AblateOptions& o) {
     std::cout << "  largest accuracy drops:\n";
     for (size_t i = 0; i < std::min<size_t>(10, order.size()); ++i)
       std::cout << "    expert " << std::setw(4) << order[i].experts[0] << "  accuracy " << order[i].after.overall
-                << "  polysemanticity " << order[i].polysemanticity << "\n";
+                << "  polysemanticity " << order[i].polysemanticity << "  (" << used_by(order[i].affected_samples)
+                << ")\n";
     return kSuccess;
   }
-  const auto answer = session->ablate(o.mode, parse_int_list(o.experts, "--experts"), method, o.analysis.recompute);
+  const auto answer = layer.ablate(o.mode, parse_int_list(o.experts, "--experts"), method);
+  const auto& e = answer.value;
   if (o.analysis.json) {
-    j["experts"] = nlohmann::json::array({analysis::to_json(answer.value)});
+    j["experts"] = nlohmann::json::array({analysis::to_json(e)});
     j["from_cache"] = answer.from_cache;
     j["seconds"] = answer.seconds;
     std::cout << json_text(j) << "\n";
     return kSuccess;
   }
-  std::cout << "experts " << o.experts << " of mode " << o.mode << " ablated (" << o.method
-            << (answer.from_cache ? ", from the cache" : "") << ")\n";
-  print_outcome(*session, before, answer.value);
+  std::cout << "experts " << o.experts << " of mode " << o.mode << " of " << layer.layer_name() << " ablated ("
+            << o.method << (answer.from_cache ? ", from the cache" : "") << ")\n"
+            << "  accuracy " << before.overall << " → " << e.after.overall << "  (" << e.changed_predictions
+            << " predictions changed; " << used_by(e.affected_samples) << "; polysemanticity " << e.polysemanticity
+            << ")\n";
+  for (size_t c = 0; c < before.per_class.size(); ++c)
+    if (before.count[c] > 0)
+      std::cout << "    " << std::left << std::setw(14)
+                << io::printable(c < names.size() ? names[c] : "class " + std::to_string(c)) << std::right
+                << std::setw(8) << before.per_class[c] << " → " << std::setw(8) << e.after.per_class[c] << "\n";
   return kSuccess;
+}
+
+int run_ablate(AblateOptions& o) {
+  if (o.all == !o.experts.empty()) throw UsageError("give either --experts 3,17 or --all");
+  const auto method = analysis::parse_ablation_method(o.method);
+  if (!o.shard.empty()) return run_shard_ablate(o, method);
+  if (is_text_model(o.analysis)) return run_text_ablate(o, method);
+  // One entry point opens the layer wherever it is (analysis/layer_analysis.h).
+  auto layer = open_layer_analysis(o.analysis, o.block);
+  return run_layer_ablate(o, method, *layer);
 }
 
 }  // namespace

@@ -78,7 +78,9 @@ int run_gallery(GalleryOptions& o) {
 #endif
   if (o.request.count <= 0) throw UsageError("a gallery needs a positive sample count");
   auto a = open_layer_analysis(o.analysis, o.block);
-  auto* block = a->block();  // a backbone layer: images, each by its strongest patch (or channel)
+  // A backbone layer's samples are images, each by its strongest patch (or channel).
+  const auto rows = a->sample_rows();
+  const bool block = rows.patch_grid > 0;
   // A backbone layer's default order is top: its images' strongest-patch coefficients rarely reach
   // the random draw's threshold.
   const auto default_order = block ? analysis::GalleryOrder::Top : analysis::GalleryOrder::Random;
@@ -104,12 +106,12 @@ int run_gallery(GalleryOptions& o) {
   if (o.analysis.json) {
     auto j = analysis::to_json(g);
     for (auto& item : j["items"]) {
-      if (block && block->rows_are_patches()) {
+      if (block && rows.rows_are_patches) {
         const auto patch = item["patch"].get<int64_t>();
-        item["row"] = patch / block->grid();
-        item["column"] = patch % block->grid();
+        item["row"] = patch / rows.patch_grid;
+        item["column"] = patch % rows.patch_grid;
       } else if (block) {  // a Mixer's token mixing: the strongest channel, no place in the image
-        item["channel"] = block->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
+        item["channel"] = a->strongest_row(item["sample"].get<int64_t>(), o.request.expert);
       }
       item["class_name"] = name(item["label"].get<int64_t>());
       if (g.multilabel) {  // the bitmasks spelled out: the outputs that are positive, and predicted so
@@ -124,7 +126,7 @@ int run_gallery(GalleryOptions& o) {
     j["seconds"] = answer.seconds;
     if (block) {
       j["images"] = a->samples();
-      j["patch_grid"] = block->grid();
+      j["patch_grid"] = rows.patch_grid;
     }
     if (!o.output.empty()) j["output"] = o.output;
     std::cout << json_text(j) << "\n";
@@ -144,10 +146,10 @@ int run_gallery(GalleryOptions& o) {
   }
   for (const auto& item : g.items) {
     std::cout << "  sample " << std::setw(6) << item.sample;
-    if (block && block->rows_are_patches())
-      std::cout << "  patch (" << item.patch / block->grid() << ", " << item.patch % block->grid() << ")";
+    if (block && rows.rows_are_patches)
+      std::cout << "  patch (" << item.patch / rows.patch_grid << ", " << item.patch % rows.patch_grid << ")";
     else if (block)
-      std::cout << "  channel " << block->strongest_row(item.sample, o.request.expert);
+      std::cout << "  channel " << a->strongest_row(item.sample, o.request.expert);
     std::cout << "  a = " << two_decimals(item.coefficient) << "  " << io::printable(name(item.label));
     if (g.multilabel && item.prediction != item.label)
       std::cout << "  (predicted " << io::printable(name(item.prediction)) << ")";

@@ -66,11 +66,11 @@ int run_stats(StatsOptions& o) {
   if (a->multilabel() && !o.analysis.json)
     std::cout << a->layer_name() << " of a multi-label model: its " << a->class_names().size()
               << " outputs stand for classes (positive: the outputs most often true among an expert's samples)\n";
-  if (a->block()) {  // a backbone layer: its samples are images, each counted by its strongest row
+  if (const auto rows = a->sample_rows(); rows.patch_grid > 0) {  // images, each by its strongest row
     extra["images"] = a->samples();
     if (!o.analysis.json)
       std::cout << a->layer_name() << ": " << a->samples() << " images, each counted by its strongest "
-                << (a->block()->rows_are_patches() ? "patch" : "channel") << " for an expert\n";
+                << (rows.rows_are_patches ? "patch" : "channel") << " for an expert\n";
   }
   return print_statistics(o, answer.value, a->class_names(), extra);
 }

@@ -66,6 +66,9 @@ class HeadAnalysis final : public LayerAnalysis {
     draw_sheet(path, *session_, gallery, progress);
   }
   AnalysisSession* session() override { return session_.get(); }
+  bool has_images() const override { return session_->has_gallery_images(); }
+  std::string cache_path() const override { return session_->cache_path(); }
+  std::string cache_note() const override { return cache::opening_note(session_->cache_report()); }
 
  private:
   std::unique_ptr<AnalysisSession> session_;
@@ -77,8 +80,8 @@ class HeadAnalysis final : public LayerAnalysis {
 class BackboneLayerAnalysis final : public LayerAnalysis {
  public:
   BackboneLayerAnalysis(std::unique_ptr<VitBlockAnalysis> block, std::unique_ptr<cache::AnalysisCache> cache,
-                        int64_t run_id)
-      : block_(std::move(block)), cache_(std::move(cache)), run_id_(run_id) {}
+                        int64_t run_id, std::string cache_note)
+      : block_(std::move(block)), cache_(std::move(cache)), run_id_(run_id), cache_note_(std::move(cache_note)) {}
   std::string layer_name() const override { return block_->layer_name(); }
   const std::vector<std::string>& class_names() const override { return block_->class_names(); }
   std::vector<int64_t> expert_dims() const override { return {block_->experts()}; }
@@ -122,6 +125,14 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
     draw_sheet(path, *block_, gallery, progress);
   }
   VitBlockAnalysis* block() override { return block_.get(); }
+  SampleRows sample_rows() const override {
+    return {block_->grid(), block_->rows_are_patches(), block_->class_tokens_only()};
+  }
+  int64_t strongest_row(int64_t sample, int64_t expert) const override { return block_->strongest_row(sample, expert); }
+  int64_t samples_available() const override { return block_->images_available(); }
+  bool has_images() const override { return true; }
+  std::string cache_path() const override { return cache_->path(); }
+  std::string cache_note() const override { return cache_note_; }
 
  private:
   void check_mode(int64_t mode) const {
@@ -130,6 +141,7 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
   std::unique_ptr<VitBlockAnalysis> block_;
   std::unique_ptr<cache::AnalysisCache> cache_;
   int64_t run_id_ = 0;
+  std::string cache_note_;
 };
 
 }  // namespace
@@ -167,7 +179,8 @@ std::unique_ptr<LayerAnalysis> LayerAnalysis::open(const SessionOptions& options
       cache->clear_results(run_id);
       if (steps.recomputed) steps.recomputed(dropped);
     }
-    return std::make_unique<BackboneLayerAnalysis>(std::move(analysis), std::move(cache), run_id);
+    return std::make_unique<BackboneLayerAnalysis>(std::move(analysis), std::move(cache), run_id,
+                                                   cache::opening_note(opened));
   }
   if (layer.max_images != 0)
     throw UsageError("--max-images is for a μMoE layer inside a ViT or MLP-Mixer (--layer blocks.L.mlp, mixer_blocks.…)");

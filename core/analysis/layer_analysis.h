@@ -98,7 +98,30 @@ class LayerAnalysis {
   /// Empty (a head) when the data has no images.
   virtual SampleImage image(int64_t sample, int64_t patch = -1) = 0;
 
-  /// What only one kind has: the backbone layer's patch grid and images, or the head's cache.
+  /// How a sample relates to the image it comes from, for front ends that show it: a head's sample
+  /// is one coefficient vector (patch_grid 0); a backbone layer's is an image counted by its
+  /// strongest row for an expert — a patch of a patch_grid × patch_grid grid, or (a Mixer's token
+  /// mixing) a channel.
+  struct SampleRows {
+    int64_t patch_grid = 0;        ///< 0: not an image of rows
+    bool rows_are_patches = true;  ///< false: rows are channels (no place in the image)
+    bool class_tokens_only = false;  ///< only class tokens reach the output (affected counts are images)
+  };
+  virtual SampleRows sample_rows() const { return {}; }
+  /// The row (patch or channel) of `sample` with the largest coefficient for `expert`; -1 for a
+  /// head.
+  virtual int64_t strongest_row(int64_t /*sample*/, int64_t /*expert*/) const { return -1; }
+  /// The data's samples, of which samples() were analysed (a backbone layer keeps the first images
+  /// that fit in memory).
+  virtual int64_t samples_available() const { return samples(); }
+  /// Whether image(sample) has pixels (a feature file without gallery images has none).
+  virtual bool has_images() const = 0;
+  /// The analysis cache file, and what opening it did (cache::opening_note; "" when nothing
+  /// happened worth saying).
+  virtual std::string cache_path() const = 0;
+  virtual std::string cache_note() const { return {}; }
+
+  /// What only one kind has (benchmarks and tests reach in; front ends use the calls above).
   virtual VitBlockAnalysis* block() { return nullptr; }
   virtual AnalysisSession* session() { return nullptr; }
 };
