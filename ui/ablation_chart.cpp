@@ -40,8 +40,10 @@ void AblationChart::clear() {
   chart_->removeAllSeries();
   for (auto* axis : chart_->axes()) chart_->removeAxis(axis);
   chart_->setTitle(perOutput_ ? tr("Per-output accuracy change") : tr("Per-class accuracy change"));
-  summary_->setText(tr("<i>Select experts and press Ablate (Ctrl+Return), or double-click an expert, to see what "
-                       "removing it does to each class.</i>"));
+  summary_->setText(perOutput_ ? tr("<i>Select experts and press Ablate (Ctrl+Return), or double-click an expert, to "
+                                    "see what removing it does to each output.</i>")
+                               : tr("<i>Select experts and press Ablate (Ctrl+Return), or double-click an expert, to "
+                                    "see what removing it does to each class.</i>"));
   hasOutcome_ = false;
   overallChange_ = 0;
 }

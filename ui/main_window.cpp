@@ -423,6 +423,7 @@ void MainWindow::onSessionOpened(const SessionInfo& info) {
   accuracy_ = info.accuracy;
   classNames_ = info.classNames;
   ablationChart_->setPerOutput(info.multilabel);
+  sweepChart_->setPerOutput(info.multilabel);
   thumbnails_->setAvailable(info.hasImages);
   QStringList layers;
   for (const auto& l : overview_->summary().layers) layers << QString::fromStdString(l.name);

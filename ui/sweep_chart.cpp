@@ -130,9 +130,13 @@ void SweepChart::setSweep(const analysis::SweepOutcome& sweep, const analysis::C
 
   const QLocale locale;
   chart_->setTitle(tr("Sweep of mode %1: polysemanticity and accuracy change of each expert's ablation").arg(sweep.mode));
-  summary_->setText(tr("<b>%1 of %2 experts</b> change some class accuracy when removed · mean polysemanticity "
-                       "<b>%3</b> (‖d − onehot‖: lower = more specialised; 0 only when a removal wipes out one class "
-                       "and touches no other) · computed in %4 s")
+  summary_->setText((perOutput_ ? tr("<b>%1 of %2 experts</b> change some output's accuracy when removed · mean "
+                                     "polysemanticity <b>%3</b> (‖d − onehot‖ over the outputs: lower = more "
+                                     "specialised; 0 only when a removal wipes out one output and touches no other) · "
+                                     "computed in %4 s")
+                                : tr("<b>%1 of %2 experts</b> change some class accuracy when removed · mean "
+                                     "polysemanticity <b>%3</b> (‖d − onehot‖: lower = more specialised; 0 only when a "
+                                     "removal wipes out one class and touches no other) · computed in %4 s"))
                         .arg(sweep.experts_with_effect)
                         .arg(sweep.experts.size())
                         .arg(std::isfinite(sweep.mean_polysemanticity) ? locale.toString(sweep.mean_polysemanticity, 'f', 3)

@@ -23,6 +23,8 @@ class SweepChart : public QWidget {
 
   void setSweep(const analysis::SweepOutcome& sweep, const analysis::ClassAccuracy& before);
   void clear();
+  /// A multi-label model's sweep: its summary speaks of outputs, not classes.
+  void setPerOutput(bool perOutput) { perOutput_ = perOutput; }
   bool hasSweep() const { return hasSweep_; }
   /// The experts shown, in bar order.
   const QVector<qint64>& experts() const { return experts_; }
@@ -41,6 +43,7 @@ class SweepChart : public QWidget {
   QChart* chart_ = nullptr;
   QVector<qint64> experts_;
   bool hasSweep_ = false;
+  bool perOutput_ = false;
 };
 
 }  // namespace mumoe::ui
