@@ -90,9 +90,7 @@ std::vector<uint8_t> subpopulation_members(const RunData& run, const std::vector
   if (k == 0 || static_cast<int64_t>(run.attributes.size()) != samples * k)
     throw UsageError(data_identity + " has no attributes, so no subpopulation (" + subpopulation + ") can be chosen");
   const auto columns = editing::resolve_columns(parsed, attribute_names, data_identity);
-  // The run stores attributes as bytes; the mask function reads int64 rows.
-  const std::vector<int64_t> wide(run.attributes.begin(), run.attributes.end());
-  return editing::subpopulation_mask(parsed, columns, wide.data(), samples, k);
+  return editing::subpopulation_mask(parsed, columns, run.attributes.data(), samples, k);
 }
 
 std::string label_text(int64_t label, const std::vector<std::string>& names, bool multilabel) {

@@ -71,8 +71,10 @@ std::vector<int64_t> resolve_columns(const Subpopulation& subpopulation,
   return columns;
 }
 
-std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
-                                        const int64_t* attributes, int64_t samples, int64_t attribute_count) {
+namespace {
+template <typename Value>
+std::vector<uint8_t> mask_of(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
+                             const Value* attributes, int64_t samples, int64_t attribute_count) {
   std::vector<uint8_t> mask(static_cast<size_t>(samples), 1);
   for (int64_t i = 0; i < samples; ++i)
     for (size_t k = 0; k < columns.size(); ++k)
@@ -81,6 +83,17 @@ std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, cons
         break;
       }
   return mask;
+}
+}  // namespace
+
+std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
+                                        const int64_t* attributes, int64_t samples, int64_t attribute_count) {
+  return mask_of(subpopulation, columns, attributes, samples, attribute_count);
+}
+
+std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
+                                        const uint8_t* attributes, int64_t samples, int64_t attribute_count) {
+  return mask_of(subpopulation, columns, attributes, samples, attribute_count);
 }
 
 }  // namespace mumoe::editing

@@ -35,5 +35,8 @@ std::vector<int64_t> resolve_columns(const Subpopulation& subpopulation,
 /// Membership of every sample: attributes is row-major [samples, attribute_count] 0/1.
 std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
                                         const int64_t* attributes, int64_t samples, int64_t attribute_count);
+/// The same over byte attributes, as an analysis run stores them (cache::ChunkRecord::attributes).
+std::vector<uint8_t> subpopulation_mask(const Subpopulation& subpopulation, const std::vector<int64_t>& columns,
+                                        const uint8_t* attributes, int64_t samples, int64_t attribute_count);
 
 }  // namespace mumoe::editing

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "biased_features.h"
+#include "biased_head.h"
 #include "cli_runner.h"
 #include "temp_dir.h"
 
@@ -25,14 +25,7 @@ class CliEditing : public ::testing::Test {
     dir = new testkit::TempDir();
     // The commands keep their per-sample arrays in the analysis cache: a private one here.
     ::setenv("MUMOE_CACHE", dir->file("cache.sqlite").c_str(), 1);
-    test_data = testkit::biased_features(1000, 1.0, 22, "test");
-    testkit::write_feature_file(dir->file("train.safetensors"), testkit::biased_features(3000, 0.05, 21, "train"));
-    testkit::write_feature_file(dir->file("test.safetensors"), test_data);
-    const auto run = run_cli("train --data features:" + dir->file("train.safetensors") + " --test-data features:" +
-                             dir->file("test.safetensors") +
-                             " --targets t,u --experts 8 --rank 4 --epochs 4 --seed 1 --quiet --json --output " +
-                             dir->file("head.safetensors"));
-    ASSERT_EQ(run.code, 0) << run.out;
+    test_data = testkit::train_biased_head(*dir);
   }
   static void TearDownTestSuite() { delete dir; }
   static std::string f(const std::string& name) { return dir->file(name); }

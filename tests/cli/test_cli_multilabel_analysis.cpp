@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "biased_features.h"
+#include "biased_head.h"
 #include "cli_runner.h"
 #include "python_fixture.h"
 #include "python_reference.h"
@@ -85,13 +85,7 @@ class CliMultilabelAnalysis : public ::testing::Test {
   static void SetUpTestSuite() {
     dir = new testkit::TempDir();
     ::setenv("MUMOE_CACHE", dir->file("cache.sqlite").c_str(), 1);
-    testkit::write_feature_file(dir->file("train.safetensors"), testkit::biased_features(3000, 0.05, 21, "train"));
-    testkit::write_feature_file(dir->file("test.safetensors"), testkit::biased_features(1000, 1.0, 22, "test"));
-    const auto run = run_cli("train --data features:" + dir->file("train.safetensors") + " --test-data features:" +
-                             dir->file("test.safetensors") +
-                             " --targets t,u --experts 8 --rank 4 --epochs 4 --seed 1 --quiet --json --output " +
-                             dir->file("head.safetensors"));
-    ASSERT_EQ(run.code, 0) << run.out;
+    testkit::train_biased_head(*dir);
   }
   static void TearDownTestSuite() { delete dir; }
   static std::string f(const std::string& name) { return dir->file(name); }
