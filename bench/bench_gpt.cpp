@@ -22,6 +22,7 @@
 #include "analysis/lm_eval_set.h"
 #include "analysis/token_extraction.h"
 #include "cache/analysis_cache.h"
+#include "io/allocator_tuning.h"
 #include "model/gpt_file.h"
 #include "model/model_file.h"
 
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     else if (flag == "--layer") layer = std::stoll(argv[i + 1]);
     else { std::cerr << "unknown option " << flag << "\n"; return 1; }
   }
+  mumoe::io::tune_allocator_for_tensors();  // as the programs do (app/cli/main.cpp)
   try {
     torch::set_num_threads(static_cast<int>(threads));
     const auto file = mumoe::model::ModelFile::load(path);

@@ -2,7 +2,7 @@
 # A GPT-2-124M-shaped μMoE GPT (12 blocks, width 768, 12 heads, context 1024, vocabulary 50,304,
 # every MLP a CP μMoE block of 64 experts, rank 604; random weights, nanoGPT's ckpt.pt): tokens per
 # second of mumoe-studio's float32 forward with every block's coefficients kept and of its
-# extraction of one block into the cache (float64, cache writes included), against PyTorch's
+# extraction of one block into the cache (float32, cache writes included), against PyTorch's
 # forward with the coefficients kept (Debian's python3-torch) on the same windows and threads,
 # alternating ROUNDS times in one run; prints each measurement and the ratios.
 #
@@ -24,4 +24,4 @@ for round in $(seq "$ROUNDS"); do
   forward+=("$(ratio "$ours" "$theirs")"); extraction+=("$(ratio "$extracted" "$theirs")")
 done
 echo "mumoe forward / PyTorch tokens per second, per round: ${forward[*]}"
-echo "mumoe extraction (float64, into the cache) / PyTorch forward, per round: ${extraction[*]}"
+echo "mumoe extraction (float32, into the cache) / PyTorch forward, per round: ${extraction[*]}"

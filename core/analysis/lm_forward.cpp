@@ -2,16 +2,25 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "io/errors.h"
 #include "nn/module_state.h"
 
 namespace mumoe::analysis {
 
 nn::MuMoEGpt copy_gpt(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
+  nn::SkipRandomInitialisation skip;  // every tensor is replaced at once, below
   nn::MuMoEGpt copy(gpt->config());
-  copy->to(device, dtype);
-  nn::copy_state_for_eval(*gpt, *copy);
+  nn::replace_state_for_eval(*gpt, *copy, dtype, device);
   return copy;
+}
+
+nn::MuMoEGpt gpt_for_eval(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
+  const auto& weight = gpt->wte()->weight;
+  if (!gpt->is_training() && weight.scalar_type() == dtype && weight.device() == device) return gpt;
+  return copy_gpt(gpt, dtype, device);
 }
 
 namespace {
@@ -23,9 +32,23 @@ torch::Tensor embed(nn::MuMoEGpt& gpt, const torch::Tensor& idx) {
   return gpt->wte()->forward(ids) + gpt->wpe()->forward(positions);
 }
 
+// Blocks from..n_layer-1 applied to the residual stream x [B, T, C].
+torch::Tensor run_blocks(nn::MuMoEGpt& gpt, torch::Tensor x, int64_t from) {
+  for (int64_t l = from; l < gpt->n_layer(); ++l) {
+    auto b = gpt->block(l);
+    x = b->mlp_residual(b->attention_residual(x)).output;
+  }
+  return x;
+}
+
+// ln_f and the tied lm_head: per token, so x may be [B, T, C] or [M, C].
+torch::Tensor lm_head(nn::MuMoEGpt& gpt, const torch::Tensor& x) {
+  return torch::nn::functional::linear(gpt->ln_f()->forward(x), gpt->wte()->weight);
+}
+
 }  // namespace
 
-LayerPass forward_at_layer(nn::MuMoEGpt& gpt, const torch::Tensor& idx, int64_t layer) {
+LayerPass forward_at_layer(nn::MuMoEGpt& gpt, const torch::Tensor& idx, int64_t layer, bool with_logits) {
   if (idx.dim() != 2 || idx.size(1) < 1 || idx.size(1) > gpt->config().block_size)
     throw UsageError("forward_at_layer expects token ids [B, T] with T ≤ block_size");
   torch::NoGradGuard no_grad;
@@ -40,17 +63,32 @@ LayerPass forward_at_layer(nn::MuMoEGpt& gpt, const torch::Tensor& idx, int64_t 
   auto out = b->mlp_residual(p.mlp_input);
   p.block_output = out.output;
   p.coefficients = out.coefficients.front();
-  p.logits = forward_from_block(gpt, p.block_output, layer + 1);
+  p.final_stream = run_blocks(gpt, p.block_output, layer + 1);
+  if (with_logits) p.logits = lm_head(gpt, p.final_stream);
   return p;
 }
 
 torch::Tensor forward_from_block(nn::MuMoEGpt& gpt, torch::Tensor x, int64_t from) {
   torch::NoGradGuard no_grad;
-  for (int64_t l = from; l < gpt->n_layer(); ++l) {
-    auto b = gpt->block(l);
-    x = b->mlp_residual(b->attention_residual(x)).output;
+  return lm_head(gpt, run_blocks(gpt, std::move(x), from));
+}
+
+TokenOutcomes next_token_outcomes(nn::MuMoEGpt& gpt, const torch::Tensor& stream, const torch::Tensor& targets,
+                                  int64_t piece_bytes) {
+  torch::NoGradGuard no_grad;
+  const auto x = stream.reshape({-1, stream.size(-1)});
+  const auto t = targets.reshape({-1}).to(x.device(), torch::kLong);
+  if (t.numel() != x.size(0)) throw UsageError("next_token_outcomes: one target per token");
+  const int64_t row_bytes = gpt->config().vocab_size * static_cast<int64_t>(x.element_size());
+  const int64_t rows = std::max<int64_t>(1, piece_bytes / std::max<int64_t>(1, row_bytes));
+  std::vector<torch::Tensor> losses, predictions;
+  for (int64_t begin = 0; begin < x.size(0); begin += rows) {
+    const int64_t end = std::min(x.size(0), begin + rows);
+    const auto logits = lm_head(gpt, x.slice(0, begin, end));
+    losses.push_back(token_losses(logits, t.slice(0, begin, end)));
+    predictions.push_back(logits.argmax(-1));
   }
-  return torch::nn::functional::linear(gpt->ln_f()->forward(x), gpt->wte()->weight);
+  return {torch::cat(losses), torch::cat(predictions)};
 }
 
 torch::Tensor token_losses(const torch::Tensor& logits, const torch::Tensor& targets) {

@@ -6,7 +6,10 @@
 //   prediction   the argmax next token
 //   scores       one value per token: its cross-entropy (nats); RunInfo::output_dim is 1
 //   inputs       h_L, block L's input (float32; for cluster centres / steering later)
-//   coefficients block L's non-zero a_n (exact float64 values)
+//   coefficients block L's non-zero a_n
+// The pass is float32, the model's own arithmetic (what PyTorch computes for it, at the same
+// speed); ablation (lm_ablation.h) runs its own float64 baseline, so its sparse and naive methods
+// agree token for token whatever the stored coefficients' last bits.
 // Sample k is position k % T of sequence k / T (LmEvalSet). Chunks of whole sequences, stored
 // whole (chunked_run.h): an interrupted extraction resumes at the first missing chunk.
 #pragma once
@@ -22,7 +25,7 @@
 namespace mumoe::analysis {
 
 /// Bumped whenever token extraction changes the numbers it stores; part of every run key.
-inline constexpr int kTokenExtractionVersion = 1;
+inline constexpr int kTokenExtractionVersion = 2;  // 2: float32 (1: float64)
 
 struct TokenExtractionOptions {
   int64_t sequences_per_chunk = 16;  ///< 2,048 tokens of the demo GPT per chunk
@@ -39,7 +42,8 @@ cache::RunKey make_token_run_key(const std::string& model_path, const nn::GptCon
 cache::RunInfo make_token_run_info(const nn::MuMoEGpt& gpt, const LmEvalSet& set,
                                    const TokenExtractionOptions& options);
 
-/// Computes every chunk the cache lacks (float64 copy of the model) and marks the run complete.
+/// Computes every chunk the cache lacks (a float32 eval-mode copy of the model) and marks the run
+/// complete.
 /// Progress counts tokens; returning false cancels (Cancelled; written chunks stay valid).
 ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::RunKey& key, const nn::MuMoEGpt& gpt,
                                     const LmEvalSet& set, int64_t layer, const TokenExtractionOptions& options,

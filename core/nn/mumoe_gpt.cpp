@@ -8,6 +8,7 @@
 
 #include "io/errors.h"
 #include "nn/backbone_config.h"
+#include "nn/module_state.h"
 #include "nn/token_sampling.h"
 
 namespace mumoe::nn {
@@ -283,7 +284,9 @@ MuMoEGptImpl::MuMoEGptImpl(GptConfig config) : config_(std::move(config)) {
   for (int64_t i = 0; i < config_.n_layer; ++i) h_->push_back(GptBlock(config_, i));
   transformer->register_module("h", h_);
   ln_f_ = transformer->register_module("ln_f", layer_norm(config_.n_embd, config_.bias));
-  reset_parameters();
+  // nanoGPT's initial draws, except for a copy whose every tensor is about to be replaced
+  // (module_state.h: GPT-2's 124 M draws cost more than the copy itself).
+  if (!SkipRandomInitialisation::active()) reset_parameters();
 }
 
 void MuMoEGptImpl::reset_parameters() {

@@ -437,7 +437,8 @@ TEST(GptRouterMlps, TextSessionStoresTheCombineWeights) {
     if (run.columns[0].support(e) > run.columns[0].support(top.expert)) top.expert = e;
   const auto gallery = session->gallery(top, 4).value;
   ASSERT_FALSE(gallery.items.empty());
-  EXPECT_NEAR(gallery.items[0].coefficient, coefficients.select(1, top.expert).max().item<double>(), 1e-12);
+  // The extraction is float32: the float64 brute force's value to float32 accuracy.
+  EXPECT_NEAR(gallery.items[0].coefficient, coefficients.select(1, top.expert).max().item<double>(), 1e-5);
 }
 
 }  // namespace gpt_router_mlps_test
