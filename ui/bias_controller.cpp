@@ -19,6 +19,9 @@ struct BiasController::Slot {
 
 namespace {
 
+// The baselines' staleness topic on the worker queue (dropComparisons).
+const QString kComparisonTopic = QStringLiteral("baselines");
+
 QStringList toQStringList(const std::vector<std::string>& v) {
   QStringList out;
   for (const auto& s : v) out << QString::fromStdString(s);
@@ -140,17 +143,17 @@ void BiasController::submitEvaluation(Request request) {
 void BiasController::submitComparison(
     const QString& task, const std::function<QString(editing::BiasSession&, editing::VariantMetrics&)>& run) {
   if (!hasSession_) return;
-  const int epoch = comparisonEpoch_;
   WorkerQueue::Handlers endings;
   endings.failed = [this](const QString& message) { Q_EMIT comparisonFailed(message); };
-  worker_->submit(task, [this, slot = slot_, run, epoch](const std::function<bool()>&) -> WorkerQueue::Deliver {
+  endings.topic = kComparisonTopic;  // dropComparisons() makes it stale: computed for another view
+  worker_->submit(task, [this, slot = slot_, run](const std::function<bool()>&) -> WorkerQueue::Deliver {
     editing::VariantMetrics metrics;
     const QString name = run(slot->get(), metrics);
-    return [this, name, metrics, epoch](double) {
-      if (epoch == comparisonEpoch_) Q_EMIT comparisonReady(name, metrics);  // else computed for another view
-    };
+    return [this, name, metrics](double) { Q_EMIT comparisonReady(name, metrics); };
   }, /*cancellable=*/true, /*visible=*/true, std::move(endings));
 }
+
+void BiasController::dropComparisons() { worker_->invalidate(kComparisonTopic); }
 
 void BiasController::compareBlind(const editing::BiasTask& task) {
   submitComparison(tr("Blind threshold"), [task](editing::BiasSession& session, editing::VariantMetrics& metrics) {

@@ -6,8 +6,9 @@
 //   * the edit stack: the core's, as it answered, advanced by the apply/undo/redo changes still
 //     queued (the worker applies them in the same order, so the two meet); stackChanged() says
 //     when the core's own stack changed and "before" must be evaluated again;
-//   * baselines (blind threshold, oversampling) and their staleness: dropComparisons() drops
-//     the answers of those still running (the task or the stack changed under them).
+//   * baselines (blind threshold, oversampling) and their staleness: dropComparisons() drops the
+//     answers of those still running (the task or the stack changed under them), by the queue's
+//     one staleness rule (a topic, worker_queue.h).
 // Every answer arrives as a typed signal on the GUI thread; failures arrive as the job's own
 // signal (open, evaluation, stack change, comparison, export), never as a task-name string.
 #pragma once
@@ -71,7 +72,7 @@ class BiasController : public QObject {
   void compareBlind(const editing::BiasTask& task);
   void compareOversample(const editing::BiasTask& task);
   /// Baselines still being computed belong to what was shown before: their answers are dropped.
-  void dropComparisons() { ++comparisonEpoch_; }
+  void dropComparisons();
 
   /// The edit stack as shown: the core's, with the changes still queued applied. Equal to the
   /// core's whenever the worker is idle.
@@ -130,7 +131,6 @@ class BiasController : public QObject {
   int pendingStackChanges_ = 0;     ///< apply/undo/redo jobs queued and not answered yet
   editing::EditStack stack_;        ///< as shown (queued changes applied)
   editing::EditStack confirmed_;    ///< as the core last answered
-  int comparisonEpoch_ = 0;
 };
 
 }  // namespace mumoe::ui

@@ -176,26 +176,29 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
   divergence_ = -1;
   generate_->setEnabled(false);
   status_->setText(tr("Reading %1 …").arg(gptModelPath));
-  const int generation = ++modelGeneration_;
+  // The previous model's work is over: a generation still running is cancelled, and every answer
+  // on its way is dropped (the queue's one staleness rule, worker_queue.h), so no text of the old
+  // model appears under the new one; the page is free again.
+  worker_->cancel();
+  worker_->invalidate();
+  setBusy(false);
   const auto path = gptModelPath.toStdString();
   // Reading the header is quick and not worth a progress bar; its errors are the page's to show.
   worker_->submit(
       tr("Reading the GPT"),
-      [this, path, generation](const std::function<bool()>&) -> WorkerQueue::Deliver {
+      [this, path](const std::function<bool()>&) -> WorkerQueue::Deliver {
         try {
           const auto summary = analysis::describe_gpt(path);
           const int layers = static_cast<int>(summary.n_layer), experts = static_cast<int>(summary.experts);
           QStringList names;
           for (const auto& name : summary.layer_names) names << QString::fromStdString(name);
-          return [this, generation, layers, experts, names](double) {
-            if (generation != modelGeneration_) return;
+          return [this, layers, experts, names](double) {
             layerNames_ = names;
             onDescribed(layers, experts);
           };
         } catch (const std::exception& e) {
           const QString error = QString::fromUtf8(e.what());
-          return [this, generation, error](double) {
-            if (generation != modelGeneration_) return;  // a newer setModel is on its way
+          return [this, error](double) {
             status_->setText(tr("Cannot steer this model: %1").arg(error));
             Q_EMIT failed(error);
           };
@@ -266,12 +269,11 @@ void SteeringPage::generate() {
                        .arg(layer)
                        .arg(request.expert)
                        .arg(request.alpha));
-  const int generation = modelGeneration_;  // the model this generation is for
   auto engine = engine_;
   auto* queue = worker_;
   worker_->submit(
       tr("Steering"),
-      [this, engine, queue, request, layer, model, data, cache, generation](
+      [this, engine, queue, request, layer, model, data, cache](
           const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
         if (!engine->session || engine->model != model || engine->data != data || engine->cache != cache ||
             engine->layer != layer) {
@@ -312,10 +314,8 @@ void SteeringPage::generate() {
                 .arg(r.first_difference < 0 ? QObject::tr("the texts are identical")
                                             : QObject::tr("first difference at byte %1").arg(r.first_difference))
                 .arg(r.seconds, 0, 'f', 2);
-        return [this, generation, unsteered, steered, info](double) {
+        return [this, unsteered, steered, info](double) {
           setBusy(false);
-          // Another model was set while this ran: its text must not appear under the new model.
-          if (generation != modelGeneration_) return;
           unsteered_->setPlainText(unsteered);
           steered_->setPlainText(steered);
           // Where the texts part, both are marked to the end: the common start stays plain.

@@ -92,7 +92,6 @@ class SteeringPage : public QWidget {
   int layers_ = 0, experts_ = 0;
   QStringList layerNames_;  ///< the GPT's MLP layers as the analysis names them
   int pendingLayer_ = -1, pendingExpert_ = -1;
-  int modelGeneration_ = 0;  ///< bumped by setModel: answers for an earlier model are dropped
   bool busy_ = false;
 
   QComboBox* layer_ = nullptr;

@@ -23,11 +23,13 @@ WorkerQueue::~WorkerQueue() {
 void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool visible, Handlers handlers) {
   const int epoch = cancelEpoch_.load();
   const int generation = generation_;
+  const QString topic = handlers.topic;
+  const int topicGeneration = topicGenerations_.value(topic);
   ++pending_;
   if (visible && ++visiblePending_ == 1) Q_EMIT busyChanged(true);
   QElapsedTimer clock;
   clock.start();
-  auto run = [this, job = std::move(job), task, epoch, generation, cancellable, visible, clock,
+  auto run = [this, job = std::move(job), task, epoch, generation, topic, topicGeneration, cancellable, visible, clock,
               handlers = std::move(handlers)] {
     const std::function<bool()> isCancelled = [this, epoch] { return cancelEpoch_.load() != epoch; };
     Deliver deliver;
@@ -54,8 +56,9 @@ void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool vi
     }
     QMetaObject::invokeMethod(
         this,
-        [this, deliver = std::move(deliver), generation, visible, clock] {
-          if (generation == generation_ && deliver) deliver(static_cast<double>(clock.nsecsElapsed()) / 1e6);
+        [this, deliver = std::move(deliver), generation, topic, topicGeneration, visible, clock] {
+          const bool current = generation == generation_ && topicGeneration == topicGenerations_.value(topic);
+          if (current && deliver) deliver(static_cast<double>(clock.nsecsElapsed()) / 1e6);
           --pending_;
           if (visible && --visiblePending_ == 0) Q_EMIT busyChanged(false);
         },

@@ -1,8 +1,13 @@
 // WorkerQueue: one private worker thread for a page's core session (the bias session, the text
 // analysis session, steering, model comparison). Jobs run on the worker one at a time, in order;
 // each returns a continuation that runs on the GUI thread. cancel() flips a flag that long jobs
-// poll (their core callbacks then throw mumoe::Cancelled) and drops queued cancellable jobs;
-// invalidate() drops the answers of everything submitted before it (a replaced session).
+// poll (their core callbacks then throw mumoe::Cancelled) and drops queued cancellable jobs.
+//
+// Staleness has one rule, for every page (as hotspot's JobTracker): an answer is delivered only
+// if nothing made it stale after its job was submitted. invalidate() makes every job submitted so
+// far stale (a replaced session or model); invalidate(topic) only the jobs submitted under that
+// topic (Handlers::topic: e.g. baselines computed for a view that has changed since). A stale
+// job's answer and endings are dropped; no page keeps an epoch or generation counter of its own.
 //
 // A job that does not deliver ends in its own Handlers (GUI thread): the page that submitted it
 // shows the error or the cancellation where it belongs, without routing by task name. Every
@@ -10,6 +15,7 @@
 // name, for the main window's status bar.
 #pragma once
 
+#include <QHash>
 #include <QObject>
 #include <QString>
 #include <QThreadPool>
@@ -31,6 +37,7 @@ class WorkerQueue : public QObject {
   struct Handlers {
     std::function<void(const QString& message)> failed;  ///< it threw (anything but Cancelled)
     std::function<void()> cancelled;                      ///< it was cancelled
+    QString topic;  ///< staleness topic: invalidate(topic) drops this job's answer (empty: none)
   };
 
   explicit WorkerQueue(QObject* parent = nullptr);
@@ -42,7 +49,8 @@ class WorkerQueue : public QObject {
   /// Thread-safe: reports progress of a long job (from the worker).
   void postProgress(const QString& task, qint64 done, qint64 total, double etaSeconds = -1);
   void cancel() { ++cancelEpoch_; }
-  void invalidate() { ++generation_; }
+  void invalidate() { ++generation_; }                            ///< every job submitted so far
+  void invalidate(const QString& topic) { ++topicGenerations_[topic]; }  ///< those of `topic`
   bool isBusy() const { return visiblePending_ > 0; }
   int pending() const { return pending_; }
   /// Blocks until every queued job has finished and its answer is delivered (tests).
@@ -62,6 +70,7 @@ class WorkerQueue : public QObject {
   QThreadPool pool_;
   std::atomic<int> cancelEpoch_{0};
   int generation_ = 0;
+  QHash<QString, int> topicGenerations_;
   int pending_ = 0;
   int visiblePending_ = 0;
 };

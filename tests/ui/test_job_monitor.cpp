@@ -198,6 +198,39 @@ class JobMonitorTest : public QObject {
     QVERIFY(!delivered);
     QVERIFY(!monitor.isBusy());
   }
+
+  // The one staleness rule's topics: invalidate(topic) drops the answers and endings of the jobs
+  // submitted under that topic before it, and nothing else; invalidate() drops every topic's.
+  void aTopicMakesOnlyItsOwnJobsStale() {
+    ui::WorkerQueue queue;
+    QStringList answers;
+    auto submit = [&](const QString& name, const QString& topic, bool fail = false) {
+      ui::WorkerQueue::Handlers handlers;
+      handlers.topic = topic;
+      handlers.failed = [&answers, name](const QString&) { answers << name + QStringLiteral(" failed"); };
+      queue.submit(name, [&answers, name, fail](const std::function<bool()>&) -> ui::WorkerQueue::Deliver {
+        if (fail) throw UsageError("no");
+        return [&answers, name](double) { answers << name; };
+      }, true, true, handlers);
+    };
+    submit(QStringLiteral("baseline 1"), QStringLiteral("baselines"));
+    submit(QStringLiteral("baseline 2"), QStringLiteral("baselines"), /*fail=*/true);
+    submit(QStringLiteral("evaluation"), QString());
+    submit(QStringLiteral("other"), QStringLiteral("other"));
+    queue.invalidate(QStringLiteral("baselines"));  // what the baselines were computed for changed
+    submit(QStringLiteral("baseline 3"), QStringLiteral("baselines"));
+    queue.waitForIdle();
+    QCOMPARE(answers, (QStringList{QStringLiteral("evaluation"), QStringLiteral("other"), QStringLiteral("baseline 3")}));
+
+    answers.clear();
+    submit(QStringLiteral("baseline 4"), QStringLiteral("baselines"));
+    submit(QStringLiteral("evaluation 2"), QString());
+    queue.invalidate();
+    submit(QStringLiteral("evaluation 3"), QString());
+    queue.waitForIdle();
+    QCOMPARE(answers, QStringList{QStringLiteral("evaluation 3")});
+    QVERIFY(!queue.isBusy());
+  }
 };
 
 MUMOE_UI_TEST(JobMonitorTest)

@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include "steering_page.h"
+#include "worker_queue.h"
 #include "ui_test_registry.h"
 
 using namespace mumoe;
@@ -105,6 +106,34 @@ class SteeringPageTest : public QObject {
     QCOMPARE(page.divergence(), -1);  // identical: nothing marked
     QCOMPARE(steered0, unsteered0);
     QCOMPARE(page.findChild<QPlainTextEdit*>(QStringLiteral("steeringSteered"))->toPlainText(), unsteered);
+  }
+
+  // A model set while a generation runs: the generation is cancelled, its text never appears
+  // under the new model, and the page is free at once (the queue's one staleness rule).
+  void aNewModelDropsTheGenerationStillRunning() {
+    QTemporaryDir cacheDir;
+    ui::SteeringPage page;
+    page.setCachePath(cacheDir.filePath(QStringLiteral("analysis.sqlite")));  // cold: extraction first
+    QSignalSpy loaded(&page, &ui::SteeringPage::modelLoaded);
+    page.setModel(demoGpt(), QStringLiteral("fortunes"));
+    QVERIFY(loaded.wait(kTimeoutMs));
+    QSignalSpy done(&page, &ui::SteeringPage::generationFinished);
+    QSignalSpy cancelled(&page, &ui::SteeringPage::cancelled);
+    page.setTokenCount(64);
+    page.generate();
+    QVERIFY(page.isBusy());
+    page.setModel(demoGpt(), QStringLiteral("fortunes"));
+    QVERIFY(!page.isBusy());
+    page.worker()->waitForIdle();
+    QCOMPARE(done.count(), 0);
+    QCOMPARE(cancelled.count(), 0);  // the old job's ending is dropped too: no "cancelled" status
+    QCOMPARE(loaded.count(), 2);
+    QVERIFY(page.unsteeredText().isEmpty());
+    QVERIFY(page.statusText().contains(QStringLiteral("MLP layers")));
+    page.setLayer(2);
+    page.setExpert(5);
+    QString unsteered, steered;
+    QVERIFY(generateAndWait(page, &unsteered, &steered));  // the new model generates as usual
   }
 
   void reportsAnUnreadableModel() {
