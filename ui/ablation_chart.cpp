@@ -20,19 +20,11 @@
 namespace mumoe::ui {
 
 AblationChart::AblationChart(QWidget* parent) : QWidget(parent) {
-  summary_ = new QLabel;
-  summary_->setWordWrap(true);
-  summary_->setTextFormat(Qt::RichText);
+  const auto pane = makeChartPane(this, 220);
+  summary_ = pane.summary;
+  chart_ = pane.chart;
+  view_ = pane.view;
   summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-  chart_ = new QChart;
-  styleChart(chart_);
-  view_ = new QChartView(chart_);
-  view_->setRenderHint(QPainter::Antialiasing);
-  view_->setMinimumHeight(220);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(summary_);
-  layout->addWidget(view_, 1);
   clear();
 }
 

@@ -3,6 +3,10 @@
 #include <QAbstractAxis>
 #include <QApplication>
 #include <QChart>
+#include <QChartView>
+#include <QLabel>
+#include <QPainter>
+#include <QVBoxLayout>
 #include <QFont>
 #include <QLegend>
 
@@ -30,6 +34,23 @@ void styleAxes(QChart* chart) {
     axis->setGridLineColor(QColor(0xe0, 0xe0, 0xe0));
     axis->setLinePenColor(QColor(0xa0, 0xa0, 0xa0));
   }
+}
+
+ChartPane makeChartPane(QWidget* owner, int minimumChartHeight) {
+  ChartPane pane;
+  pane.summary = new QLabel;
+  pane.summary->setWordWrap(true);
+  pane.summary->setTextFormat(Qt::RichText);
+  pane.chart = new QChart;
+  styleChart(pane.chart);
+  pane.view = new QChartView(pane.chart);
+  pane.view->setRenderHint(QPainter::Antialiasing);
+  pane.view->setMinimumHeight(minimumChartHeight);
+  auto* layout = new QVBoxLayout(owner);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(pane.summary);
+  layout->addWidget(pane.view, 1);
+  return pane;
 }
 
 }  // namespace mumoe::ui

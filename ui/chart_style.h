@@ -3,10 +3,22 @@
 #pragma once
 
 class QChart;
+class QChartView;
+class QLabel;
+class QWidget;
 
 namespace mumoe::ui {
 
 void styleChart(QChart* chart);
+
+/// A chart page's parts: a rich-text summary line above a styled, antialiased chart.
+struct ChartPane {
+  QLabel* summary;
+  QChart* chart;
+  QChartView* view;
+};
+/// Builds them inside `owner` (summary on top, the chart taking the rest, no margins).
+ChartPane makeChartPane(QWidget* owner, int minimumChartHeight);
 /// Applies fonts and grid colours to the axes the chart has now.
 void styleAxes(QChart* chart);
 

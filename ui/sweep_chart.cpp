@@ -23,18 +23,10 @@ namespace mumoe::ui {
 constexpr size_t kShown = 40;
 
 SweepChart::SweepChart(QWidget* parent) : QWidget(parent) {
-  summary_ = new QLabel;
-  summary_->setWordWrap(true);
-  summary_->setTextFormat(Qt::RichText);
-  chart_ = new QChart;
-  styleChart(chart_);
-  view_ = new QChartView(chart_);
-  view_->setRenderHint(QPainter::Antialiasing);
-  view_->setMinimumHeight(200);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(summary_);
-  layout->addWidget(view_, 1);
+  const auto pane = makeChartPane(this, 200);
+  summary_ = pane.summary;
+  chart_ = pane.chart;
+  view_ = pane.view;
   clear();
 }
 

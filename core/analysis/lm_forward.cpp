@@ -11,10 +11,7 @@
 namespace mumoe::analysis {
 
 nn::MuMoEGpt copy_gpt(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
-  nn::SkipRandomInitialisation skip;  // every tensor is replaced at once, below
-  nn::MuMoEGpt copy(gpt->config());
-  nn::replace_state_for_eval(*gpt, *copy, dtype, device);
-  return copy;
+  return nn::copy_for_eval(gpt, dtype, device);
 }
 
 nn::MuMoEGpt gpt_for_eval(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {

@@ -149,9 +149,9 @@ const EditStack& BiasSession::stack() const { return impl_->stack; }
 
 void BiasSession::save() { impl_->store->save(impl_->hash, impl_->options.model_path, impl_->stack); }
 
-void BiasSession::push(LogitEdit edit) {
+void BiasSession::change_stack(const std::function<void(EditStack&)>& change) {
   auto previous = impl_->stack;
-  impl_->stack.push(std::move(edit));
+  change(impl_->stack);
   try {
     save();
   } catch (...) {
@@ -160,37 +160,17 @@ void BiasSession::push(LogitEdit edit) {
   }
 }
 
+void BiasSession::push(LogitEdit edit) {
+  change_stack([&edit](EditStack& stack) { stack.push(std::move(edit)); });
+}
 void BiasSession::undo() {
-  auto previous = impl_->stack;
-  impl_->stack.undo();
-  try {
-    save();
-  } catch (...) {
-    impl_->stack = std::move(previous);
-    throw;
-  }
+  change_stack([](EditStack& stack) { stack.undo(); });
 }
-
 void BiasSession::redo() {
-  auto previous = impl_->stack;
-  impl_->stack.redo();
-  try {
-    save();
-  } catch (...) {
-    impl_->stack = std::move(previous);
-    throw;
-  }
+  change_stack([](EditStack& stack) { stack.redo(); });
 }
-
 void BiasSession::clear() {
-  auto previous = impl_->stack;
-  impl_->stack.clear();
-  try {
-    save();
-  } catch (...) {
-    impl_->stack = std::move(previous);
-    throw;
-  }
+  change_stack([](EditStack& stack) { stack.clear(); });
 }
 
 BiasExportReport BiasSession::export_model(const BiasExportRequest& request,

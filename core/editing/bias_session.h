@@ -136,6 +136,9 @@ class BiasSession {
   struct Impl;
   explicit BiasSession(std::unique_ptr<Impl> impl);
   void save();
+  /// Applies `change` to the stack and saves it; if saving throws, the stack is put back as it
+  /// was (memory and database stay in step) and the error rethrown.
+  void change_stack(const std::function<void(EditStack&)>& change);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -37,4 +37,15 @@ class SkipRandomInitialisation {
   bool previous_;
 };
 
+/// An eval-mode copy of `module` (a module holder built from its config(): MuMoEBlock, MoELayer,
+/// MuMoEGpt) in `dtype` on `device`: built without its random draws, every tensor then replaced
+/// by replace_state_for_eval.
+template <typename Holder>
+Holder copy_for_eval(const Holder& module, torch::Dtype dtype, const torch::Device& device) {
+  const SkipRandomInitialisation no_draws;  // every tensor is replaced below
+  Holder copy(module->config());
+  replace_state_for_eval(*module, *copy, dtype, device);
+  return copy;
+}
+
 }  // namespace mumoe::nn

@@ -280,10 +280,7 @@ torch::Tensor MoELayerImpl::contributions_at_token(const torch::Tensor& x, int64
 }
 
 MoELayer copy_moe_layer(const MoELayer& layer, torch::Dtype dtype, const torch::Device& device) {
-  const SkipRandomInitialisation no_draws;  // every parameter is overwritten below
-  MoELayer copy(layer->config());
-  replace_state_for_eval(*layer, *copy, dtype, device);
-  return copy;
+  return copy_for_eval(layer, dtype, device);
 }
 
 }  // namespace mumoe::nn

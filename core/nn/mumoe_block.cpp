@@ -118,10 +118,7 @@ BlockOutput MuMoEBlockImpl::forward(const torch::Tensor& x, const ExpertAblation
 }
 
 MuMoEBlock copy_block(const MuMoEBlock& block, torch::Dtype dtype, const torch::Device& device) {
-  const SkipRandomInitialisation no_draws;  // every parameter is overwritten below
-  MuMoEBlock copy(block->config());
-  replace_state_for_eval(*block, *copy, dtype, device);
-  return copy;
+  return copy_for_eval(block, dtype, device);
 }
 
 }  // namespace mumoe::nn
