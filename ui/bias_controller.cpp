@@ -5,6 +5,7 @@
 #include "analysis/expert_report.h"
 #include "cache/analysis_cache.h"
 #include "io/errors.h"
+#include "format.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -21,12 +22,6 @@ namespace {
 
 // The baselines' staleness topic on the worker queue (dropComparisons).
 const QString kComparisonTopic = QStringLiteral("baselines");
-
-QStringList toQStringList(const std::vector<std::string>& v) {
-  QStringList out;
-  for (const auto& s : v) out << QString::fromStdString(s);
-  return out;
-}
 
 }  // namespace
 

@@ -38,4 +38,10 @@ QString durationText(double seconds) {
   return QObject::tr("%1 min %2 s").arg(int(seconds) / 60).arg(int(seconds) % 60);
 }
 
+QStringList toQStringList(const std::vector<std::string>& names) {
+  QStringList out;
+  for (const auto& n : names) out << QString::fromStdString(n);
+  return out;
+}
+
 }  // namespace mumoe::ui

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <QString>
+#include <QStringList>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nn/layer_config.h"
@@ -20,6 +22,8 @@ QString rankText(const nn::LayerConfig& config);
 QString shapeText(const nn::LayerConfig& config);
 /// "batchnorm + entmax15, input LayerNorm".
 QString gatingText(const nn::LayerConfig& config);
+/// The core's names (classes, attributes, targets) as Qt strings (UTF-8).
+QStringList toQStringList(const std::vector<std::string>& names);
 /// 4.25 → "4.3 s", 75 → "1 min 15 s"; "" for a negative (unknown) duration.
 QString durationText(double seconds);
 

@@ -13,6 +13,7 @@
 #include "analysis/layer_analysis.h"
 #include "analysis/vit_block_analysis.h"
 #include "editing/export_request.h"
+#include "format.h"
 #include "io/errors.h"
 #include "thumbnail_store.h"
 #include "worker_queue.h"
@@ -32,12 +33,6 @@ struct SessionController::Slot {
 };
 
 namespace {
-
-QStringList toQStringList(const std::vector<std::string>& names) {
-  QStringList out;
-  for (const auto& n : names) out << QString::fromStdString(n);
-  return out;
-}
 
 AnswerTiming timing(bool fromCache, double coreSeconds, double latencyMs) {
   return AnswerTiming{fromCache, coreSeconds, latencyMs};

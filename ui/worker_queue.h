@@ -50,7 +50,10 @@ class WorkerQueue : public QObject {
   void postProgress(const QString& task, qint64 done, qint64 total, double etaSeconds = -1);
   void cancel() { ++cancelEpoch_; }
   void invalidate() { ++generation_; }                            ///< every job submitted so far
-  void invalidate(const QString& topic) { ++topicGenerations_[topic]; }  ///< those of `topic`
+  /// Those submitted under `topic` (an empty topic names none: nothing happens).
+  void invalidate(const QString& topic) {
+    if (!topic.isEmpty()) ++topicGenerations_[topic];
+  }
   bool isBusy() const { return visiblePending_ > 0; }
   int pending() const { return pending_; }
   /// Blocks until every queued job has finished and its answer is delivered (tests).

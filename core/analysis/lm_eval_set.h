@@ -18,7 +18,7 @@
 namespace mumoe::analysis {
 
 /// How many sequences a CLI analysis uses when none is asked for: 64 × block_size tokens
-/// (8,192 for the demo GPT), one float64 pass of the demo GPT in about a second on 2 cores.
+/// (8,192 for the demo GPT), one pass of the demo GPT in about a second on 2 cores.
 inline constexpr int64_t kDefaultLmSequences = 64;
 
 struct LmEvalSet {

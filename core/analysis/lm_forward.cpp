@@ -16,7 +16,10 @@ nn::MuMoEGpt copy_gpt(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::
 
 nn::MuMoEGpt gpt_for_eval(const nn::MuMoEGpt& gpt, torch::Dtype dtype, const torch::Device& device) {
   const auto& weight = gpt->wte()->weight;
-  if (!gpt->is_training() && weight.scalar_type() == dtype && weight.device() == device) return gpt;
+  const auto on = weight.device();
+  // "cuda" asks for the current device, which is where an index-less request puts the copy too.
+  const bool same_device = on.type() == device.type() && (!device.has_index() || on.index() == device.index());
+  if (!gpt->is_training() && weight.scalar_type() == dtype && same_device) return gpt;
   return copy_gpt(gpt, dtype, device);
 }
 

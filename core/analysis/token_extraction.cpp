@@ -52,7 +52,7 @@ ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::Ru
                                     const ExtractionCallback& progress) {
   const auto info = make_token_run_info(gpt, set, options);
   const auto device = nn::parse_device(options.device);
-  std::optional<nn::MuMoEGpt> model;  // copied only when something is computed
+  std::optional<nn::MuMoEGpt> model;  // chosen (or copied) only when something is computed
   torch::NoGradGuard no_grad;
   const int64_t t = set.block_size;
   // Sequences per forward: a few, so that the activations of one forward stay small (the logits

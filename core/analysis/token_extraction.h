@@ -42,8 +42,8 @@ cache::RunKey make_token_run_key(const std::string& model_path, const nn::GptCon
 cache::RunInfo make_token_run_info(const nn::MuMoEGpt& gpt, const LmEvalSet& set,
                                    const TokenExtractionOptions& options);
 
-/// Computes every chunk the cache lacks (a float32 eval-mode copy of the model) and marks the run
-/// complete.
+/// Computes every chunk the cache lacks (in float32: the model itself when it is in eval mode,
+/// float32 and on the device, else a copy; lm_forward.h gpt_for_eval) and marks the run complete.
 /// Progress counts tokens; returning false cancels (Cancelled; written chunks stay valid).
 ExtractionSummary extract_token_run(cache::AnalysisCache& cache, const cache::RunKey& key, const nn::MuMoEGpt& gpt,
                                     const LmEvalSet& set, int64_t layer, const TokenExtractionOptions& options,

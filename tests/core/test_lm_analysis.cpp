@@ -288,7 +288,7 @@ TEST(TextAnalysisSession, GalleriesAndAblationsFromTheCache) {
   o.layer = "transformer.h.1.mlp.MuMoE_layer";
   o.cache_path = dir.file("cache.sqlite");
   o.max_sequences = 0;
-  o.sequences_per_chunk = 2;
+  o.sequences_per_chunk = 3;  // a chunk is two forwards (the extraction runs 2 sequences at a time)
   o.chunk_batching = kCommitEachChunk;  // quick chunks: the cancel below must leave some to compute
   auto session = TextAnalysisSession::open(o);
   const auto& set = session->eval_set();

@@ -4,7 +4,7 @@
 # folder). The demo's head in 4 shards, the demo GPT's block 3 in 2 shards and the sweep of a ViT
 # block's experts in 3 shards are submitted as job arrays with their merge jobs; the merged caches
 # must answer `stats` / `gallery` / `ablate` / `ablate --all` as one whole local run (the head's
-# and the sweep's exactly; the GPT's float64 coefficients to 1e-12, see same_answers). Then a
+# and the sweep's exactly; the GPT's float32 coefficients to 1e-6, see same_answers). Then a
 # lost shard: the merge job fails naming it, the task is resubmitted alone
 # (`sbatch --array=1 analyze.sbatch`) and the merge succeeds.
 #   tests/slurm/test_slurm_cluster.sh BUILD_DIR      exit 77 (skipped) without root or Slurm's packages
@@ -39,14 +39,15 @@ import json, sys
 j = json.load(sys.stdin)
 for k in ("seconds", "compute_seconds", "cache", "from_cache"): j.pop(k, None)
 print(json.dumps(j, sort_keys=True))'; }
-# Two answers equal in everything, numbers within 1e-12 relative: a GPT block is computed in
-# float64 through BLAS, whose sums follow the thread count, and a task has its --cpus, not the
-# login node's (the local run uses 2 threads, the tasks 1); same tokens, same order, same counts.
+# Two answers equal in everything, numbers within 1e-6 relative (float32's rounding): a GPT block
+# is extracted in the model's float32 through BLAS, whose sums may follow the thread count, and a
+# task has its --cpus, not the login node's (the local run uses 2 threads, the tasks 1); same
+# tokens, same order, same counts.
 same_answers() { /usr/bin/python3 -c '
 import json, sys
 def same(a, b):
     if isinstance(a, float) or isinstance(b, float):
-        return abs(a - b) <= 1e-12 * max(abs(a), abs(b), 1e-300)
+        return abs(a - b) <= 1e-6 * max(abs(a), abs(b), 1e-300)
     if isinstance(a, dict): return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, list): return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
     return a == b

@@ -124,7 +124,10 @@ class SteeringPageTest : public QObject {
     QVERIFY(page.isBusy());
     page.setModel(demoGpt(), QStringLiteral("fortunes"));
     QVERIFY(!page.isBusy());
+    QSignalSpy progress(page.worker(), &ui::WorkerQueue::progress);
     page.worker()->waitForIdle();
+    // The old job stopped during its extraction: it never reached generating a single token.
+    for (const auto& report : progress) QVERIFY(report.at(0).toString() != QStringLiteral("Generating"));
     QCOMPARE(done.count(), 0);
     QCOMPARE(cancelled.count(), 0);  // the old job's ending is dropped too: no "cancelled" status
     QCOMPARE(loaded.count(), 2);
