@@ -160,18 +160,10 @@ void BiasSession::change_stack(const std::function<void(EditStack&)>& change) {
   }
 }
 
-void BiasSession::push(LogitEdit edit) {
-  change_stack([&edit](EditStack& stack) { stack.push(std::move(edit)); });
-}
-void BiasSession::undo() {
-  change_stack([](EditStack& stack) { stack.undo(); });
-}
-void BiasSession::redo() {
-  change_stack([](EditStack& stack) { stack.redo(); });
-}
-void BiasSession::clear() {
-  change_stack([](EditStack& stack) { stack.clear(); });
-}
+void BiasSession::push(LogitEdit edit) { change_stack([&edit](EditStack& stack) { stack.push(std::move(edit)); }); }
+void BiasSession::undo() { change_stack([](EditStack& stack) { stack.undo(); }); }
+void BiasSession::redo() { change_stack([](EditStack& stack) { stack.redo(); }); }
+void BiasSession::clear() { change_stack([](EditStack& stack) { stack.clear(); }); }
 
 BiasExportReport BiasSession::export_model(const BiasExportRequest& request,
                                            const std::function<bool(uint64_t, uint64_t)>& progress) const {
