@@ -2,6 +2,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <chrono>
 #include <numeric>
 #include <set>
@@ -17,8 +18,14 @@ namespace mumoe::analysis {
 namespace {
 
 // Sequences per forward batch: the baseline, the naive passes and the sparse re-runs. The naive
-// passes use exactly the baseline's batches, so their unaffected logits are bit-identical.
-constexpr int64_t kSequencesPerBatch = 16;
+// passes use exactly the baseline's batches, so their unaffected logits are bit-identical. At most
+// 16, and few enough that a batch's float64 logits stay under 256 MB: GPT-2's are 412 MB a
+// 1,024-token sequence, so 16 at once (and their log-softmax) would need 13 GB.
+int64_t sequences_per_batch(int64_t block_size, int64_t vocab_size) {
+  constexpr int64_t kLogitBudget = int64_t{256} << 20;
+  const int64_t sequence_bytes = std::max<int64_t>(1, block_size * vocab_size * static_cast<int64_t>(sizeof(double)));
+  return std::clamp<int64_t>(kLogitBudget / sequence_bytes, 1, 16);
+}
 
 std::vector<int64_t> to_longs(const torch::Tensor& t) {
   const auto c = t.to(torch::kCPU, torch::kLong).contiguous();
@@ -44,12 +51,13 @@ LmAblation::LmAblation(const nn::MuMoEGpt& gpt, const LmEvalSet& set, int64_t la
     throw UsageError("the evaluation sequences (" + std::to_string(set.block_size) +
                      " tokens) are longer than the GPT's context (" + std::to_string(gpt->config().block_size) + ")");
   experts_ = gpt->config().experts;
+  sequences_per_batch_ = sequences_per_batch(set.block_size, gpt->config().vocab_size);
   gpt_ = copy_gpt(gpt, torch::kFloat64, device_);
   torch::NoGradGuard no_grad;
 
   std::vector<torch::Tensor> h, x, a;
-  for (int64_t begin = 0; begin < set.sequences; begin += kSequencesPerBatch) {
-    const int64_t end = std::min(set.sequences, begin + kSequencesPerBatch);
+  for (int64_t begin = 0; begin < set.sequences; begin += sequences_per_batch_) {
+    const int64_t end = std::min(set.sequences, begin + sequences_per_batch_);
     const auto pass = forward_at_layer(gpt_, sequence_ids(begin, end), layer);
     h.push_back(pass.mlp_input);
     x.push_back(pass.block_output);
@@ -157,9 +165,10 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
   }
 
   const auto sequences = to_longs(mask.any(1).nonzero().reshape({-1}));
-  for (size_t begin = 0; begin < sequences.size(); begin += kSequencesPerBatch) {
+  const auto batch = static_cast<size_t>(sequences_per_batch_);
+  for (size_t begin = 0; begin < sequences.size(); begin += batch) {
     const std::vector<int64_t> part(sequences.begin() + begin,
-                                    sequences.begin() + std::min(sequences.size(), begin + kSequencesPerBatch));
+                                    sequences.begin() + std::min(sequences.size(), begin + batch));
     const auto rows = torch::tensor(part, torch::kLong).to(device_);
     auto x = block_output_.index_select(0, rows).clone();  // [B, T, C]; unaffected tokens keep x_{L+1}
     const auto m = mask.index_select(0, rows);
@@ -204,8 +213,8 @@ LmAblation::After LmAblation::after_naive(const std::vector<int64_t>& experts) {
   };
   After out;
   try {
-    for (int64_t begin = 0; begin < set_.sequences; begin += kSequencesPerBatch) {
-      const int64_t end = std::min(set_.sequences, begin + kSequencesPerBatch);
+    for (int64_t begin = 0; begin < set_.sequences; begin += sequences_per_batch_) {
+      const int64_t end = std::min(set_.sequences, begin + sequences_per_batch_);
       const auto logits = gpt_->forward(sequence_ids(begin, end)).logits;
       const auto p = to_longs(logits.argmax(-1).reshape({-1}));
       const auto l = to_doubles(token_losses(logits, sequence_targets(begin, end)));

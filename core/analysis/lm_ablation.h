@@ -78,6 +78,7 @@ class LmAblation {
   const LmEvalSet& set_;
   int64_t layer_;
   int64_t experts_ = 0;
+  int64_t sequences_per_batch_ = 16;  ///< sequences_per_batch(): the same batches for every pass
   torch::Device device_;
   torch::Tensor mlp_input_;     ///< h_L [S, T, C] on device_
   torch::Tensor block_output_;  ///< x_{L+1} [S, T, C] on device_
