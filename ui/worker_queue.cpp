@@ -4,6 +4,7 @@
 #include <QElapsedTimer>
 #include <QtConcurrent/QtConcurrentRun>
 
+#include <algorithm>
 #include <exception>
 
 #include "io/errors.h"
@@ -21,7 +22,8 @@ WorkerQueue::~WorkerQueue() {
 }
 
 void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool visible, Handlers handlers) {
-  const int epoch = cancelEpoch_.load();
+  const auto flag = std::make_shared<std::atomic<bool>>(false);
+  live_.push_back({handlers.topic, flag});
   const int generation = generation_;
   const QString topic = handlers.topic;
   const int topicGeneration = topicGenerations_.value(topic);
@@ -29,9 +31,9 @@ void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool vi
   if (visible && ++visiblePending_ == 1) Q_EMIT busyChanged(true);
   QElapsedTimer clock;
   clock.start();
-  auto run = [this, job = std::move(job), task, epoch, generation, topic, topicGeneration, cancellable, visible, clock,
+  auto run = [this, job = std::move(job), task, flag, generation, topic, topicGeneration, cancellable, visible, clock,
               handlers = std::move(handlers)] {
-    const std::function<bool()> isCancelled = [this, epoch] { return cancelEpoch_.load() != epoch; };
+    const std::function<bool()> isCancelled = [flag] { return flag->load(); };
     Deliver deliver;
     try {
       if (cancellable && isCancelled()) throw Cancelled();
@@ -56,7 +58,9 @@ void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool vi
     }
     QMetaObject::invokeMethod(
         this,
-        [this, deliver = std::move(deliver), generation, topic, topicGeneration, visible, clock] {
+        [this, deliver = std::move(deliver), flag, generation, topic, topicGeneration, visible, clock] {
+          live_.erase(std::remove_if(live_.begin(), live_.end(), [&](const LiveJob& j) { return j.cancelled == flag; }),
+                      live_.end());
           const bool current = generation == generation_ && topicGeneration == topicGenerations_.value(topic);
           if (current && deliver) deliver(static_cast<double>(clock.nsecsElapsed()) / 1e6);
           --pending_;
@@ -65,6 +69,16 @@ void WorkerQueue::submit(const QString& task, Job job, bool cancellable, bool vi
         Qt::QueuedConnection);
   };
   (void)QtConcurrent::run(&pool_, std::move(run));
+}
+
+void WorkerQueue::cancel() {
+  for (const auto& job : live_) *job.cancelled = true;
+}
+
+void WorkerQueue::cancel(const QString& topic) {
+  if (topic.isEmpty()) return;
+  for (const auto& job : live_)
+    if (job.topic == topic) *job.cancelled = true;
 }
 
 void WorkerQueue::postProgress(const QString& task, qint64 done, qint64 total, double eta) {

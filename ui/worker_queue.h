@@ -1,7 +1,9 @@
 // WorkerQueue: one private worker thread for a page's core session (the bias session, the text
 // analysis session, steering, model comparison). Jobs run on the worker one at a time, in order;
-// each returns a continuation that runs on the GUI thread. cancel() flips a flag that long jobs
-// poll (their core callbacks then throw mumoe::Cancelled) and drops queued cancellable jobs.
+// each returns a continuation that runs on the GUI thread. cancel() flips the flag of every job
+// submitted so far, cancel(topic) those of one topic's jobs: long jobs poll it (their core
+// callbacks then throw mumoe::Cancelled) and queued cancellable jobs are dropped. Jobs submitted
+// afterwards run normally.
 //
 // Staleness has one rule, for every page (as hotspot's JobTracker): an answer is delivered only
 // if nothing made it stale after its job was submitted. invalidate() makes every job submitted so
@@ -22,6 +24,8 @@
 
 #include <atomic>
 #include <functional>
+#include <memory>
+#include <vector>
 
 namespace mumoe::ui {
 
@@ -37,7 +41,7 @@ class WorkerQueue : public QObject {
   struct Handlers {
     std::function<void(const QString& message)> failed;  ///< it threw (anything but Cancelled)
     std::function<void()> cancelled;                      ///< it was cancelled
-    QString topic;  ///< staleness topic: invalidate(topic) drops this job's answer (empty: none)
+    QString topic;  ///< cancel(topic) stops this job, invalidate(topic) drops its answer (empty: none)
   };
 
   explicit WorkerQueue(QObject* parent = nullptr);
@@ -48,7 +52,8 @@ class WorkerQueue : public QObject {
   void submit(const QString& task, Job job, bool cancellable = true, bool visible = true, Handlers handlers = {});
   /// Thread-safe: reports progress of a long job (from the worker).
   void postProgress(const QString& task, qint64 done, qint64 total, double etaSeconds = -1);
-  void cancel() { ++cancelEpoch_; }
+  void cancel();                       ///< every job submitted so far
+  void cancel(const QString& topic);   ///< those submitted under `topic` (empty: none)
   void invalidate() { ++generation_; }                            ///< every job submitted so far
   /// Those submitted under `topic` (an empty topic names none: nothing happens).
   void invalidate(const QString& topic) {
@@ -71,7 +76,12 @@ class WorkerQueue : public QObject {
 
  private:
   QThreadPool pool_;
-  std::atomic<int> cancelEpoch_{0};
+  /// The jobs not answered yet and their cancel flags (GUI thread only; the worker reads a flag).
+  struct LiveJob {
+    QString topic;
+    std::shared_ptr<std::atomic<bool>> cancelled;
+  };
+  std::vector<LiveJob> live_;
   int generation_ = 0;
   QHash<QString, int> topicGenerations_;
   int pending_ = 0;

@@ -199,6 +199,39 @@ class JobMonitorTest : public QObject {
     QVERIFY(!monitor.isBusy());
   }
 
+  // cancel(topic) stops the running and the queued jobs of that topic and no other; a job
+  // submitted afterwards, of any topic, runs.
+  void cancellingATopicStopsOnlyItsJobs() {
+    ui::WorkerQueue queue;
+    QStringList endings;
+    auto handlers = [&endings](const QString& name, const QString& topic) {
+      ui::WorkerQueue::Handlers h;
+      h.topic = topic;
+      h.cancelled = [&endings, name] { endings << name + QStringLiteral(" cancelled"); };
+      return h;
+    };
+    auto quick = [&endings](const QString& name) {
+      return [&endings, name](const std::function<bool()>&) -> ui::WorkerQueue::Deliver {
+        return [&endings, name](double) { endings << name; };
+      };
+    };
+    std::atomic<bool> started{false};
+    queue.submit(QStringLiteral("tokens"), waitUntilCancelled(started), true, true,
+                 handlers(QStringLiteral("long tokens job"), QStringLiteral("tokens")));
+    queue.submit(QStringLiteral("tokens"), quick(QStringLiteral("queued tokens job")), true, true,
+                 handlers(QStringLiteral("queued tokens job"), QStringLiteral("tokens")));
+    queue.submit(QStringLiteral("steering"), quick(QStringLiteral("steering job")), true, true,
+                 handlers(QStringLiteral("steering job"), QStringLiteral("steering")));
+    QTRY_VERIFY(started.load());
+    queue.cancel(QStringLiteral("tokens"));
+    queue.cancel(QString());  // names no topic: cancels nothing
+    queue.submit(QStringLiteral("tokens"), quick(QStringLiteral("new tokens job")), true, true,
+                 handlers(QStringLiteral("new tokens job"), QStringLiteral("tokens")));
+    queue.waitForIdle();
+    QCOMPARE(endings, (QStringList{QStringLiteral("long tokens job cancelled"), QStringLiteral("queued tokens job cancelled"),
+                                   QStringLiteral("steering job"), QStringLiteral("new tokens job")}));
+  }
+
   // The one staleness rule's topics: invalidate(topic) drops the answers and endings of the jobs
   // submitted under that topic before it, and nothing else; invalidate() drops every topic's.
   void aTopicMakesOnlyItsOwnJobsStale() {
