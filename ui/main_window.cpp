@@ -157,7 +157,10 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
     statusLabel_->setText(tr("%1 · bias correction ready").arg(QFileInfo(currentPath_).fileName()));
   });
   connect(tokens_, &TokenPage::opened, this, [this] {
-    if (kind_ == Kind::Gpt) dataCombo_->setCurrentText(tokens_->dataIdentity());  // what the page reads (greyed)
+    if (kind_ == Kind::Gpt) {
+      dataCombo_->setCurrentText(tokens_->dataIdentity());  // what the page reads (greyed)
+      dataCombo_->lineEdit()->setCursorPosition(0);          // a long identity shows its start: the text's name
+    }
     statusLabel_->setText(tr("%1 · token view ready").arg(QFileInfo(currentPath_).fileName()));
     reportAction_->setEnabled(true);  // a GPT's report is its open block's
   });

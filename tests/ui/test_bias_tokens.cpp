@@ -9,6 +9,7 @@
 #include <QChart>
 #include <QChartView>
 #include <QComboBox>
+#include <QLineEdit>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
 #include <QFile>
@@ -595,6 +596,8 @@ class BiasTokensTest : public QObject {
     // The (greyed) data box names the text the page reads, not an image set.
     QCOMPARE(window->dataSpec(), page->dataIdentity());
     QVERIFY(!page->dataIdentity().isEmpty());
+    // A long identity shows its start (the text's name), not its tail.
+    QCOMPARE(window->findChild<QComboBox*>(QStringLiteral("dataSpec"))->lineEdit()->cursorPosition(), 0);
     QVERIFY(gallery.wait(10'000));
     QAbstractItemModelTester tester(page->galleryModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
     QVERIFY(page->layerCombo()->count() >= 1);
