@@ -151,12 +151,14 @@ LmAblation::After LmAblation::after_sparse(const std::vector<int64_t>& experts) 
     if (tokens.numel() == 0) return out;
     const auto h = mlp_input_.reshape({-1, mlp_input_.size(2)}).index_select(0, tokens);
     const auto a = coefficients_.reshape({-1, experts_}).index_select(0, tokens);
-    const auto logits = forward_from_block(gpt_, ablated_rows(h, a), gpt_->n_layer());
     std::vector<int64_t> targets;
     const auto list = to_longs(tokens);
     for (auto k : list) targets.push_back(set_.target(k));
-    const auto p = to_longs(logits.argmax(-1));
-    const auto l = to_doubles(token_losses(logits, torch::tensor(targets, torch::kLong)));
+    // Every affected token of the set at once: their logits in pieces (a GPT-2's 8,192 tokens
+    // would be 3.3 GB of float64 logits whole).
+    const auto outcomes = next_token_outcomes(gpt_, ablated_rows(h, a), torch::tensor(targets, torch::kLong));
+    const auto p = to_longs(outcomes.predictions);
+    const auto l = to_doubles(outcomes.losses);
     for (size_t i = 0; i < list.size(); ++i) {
       out.predictions[list[i]] = p[i];
       out.losses[list[i]] = l[i];
