@@ -41,6 +41,7 @@
 #include "model/manifest.h"
 #include "model_comparison_page.h"
 #include "steering_page.h"
+#include "text_session_host.h"
 #include "token_page.h"
 #include "worker_queue.h"
 #include "expert_table_model.h"
@@ -113,10 +114,12 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   tabs_->addTab(experts_, tr("Experts"));
   tabs_->addTab(ablationSplitter_, tr("Ablation"));
   bias_ = new BiasPage;
-  tokens_ = new TokenPage;
+  // The Tokens and Steering pages share one session of the open GPT and one queue.
+  textSessions_ = new TextSessionHost(this);
+  tokens_ = new TokenPage(textSessions_);
   tabs_->addTab(bias_, tr("Bias"));
   tabs_->addTab(tokens_, tr("Tokens"));
-  steering_ = new SteeringPage;
+  steering_ = new SteeringPage(textSessions_);
   steering_->setEnabled(false);  // until a GPT is opened
   tabs_->addTab(steering_, tr("Steering"));
   comparison_ = new ModelComparisonPage;
@@ -131,9 +134,8 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   // Every page's jobs in one monitor: the progress bar, the ETA and Esc reach all of them.
   monitor_->track(controller_->worker());
   monitor_->track(bias_->worker());
-  monitor_->track(tokens_->worker());
+  monitor_->track(textSessions_->worker());  // the Tokens and Steering pages' jobs
   monitor_->track(comparison_->worker());
-  monitor_->track(steering_->worker());
   connect(monitor_, &JobMonitor::failed, this, [this](const QString& task, const QString& message) {
     statusBar()->showMessage(tr("%1 failed: %2").arg(task, message), 10000);
   });
@@ -180,6 +182,9 @@ MainWindow::~MainWindow() {
   monitor_->detachAll();
   disconnect(monitor_, nullptr, this, nullptr);
   disconnect(controller_, nullptr, this, nullptr);
+  // The shared text session's jobs end before the Tokens and Steering pages go (the host, a child
+  // made before them, would otherwise be deleted first).
+  textSessions_->shutdown();
 }
 
 void MainWindow::connectController() {

@@ -42,6 +42,7 @@ class AblationChart;
 class BiasPage;
 class TokenPage;
 class SteeringPage;
+class TextSessionHost;
 class ModelComparisonPage;
 class JobMonitor;
 class ExpertsPage;
@@ -196,6 +197,7 @@ class MainWindow : public QMainWindow {
   BiasPage* bias_ = nullptr;
   TokenPage* tokens_ = nullptr;
   SteeringPage* steering_ = nullptr;
+  TextSessionHost* textSessions_ = nullptr;  ///< the Tokens and Steering pages' session and queue
   ModelComparisonPage* comparison_ = nullptr;
   Kind kind_ = Kind::MultiClass;
   QString biasTestSpec_, biasTrainSpec_;

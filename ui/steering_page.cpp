@@ -22,6 +22,7 @@
 
 #include "analysis/lm_steering.h"
 #include "analysis/text_analysis_session.h"
+#include "text_session_host.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -38,33 +39,17 @@ void markFrom(QPlainTextEdit* edit, int position, const QColor& background) {
 }
 }  // namespace
 
-/// The worker's state: the session of the last generation (reused while model, data, layer and
-/// cache stay the same, so the extraction and the loaded model are not redone).
-struct SteeringPage::Engine {
-  std::unique_ptr<analysis::TextAnalysisSession> session;
-  std::string model, data, cache;
-  int layer = -1;
-};
-
 namespace {
 
 constexpr double kAlphaSliderScale = 10.0;  // slider steps of 0.1
 
+/// The page's jobs on the shared queue carry this topic: the page cancels and drops only its own.
+const QString kSteeringTopic = QStringLiteral("steering");
+
 }  // namespace
 
-SteeringPage::SteeringPage(QWidget* parent)
-    : QWidget(parent), worker_(new WorkerQueue(this)), engine_(std::make_shared<Engine>()) {
-  // A cancelled or failed generation frees the button again; the panes keep the last texts.
-  connect(worker_, &WorkerQueue::cancelled, this, [this](const QString&) {
-    setBusy(false);
-    status_->setText(tr("Generation cancelled"));
-    Q_EMIT cancelled();
-  });
-  connect(worker_, &WorkerQueue::failed, this, [this](const QString&, const QString& message) {
-    setBusy(false);
-    status_->setText(tr("Steering failed: %1").arg(message));
-    Q_EMIT failed(message);
-  });
+SteeringPage::SteeringPage(TextSessionHost* host, QWidget* parent)
+    : QWidget(parent), host_(host ? host : new TextSessionHost(this)), ownsHost_(host == nullptr) {
 
   layer_ = new QComboBox;
   layer_->setObjectName(QStringLiteral("steeringLayer"));
@@ -164,8 +149,15 @@ SteeringPage::SteeringPage(QWidget* parent)
 }
 
 SteeringPage::~SteeringPage() {
-  worker_->shutdown();  // closing must not wait for a whole first extraction: it is cancelled
+  if (ownsHost_) {
+    host_->shutdown();  // closing must not wait for a whole first extraction: it is cancelled
+  } else if (host_) {
+    worker()->cancel(kSteeringTopic);  // a shared host outlives the page: its answers must not reach it
+    worker()->invalidate(kSteeringTopic);
+  }
 }
+
+WorkerQueue* SteeringPage::worker() const { return host_->worker(); }
 
 void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec) {
   modelPath_ = gptModelPath;
@@ -179,12 +171,14 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
   // The previous model's work is over: a generation still running is cancelled, and every answer
   // on its way is dropped (the queue's one staleness rule, worker_queue.h), so no text of the old
   // model appears under the new one; the page is free again.
-  worker_->cancel();
-  worker_->invalidate();
+  worker()->cancel(kSteeringTopic);
+  worker()->invalidate(kSteeringTopic);
   setBusy(false);
   const auto path = gptModelPath.toStdString();
+  WorkerQueue::Handlers reading;
+  reading.topic = kSteeringTopic;
   // Reading the header is quick and not worth a progress bar; its errors are the page's to show.
-  worker_->submit(
+  worker()->submit(
       tr("Reading the GPT"),
       [this, path](const std::function<bool()>&) -> WorkerQueue::Deliver {
         try {
@@ -204,7 +198,7 @@ void SteeringPage::setModel(const QString& gptModelPath, const QString& dataSpec
           };
         }
       },
-      /*cancellable=*/false, /*visible=*/false);
+      /*cancellable=*/false, /*visible=*/false, reading);
 }
 
 void SteeringPage::onDescribed(int layers, int experts) {
@@ -262,40 +256,46 @@ void SteeringPage::generate() {
   request.centre.threshold = threshold_->value();
   request.site = analysis::parse_steering_site(site_->currentData().toString().toStdString());
   const int layer = layer_->currentIndex();
-  const auto model = modelPath_.toStdString(), data = dataSpec_.toStdString(), cache = cachePath_.toStdString();
+  // The layer by its name, as the Tokens page asks for it: the two then share the host's session.
+  analysis::TextSessionOptions options;
+  options.model_path = modelPath_.toStdString();
+  options.data_spec = dataSpec_.toStdString();
+  options.layer = layer < layerNames_.size() ? layerNames_[layer].toStdString() : std::to_string(layer);
+  options.cache_path = cachePath_.toStdString();
   setBusy(true);
   status_->setText(tr("Generating %1 bytes twice (layer %2, expert %3, α = %4) …")
                        .arg(request.tokens)
                        .arg(layer)
                        .arg(request.expert)
                        .arg(request.alpha));
-  auto engine = engine_;
-  auto* queue = worker_;
-  worker_->submit(
+  // A cancelled or failed generation frees the button again; the panes keep the last texts.
+  WorkerQueue::Handlers endings;
+  endings.topic = kSteeringTopic;
+  endings.cancelled = [this] {
+    setBusy(false);
+    status_->setText(tr("Generation cancelled"));
+    Q_EMIT cancelled();
+  };
+  endings.failed = [this](const QString& message) {
+    setBusy(false);
+    status_->setText(tr("Steering failed: %1").arg(message));
+    Q_EMIT failed(message);
+  };
+  // The job's body touches only the host and its queue; the answer fills the page.
+  TextSessionHost* host = host_;
+  worker()->submit(
       tr("Steering"),
-      [this, engine, queue, request, layer, model, data, cache](
-          const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-        if (!engine->session || engine->model != model || engine->data != data || engine->cache != cache ||
-            engine->layer != layer) {
-          engine->session.reset();
-          analysis::TextSessionOptions o;
-          o.model_path = model;
-          o.data_spec = data;
-          o.layer = std::to_string(layer);
-          o.cache_path = cache;
-          // A lookup once the layer is in the cache; the first time, a pass over the text.
-          const QString extracting = QObject::tr("Extracting tokens");
-          engine->session = analysis::TextAnalysisSession::open_extracted(o, [&](const analysis::ExtractionProgress& p) {
-            queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
-            return !cancelled();
-          });
-          engine->model = model;
-          engine->data = data;
-          engine->cache = cache;
-          engine->layer = layer;
-        }
+      [this, host, request, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+        auto* queue = host->worker();
+        // The session the Tokens page has open when it shows this layer; else a lookup once the
+        // layer is in the cache, and the first time a pass over the text.
+        const QString extracting = QObject::tr("Extracting tokens");
+        auto& session = host->session(options, [&](const analysis::ExtractionProgress& p) {
+          queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
+          return !cancelled();
+        });
         const QString generating = QObject::tr("Generating");
-        const auto r = engine->session->steer(request, [&](int64_t done, int64_t total) {
+        const auto r = session.steer(request, [&](int64_t done, int64_t total) {
           if (done % 8 == 0 || done == total) queue->postProgress(generating, done, total);
           return !cancelled();
         });
@@ -330,7 +330,7 @@ void SteeringPage::generate() {
           Q_EMIT generationFinished(unsteered, steered);
         };
       },
-      /*cancellable=*/true, /*visible=*/true);
+      /*cancellable=*/true, /*visible=*/true, endings);
 }
 
 }  // namespace mumoe::ui

@@ -4,14 +4,12 @@
 #include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QElapsedTimer>
-#include <QFontDatabase>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QListView>
 #include <QMessageBox>
-#include <QPainter>
 #include <QPushButton>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -25,117 +23,25 @@
 #include "analysis/text_analysis_session.h"
 #include "io/errors.h"
 #include "note_stack.h"
+#include "text_session_host.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
 
-// ---------------------------------------------------------------------------------------------
-// TokenGalleryModel
-
-void TokenGalleryModel::setGallery(const analysis::TokenGallery& gallery) {
-  beginResetModel();
-  gallery_ = gallery;
-  endResetModel();
-}
-
-int TokenGalleryModel::rowCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(gallery_.items.size());
-}
-
-QVariant TokenGalleryModel::data(const QModelIndex& index, int role) const {
-  if (!index.isValid() || index.row() < 0 || index.row() >= rowCount()) return {};
-  const auto& it = gallery_.items[static_cast<size_t>(index.row())];
-  switch (role) {
-    case Qt::DisplayRole:
-      return QString::fromStdString(it.context.before) + QStringLiteral("«") + QString::fromStdString(it.context.token) +
-             QStringLiteral("»") + QString::fromStdString(it.context.after);
-    case Qt::ToolTipRole:
-      return tr("a = %1 · sequence %2, position %3 · document %4 · next token %5, predicted %6")
-          .arg(it.coefficient, 0, 'f', 3)
-          .arg(it.sequence)
-          .arg(it.position)
-          .arg(it.document)
-          .arg(it.target)
-          .arg(it.prediction);
-    case BeforeRole: return QString::fromStdString(it.context.before);
-    case TokenRole: return QString::fromStdString(it.context.token);
-    case AfterRole: return QString::fromStdString(it.context.after);
-    case CoefficientRole: return it.coefficient;
-    case PositionRole: return QStringLiteral("seq %1 · pos %2").arg(it.sequence).arg(it.position);
-    case CorrectRole: return it.prediction == it.target;
-    default: return {};
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// TokenContextDelegate
-
-QSize TokenContextDelegate::sizeHint(const QStyleOptionViewItem& option, const QModelIndex&) const {
-  QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-  return QSize(200, QFontMetrics(mono).height() + 10);  // the view's width: no horizontal scrolling
-}
-
-void TokenContextDelegate::paint(QPainter* p, const QStyleOptionViewItem& option, const QModelIndex& index) const {
-  QStyleOptionViewItem opt(option);
-  initStyleOption(&opt, index);
-  opt.text.clear();
-  QApplication::style()->drawControl(QStyle::CE_ItemViewItem, &opt, p, opt.widget);
-  p->save();
-  QFont mono = QFontDatabase::systemFont(QFontDatabase::FixedFont);
-  p->setFont(mono);
-  const QFontMetrics fm(mono);
-  const QRect r = option.rect.adjusted(6, 0, -6, 0);
-  const bool selected = option.state & QStyle::State_Selected;
-  const QColor text = selected ? option.palette.highlightedText().color() : option.palette.text().color();
-  const QColor dim = selected ? text : QColor(0x70, 0x70, 0x70);
-
-  // a_n, then whether the model predicted the next token (✓/✗).
-  const double a = index.data(TokenGalleryModel::CoefficientRole).toDouble();
-  const QString coefficient = QStringLiteral("a=%1").arg(a, 0, 'f', 2);
-  const int coeffWidth = fm.horizontalAdvance(QStringLiteral("a=0.00 ✓ "));
-  p->setPen(selected ? text : QColor(0x1b, 0x7f, 0x3b));
-  p->drawText(QRect(r.left(), r.top(), coeffWidth, r.height()), Qt::AlignVCenter | Qt::AlignLeft, coefficient);
-  const bool correct = index.data(TokenGalleryModel::CorrectRole).toBool();
-  p->setPen(selected ? text : correct ? QColor(0x1b, 0x7f, 0x3b) : QColor(0xb0, 0x2a, 0x2a));
-  p->drawText(QRect(r.left() + fm.horizontalAdvance(QStringLiteral("a=0.00 ")), r.top(), fm.horizontalAdvance(QStringLiteral("✓ ")), r.height()),
-              Qt::AlignVCenter | Qt::AlignLeft, correct ? QStringLiteral("✓") : QStringLiteral("✗"));
-
-  // The token centred in the remaining width; context elided on the outer sides.
-  const QRect textRect(r.left() + coeffWidth, r.top(), r.width() - coeffWidth, r.height());
-  const QString token = index.data(TokenGalleryModel::TokenRole).toString();
-  const int tokenWidth = fm.horizontalAdvance(token) + 6;
-  const int centre = textRect.left() + std::max(textRect.width() * 2 / 5, tokenWidth);
-  const int beforeWidth = centre - textRect.left();
-  const int afterWidth = textRect.right() - (centre + tokenWidth);
-  const QString before = fm.elidedText(index.data(TokenGalleryModel::BeforeRole).toString(), Qt::ElideLeft, beforeWidth);
-  const QString after = fm.elidedText(index.data(TokenGalleryModel::AfterRole).toString(), Qt::ElideRight, std::max(afterWidth, 0));
-  p->setPen(dim);
-  p->drawText(QRect(textRect.left(), r.top(), beforeWidth, r.height()), Qt::AlignVCenter | Qt::AlignRight, before);
-  const QRect tokenRect(centre, r.top() + 3, tokenWidth, r.height() - 6);
-  p->fillRect(tokenRect, QColor(0xff, 0xd8, 0x4d));
-  p->setPen(QColor(0x20, 0x20, 0x20));
-  QFont bold = mono;
-  bold.setBold(true);
-  p->setFont(bold);
-  p->drawText(tokenRect, Qt::AlignCenter, token);
-  p->setFont(mono);
-  p->setPen(dim);
-  p->drawText(QRect(centre + tokenWidth, r.top(), std::max(afterWidth, 0), r.height()), Qt::AlignVCenter | Qt::AlignLeft, after);
-  p->restore();
-}
-
-// ---------------------------------------------------------------------------------------------
-// TokenPage
-
-struct TokenPage::Slot {
-  std::unique_ptr<analysis::TextAnalysisSession> session;
-  analysis::TextAnalysisSession& get() {
-    if (!session) throw UsageError("no text analysis session is open");
-    return *session;
-  }
-};
-
 namespace {
+
+/// The page's jobs on the shared queue carry this topic: the page cancels and drops only its own.
+const QString kTokensTopic = QStringLiteral("tokens");
+
+/// The session the page reads: `layer` of `model` on its validation split (the data the Steering
+/// page reads too, so the two share one session while they show the same layer).
+analysis::TextSessionOptions tokenSessionOptions(const QString& model, const QString& layer, const QString& cache) {
+  analysis::TextSessionOptions options;
+  options.model_path = model.toStdString();
+  options.layer = layer.toStdString();
+  options.cache_path = cache.toStdString();
+  return options;
+}
 
 struct ExpertRow {
   qint64 load = 0, support = 0;
@@ -161,9 +67,8 @@ QTableWidgetItem* sortable(double v, const QString& text) {
 
 }  // namespace
 
-TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<Slot>()) {
-  worker_ = new WorkerQueue(this);
-  connect(worker_, &WorkerQueue::failed, this, &TokenPage::failed);
+TokenPage::TokenPage(TextSessionHost* host, QWidget* parent)
+    : QWidget(parent), host_(host ? host : new TextSessionHost(this)), ownsHost_(host == nullptr) {
 
   header_ = new QLabel;
   header_->setTextFormat(Qt::RichText);
@@ -280,7 +185,26 @@ TokenPage::TokenPage(QWidget* parent) : QWidget(parent), slot_(std::make_shared<
 }
 
 TokenPage::~TokenPage() {
-  worker_->shutdown();  // the session dies with slot_ once the worker has let go of it
+  if (ownsHost_) {
+    host_->shutdown();  // closing must not wait for a whole extraction: it is cancelled
+  } else if (host_) {
+    worker()->cancel(kTokensTopic);  // a shared host outlives the page: its answers must not reach it
+    worker()->invalidate(kTokensTopic);
+  }
+}
+
+WorkerQueue* TokenPage::worker() const { return host_->worker(); }
+
+WorkerQueue::Handlers TokenPage::endings(const QString& task, std::function<void(const QString&)> failed,
+                                         std::function<void()> cancelled) {
+  WorkerQueue::Handlers handlers;
+  handlers.topic = kTokensTopic;
+  handlers.failed = [this, task, failed = std::move(failed)](const QString& message) {
+    if (failed) failed(message);
+    Q_EMIT this->failed(task, message);
+  };
+  handlers.cancelled = std::move(cancelled);
+  return handlers;
 }
 
 QString TokenPage::ablationHint() const {
@@ -289,15 +213,15 @@ QString TokenPage::ablationHint() const {
 }
 
 void TokenPage::showNote(const QString& html) {
-  worker_->cancel();
-  worker_->invalidate();
+  worker()->cancel(kTokensTopic);
+  worker()->invalidate(kTokensTopic);
   hasSession_ = false;
   // Release the session and its arrays (the model open now is of another kind).
-  auto slot = slot_;
-  worker_->submit(tr("Closing"), [slot](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->session.reset();
+  TextSessionHost* host = host_;
+  worker()->submit(tr("Closing"), [host](const std::function<bool()>&) -> WorkerQueue::Deliver {
+    host->release();
     return {};
-  }, /*cancellable=*/false, /*visible=*/false);
+  }, /*cancellable=*/false, /*visible=*/false, endings(tr("Closing")));
   stack_->showNote(html);
 }
 
@@ -314,8 +238,8 @@ void TokenPage::open(const QString& modelPath, const QStringList& layers, const 
 }
 
 void TokenPage::openLayer() {
-  worker_->cancel();
-  worker_->invalidate();
+  worker()->cancel(kTokensTopic);
+  worker()->invalidate(kTokensTopic);
   hasSession_ = false;
   hasAblation_ = false;
   ablation_->setText(ablationHint());  // the last layer's result names no layer: it must not stay
@@ -323,36 +247,37 @@ void TokenPage::openLayer() {
   experts_->setRowCount(0);
   stack_->showNote(tr("<h3>Tokens</h3><p><i>Extracting %1 of %2 on its validation split…</i></p>")
                      .arg(layer_->currentText().toHtmlEscaped(), QFileInfo(modelPath_).fileName().toHtmlEscaped()));
-  analysis::TextSessionOptions options;
-  options.model_path = modelPath_.toStdString();
-  options.layer = layer_->currentText().toStdString();
-  options.cache_path = cachePath_.toStdString();
-  auto slot = slot_;
+  layerName_ = layer_->currentText();
   // The endings replace the "Extracting…" note the job leaves.
-  WorkerQueue::Handlers endings;
-  endings.failed = [this](const QString& message) {
-    stack_->showNote(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
-    Q_EMIT openFailed(message);
-  };
-  endings.cancelled = [this] {
-    stack_->showNote(tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
-  };
-  worker_->submit(tr("Opening the token view"), [this, slot, options](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  auto openEndings = endings(
+      tr("Opening the token view"),
+      [this](const QString& message) {
+        stack_->showNote(tr("<h3>Tokens</h3><p style='color:#b02a2a'>%1</p>").arg(message.toHtmlEscaped()));
+        Q_EMIT openFailed(message);
+      },
+      [this] {
+        stack_->showNote(
+            tr("<h3>Tokens</h3><p><i>Cancelled. Press Analyze (F5) to extract this model's tokens again.</i></p>"));
+      });
+  // The job's body touches only the host and its queue (the page may be gone by the time it runs);
+  // the answer, run on the GUI thread only if still current, fills the page.
+  TextSessionHost* host = host_;
+  const auto options = tokenSessionOptions(modelPath_, layerName_, cachePath_);
+  const QString extracting = tr("Extracting tokens");
+  worker()->submit(tr("Opening the token view"), [this, host, options, extracting](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
-    slot->session.reset();
-    auto session = analysis::TextAnalysisSession::open_extracted(options, [&](const analysis::ExtractionProgress& p) {
-      worker_->postProgress(tr("Extracting tokens"), p.samples_done, p.samples_total, p.eta_seconds);
+    auto& session = host->session(options, [&](const analysis::ExtractionProgress& p) {
+      host->worker()->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
       return !cancelled();
     });
-    const QString cacheNote = QString::fromStdString(cache::opening_note(session->cache_report()));
-    const auto statistics = session->statistics(0.5);
+    const QString cacheNote = QString::fromStdString(cache::opening_note(session.cache_report()));
+    const auto statistics = session.statistics(0.5);
     std::vector<ExpertRow> rows;
     for (const auto& e : statistics.experts) rows.push_back({e.load, e.support, e.mean_coefficient});
-    const QString identity = QString::fromStdString(session->eval_set().identity);
+    const QString identity = QString::fromStdString(session.eval_set().identity);
     const qint64 tokenCount = statistics.samples;
-    const int blockIndex = static_cast<int>(session->layer_index());
-    slot->session = std::move(session);
+    const int blockIndex = static_cast<int>(session.layer_index());
     const double seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
     return [this, rows, identity, tokenCount, seconds, cacheNote, blockIndex](double) {
       hasSession_ = true;
@@ -381,7 +306,18 @@ void TokenPage::openLayer() {
       Q_EMIT opened();
       selectExpert(best);
     };
-  }, /*cancellable=*/true, /*visible=*/true, endings);
+  }, /*cancellable=*/true, /*visible=*/true, openEndings);
+}
+
+analysis::TextAnalysisSession& TokenPage::sessionOnWorker(TextSessionHost* host, const QString& model, const QString& layer,
+                                                          const QString& cache, const std::function<bool()>& cancelled) {
+  // Another page may have opened another layer on the shared host since: it is read back from
+  // the cache (a pass over the text only if the cache lost it).
+  const QString extracting = QObject::tr("Extracting tokens");
+  return host->session(tokenSessionOptions(model, layer, cache), [&](const analysis::ExtractionProgress& p) {
+    host->worker()->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
+    return !cancelled();
+  });
 }
 
 qint64 TokenPage::currentExpert() const {
@@ -408,9 +344,10 @@ void TokenPage::requestGallery() {
   request.threshold = threshold_->value();
   request.count = 40;
   request.seed = seed_;
-  auto slot = slot_;
-  worker_->submit(tr("Token gallery"), [this, slot, request](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    auto answer = slot->get().gallery(request);
+  TextSessionHost* host = host_;
+  worker()->submit(tr("Token gallery"), [this, host, request, model = modelPath_, layer = layerName_, cache = cachePath_](
+                                            const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    auto answer = sessionOnWorker(host, model, layer, cache, cancelled).gallery(request);
     return [this, gallery = answer.value, fromCache = answer.from_cache](double ms) {
       if (gallery.request.expert != currentExpert()) return;  // a newer selection follows
       model_->setGallery(gallery);
@@ -423,21 +360,25 @@ void TokenPage::requestGallery() {
       galleryTitle_->setToolTip(galleryTitle_->text());
       Q_EMIT galleryReady();
     };
-  }, true, false, {[this](const QString& message) { showErrorDialog(message); }, {}});
+  }, true, false, endings(tr("Token gallery"), [this](const QString& message) { showErrorDialog(message); }));
 }
 
 void TokenPage::ablate(qint64 expert) {
   if (!hasSession_) return;
   ablation_->setText(tr("<i>Ablating expert %1…</i>").arg(expert));
-  auto slot = slot_;
-  WorkerQueue::Handlers ablationEndings;
-  ablationEndings.failed = [this](const QString& message) {
-    ablation_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
-  };
-  ablationEndings.cancelled = [this] { ablation_->setText(tr("<i>Ablation cancelled.</i>")); };
-  worker_->submit(tr("Token ablation"), [this, slot, expert](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-    auto answer = slot->get().ablate({expert}, analysis::AblationMethod::Sparse, false, [&](int64_t done, int64_t total) {
-      worker_->postProgress(tr("Token ablation"), done, total);
+  auto ablationEndings = endings(
+      tr("Token ablation"),
+      [this](const QString& message) {
+        ablation_->setText(tr("<span style='color:#b02a2a'>%1</span>").arg(message.toHtmlEscaped()));
+      },
+      [this] { ablation_->setText(tr("<i>Ablation cancelled.</i>")); });
+  TextSessionHost* host = host_;
+  const QString task = tr("Token ablation");
+  worker()->submit(task, [this, host, expert, task, model = modelPath_, layer = layerName_, cache = cachePath_](
+                             const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    auto& session = sessionOnWorker(host, model, layer, cache, cancelled);
+    auto answer = session.ablate({expert}, analysis::AblationMethod::Sparse, false, [&](int64_t done, int64_t total) {
+      host->worker()->postProgress(task, done, total);
       return !cancelled();
     });
     return [this, report = answer.value, fromCache = answer.from_cache](double ms) {
@@ -469,17 +410,18 @@ void TokenPage::ablate(qint64 expert) {
 
 void TokenPage::exportReport(const QString& path, const QString& experts) {
   if (!hasSession_) return;
-  auto slot = slot_;
+  TextSessionHost* host = host_;
   const QString task = tr("Writing the report");
-  worker_->submit(task, [this, slot, path, experts, task, model = modelPath_](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-    auto& session = slot->get();
+  worker()->submit(task, [this, host, path, experts, task, model = modelPath_, layer = layerName_, cache = cachePath_](
+                             const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+    auto& session = sessionOnWorker(host, model, layer, cache, cancelled);
     analysis::ReportRequest request;  // as `mumoe report` asks for it
     request.model_path = model.toStdString();
     request.data_spec = session.eval_set().identity;
     request.experts = experts.toStdString();
     request.app_version = MUMOE_VERSION;
     const auto report = analysis::make_token_report(session, request, [&](int64_t done, int64_t total) {
-      worker_->postProgress(task, done, total);
+      host->worker()->postProgress(task, done, total);
       return !cancelled();
     });
     const auto bytes = static_cast<qint64>(
@@ -487,7 +429,7 @@ void TokenPage::exportReport(const QString& path, const QString& experts) {
     return [this, path, sections = static_cast<int>(report.details.size()), bytes](double) {
       Q_EMIT reportExported(path, sections, bytes);
     };
-  }, /*cancellable=*/true, /*visible=*/true, {[this](const QString& message) { showErrorDialog(message); }, {}});
+  }, /*cancellable=*/true, /*visible=*/true, endings(task, [this](const QString& message) { showErrorDialog(message); }));
 }
 
 void TokenPage::showErrorDialog(const QString& message) {

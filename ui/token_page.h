@@ -1,19 +1,22 @@
-// TokenPage: the token view of a μMoE GPT (analysis/text_analysis_session.h on the page's own
-// worker thread): a layer picker, the experts of that MLP block (load, support, mean a_n), the
-// selected expert's token gallery — each token drawn inside its context with the token
-// highlighted (TokenGalleryModel + TokenContextDelegate), a seeded random draw among a_n ≥
-// threshold or the top-ranked tokens — and click-to-ablate (double-click an expert, or Ablate)
-// with the next-token accuracy and loss before and after.
+// TokenPage: the token view of a μMoE GPT (analysis/text_analysis_session.h, taken from the
+// TextSessionHost it shares with the Steering page, on that host's worker thread): a layer
+// picker, the experts of that MLP block (load, support, mean a_n), the selected expert's token
+// gallery — each token drawn inside its context with the token highlighted (TokenGalleryModel +
+// TokenContextDelegate, token_gallery_model.h), a seeded random draw among a_n ≥ threshold or
+// the top-ranked tokens — and click-to-ablate (double-click an expert, or Ablate) with the
+// next-token accuracy and loss before and after.
 #pragma once
 
-#include <QAbstractListModel>
-#include <QStyledItemDelegate>
+#include <QPointer>
 #include <QWidget>
 
+#include <functional>
 #include <memory>
 
 #include "analysis/lm_ablation_results.h"
 #include "analysis/token_gallery.h"
+#include "token_gallery_model.h"
+#include "worker_queue.h"
 
 class QComboBox;
 class QDoubleSpinBox;
@@ -23,42 +26,23 @@ class QPushButton;
 class QTableWidget;
 class QStackedWidget;
 
+namespace mumoe::analysis {
+class TextAnalysisSession;
+}
+
 namespace mumoe::ui {
 
 class NoteStack;
-class WorkerQueue;
-
-/// One row per gallery item; DisplayRole is "before«token»after".
-class TokenGalleryModel : public QAbstractListModel {
-  Q_OBJECT
-
- public:
-  enum Role { BeforeRole = Qt::UserRole + 1, TokenRole, AfterRole, CoefficientRole, PositionRole, CorrectRole };
-  using QAbstractListModel::QAbstractListModel;
-  void setGallery(const analysis::TokenGallery& gallery);
-  const analysis::TokenGallery& gallery() const { return gallery_; }
-  int rowCount(const QModelIndex& parent = {}) const override;
-  QVariant data(const QModelIndex& index, int role) const override;
-
- private:
-  analysis::TokenGallery gallery_;
-};
-
-/// Draws a_n, then the context with the token on a highlighted background, one line per item.
-class TokenContextDelegate : public QStyledItemDelegate {
-  Q_OBJECT
-
- public:
-  using QStyledItemDelegate::QStyledItemDelegate;
-  void paint(QPainter* painter, const QStyleOptionViewItem& option, const QModelIndex& index) const override;
-  QSize sizeHint(const QStyleOptionViewItem& option, const QModelIndex& index) const override;
-};
+class TextSessionHost;
 
 class TokenPage : public QWidget {
   Q_OBJECT
 
  public:
-  explicit TokenPage(QWidget* parent = nullptr);
+  /// `host`: the session and queue shared with the Steering page (the main window's); none = the
+  /// page makes and owns its own.
+  explicit TokenPage(TextSessionHost* host = nullptr, QWidget* parent = nullptr);
+  /// Cancels the page's jobs (and, when it owns its host, waits for the worker).
   ~TokenPage() override;
 
   /// Opens `modelPath` (a μMoE GPT) on its validation split; `layers` are its μMoE layers.
@@ -77,7 +61,8 @@ class TokenPage : public QWidget {
   TokenGalleryModel* galleryModel() const { return model_; }
   QComboBox* orderCombo() const { return order_; }
   QLabel* ablationLabel() const { return ablation_; }
-  WorkerQueue* worker() const { return worker_; }
+  /// The shared host's queue (the main window tracks it; tests wait on it).
+  WorkerQueue* worker() const;
   qint64 currentExpert() const;
   void selectExpert(qint64 expert);
   void ablate(qint64 expert);
@@ -101,14 +86,21 @@ class TokenPage : public QWidget {
   void expertSelected(int block, qint64 expert);
 
  private:
-  struct Slot;
   void openLayer();
+  /// The page's job endings: its topic, `failed` (then the failed() signal) and `cancelled`.
+  WorkerQueue::Handlers endings(const QString& task, std::function<void(const QString&)> failed = {},
+                                std::function<void()> cancelled = {});
+  /// Worker thread only: the host's session of `layer` (reopened if another page moved it).
+  static analysis::TextAnalysisSession& sessionOnWorker(TextSessionHost* host, const QString& model, const QString& layer,
+                                                        const QString& cache, const std::function<bool()>& cancelled);
   void requestGallery();
   void showErrorDialog(const QString& message);
 
-  WorkerQueue* worker_ = nullptr;
-  std::shared_ptr<Slot> slot_;
+  /// Guarded: a shared host may be deleted before the page (it has been shut down by then).
+  QPointer<TextSessionHost> host_;
+  bool ownsHost_ = false;
   QString modelPath_, cachePath_;
+  QString layerName_;  ///< the layer the open (or opening) view shows
   bool hasSession_ = false;
   QString dataIdentity_;
   bool errorDialogs_ = true;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <string>
 
 #include "temp_dir.h"
@@ -21,7 +22,11 @@ inline std::string python_interpreter() {
 }
 
 /// True when the interpreter can import every module of `modules` ("torch torchvision PIL").
+/// Asked once per process and list: `import torch` alone takes about 1.5 s, and a suite's tests
+/// run in one process (cmake/TestSuites.cmake).
 inline bool python_has(const std::string& modules) {
+  static std::map<std::string, bool> answers;
+  if (auto known = answers.find(modules); known != answers.end()) return known->second;
   std::string imports;
   for (size_t start = 0; start < modules.size();) {
     auto end = modules.find(' ', start);
@@ -29,7 +34,9 @@ inline bool python_has(const std::string& modules) {
     if (end > start) imports += "import " + modules.substr(start, end - start) + "; ";
     start = end + 1;
   }
-  return std::system(("'" + python_interpreter() + "' -c '" + imports + "' >/dev/null 2>&1").c_str()) == 0;
+  const bool has = std::system(("'" + python_interpreter() + "' -c '" + imports + "' >/dev/null 2>&1").c_str()) == 0;
+  answers.emplace(modules, has);
+  return has;
 }
 
 /// Runs `script` with the interpreter in `dir` (argv[1] = dir, torch imported, seed 0); fails the

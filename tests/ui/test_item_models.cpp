@@ -14,6 +14,7 @@
 #include "sweep_chart.h"
 #include "gallery_model.h"
 #include "thumbnail_store.h"
+#include "token_gallery_model.h"
 #include "ui_test_registry.h"
 
 using namespace mumoe;
@@ -133,6 +134,38 @@ class ItemModelsTest : public QObject {
     model.setStatistics(statistics(), {"a", "b", "c"});
     QVERIFY(model.hasSweep());
     model.clear();
+    QCOMPARE(model.rowCount(), 0);
+  }
+
+  void tokenGalleryPassesTheModelTester() {
+    ui::TokenGalleryModel model;
+    QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+    analysis::TokenGallery gallery;
+    analysis::TokenGalleryItem first;
+    first.sequence = 3;
+    first.position = 17;
+    first.target = 42;
+    first.prediction = 42;
+    first.coefficient = 0.875;
+    first.context.before = "The c";
+    first.context.token = "a";
+    first.context.after = "t sat";
+    analysis::TokenGalleryItem second = first;
+    second.prediction = 7;
+    second.context.token = "o";
+    gallery.items = {first, second};
+    model.setGallery(gallery);
+    QCOMPARE(model.rowCount(), 2);
+    QCOMPARE(model.rowCount(model.index(0, 0)), 0);  // a list: no children
+    QCOMPARE(model.index(0, 0).data().toString(), QStringLiteral("The c«a»t sat"));
+    QCOMPARE(model.index(0, 0).data(ui::TokenGalleryModel::TokenRole).toString(), QStringLiteral("a"));
+    QCOMPARE(model.index(1, 0).data(ui::TokenGalleryModel::TokenRole).toString(), QStringLiteral("o"));
+    QCOMPARE(model.index(0, 0).data(ui::TokenGalleryModel::CoefficientRole).toDouble(), 0.875);
+    QCOMPARE(model.index(0, 0).data(ui::TokenGalleryModel::PositionRole).toString(), QStringLiteral("seq 3 · pos 17"));
+    QVERIFY(model.index(0, 0).data(ui::TokenGalleryModel::CorrectRole).toBool());
+    QVERIFY(!model.index(1, 0).data(ui::TokenGalleryModel::CorrectRole).toBool());
+    QVERIFY(!model.index(2, 0).isValid());
+    model.setGallery({});
     QCOMPARE(model.rowCount(), 0);
   }
 

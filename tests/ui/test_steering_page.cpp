@@ -12,7 +12,11 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <QComboBox>
+
 #include "steering_page.h"
+#include "text_session_host.h"
+#include "token_page.h"
 #include "worker_queue.h"
 #include "ui_test_registry.h"
 
@@ -137,6 +141,69 @@ class SteeringPageTest : public QObject {
     page.setExpert(5);
     QString unsteered, steered;
     QVERIFY(generateAndWait(page, &unsteered, &steered));  // the new model generates as usual
+  }
+
+  // The Tokens and Steering pages on one host: a layer both show is opened once; a layer change
+  // on one page reopens the session for it, and the other page's next job reopens its own (from
+  // the cache); opening a layer on the Tokens page does not cancel a steering generation.
+  void theTokensAndSteeringPagesShareOneSession() {
+    QTemporaryDir cacheDir;
+    const QString cache = cacheDir.filePath(QStringLiteral("analysis.sqlite"));
+    ui::TextSessionHost host;
+    ui::TokenPage tokens(&host);
+    tokens.setErrorDialogsEnabled(false);
+    ui::SteeringPage steering(&host);
+    QCOMPARE(tokens.worker(), host.worker());
+    QCOMPARE(steering.worker(), host.worker());
+    steering.setCachePath(cache);
+    QSignalSpy loaded(&steering, &ui::SteeringPage::modelLoaded);
+    steering.setModel(demoGpt(), QStringLiteral("fortunes"));
+    QVERIFY(loaded.wait(kTimeoutMs));
+    auto* layerCombo = steering.findChild<QComboBox*>(QStringLiteral("steeringLayer"));
+    QStringList layers;
+    for (int i = 0; i < layerCombo->count(); ++i) layers << layerCombo->itemText(i);
+    QCOMPARE(layers.size(), 4);
+
+    QSignalSpy opened(&tokens, &ui::TokenPage::opened);
+    QSignalSpy galleries(&tokens, &ui::TokenPage::galleryReady);
+    tokens.open(demoGpt(), layers, cache);  // the last layer
+    QVERIFY(opened.wait(kTimeoutMs));
+    host.worker()->waitForIdle();
+    QCOMPARE(host.sessionsOpened(), 1);
+    QVERIFY(galleries.count() > 0);
+
+    // Steering the layer the Tokens page shows takes the same session.
+    steering.setLayer(3);
+    steering.setExpert(5);
+    steering.setTokenCount(16);
+    QString unsteered, steered;
+    QVERIFY(generateAndWait(steering, &unsteered, &steered));
+    QCOMPARE(host.sessionsOpened(), 1);
+
+    // Another layer on the Tokens page while a generation runs: the session is reopened for the
+    // Tokens page, the generation (another topic) is not cancelled and still delivers.
+    QSignalSpy done(&steering, &ui::SteeringPage::generationFinished);
+    QSignalSpy stopped(&steering, &ui::SteeringPage::cancelled);
+    steering.setTokenCount(48);
+    steering.generate();
+    QVERIFY(steering.isBusy());
+    tokens.layerCombo()->setCurrentIndex(1);
+    QVERIFY(opened.wait(kTimeoutMs));
+    host.worker()->waitForIdle();
+    QCOMPARE(done.count(), 1);
+    QCOMPARE(stopped.count(), 0);
+    QCOMPARE(host.sessionsOpened(), 2);  // the generation ran before the reopening, on layer 3
+
+    // Each page's next job takes the session of its own layer back.
+    QVERIFY(generateAndWait(steering, &unsteered, &steered));
+    QCOMPARE(host.sessionsOpened(), 3);
+    const int before = galleries.count();
+    tokens.selectExpert(0);
+    tokens.selectExpert(1);
+    host.worker()->waitForIdle();
+    QVERIFY(galleries.count() > before);
+    QCOMPARE(host.sessionsOpened(), 4);
+    QCOMPARE(tokens.galleryModel()->gallery().request.expert, tokens.currentExpert());
   }
 
   void reportsAnUnreadableModel() {

@@ -1,0 +1,73 @@
+// TextSessionHost: the one TextAnalysisSession of the open GPT (core/analysis/
+// text_analysis_session.h), shared by the Tokens and Steering pages, and the one WorkerQueue
+// their jobs run on.
+//
+// Why one: a session holds the model and the layer's extracted arrays; two pages each opening
+// their own on the same GPT held the model twice and ran two extractions of the same layer at
+// once. Here jobs of both pages run one at a time on one worker, and each takes the session it
+// needs from session(): the open one when it reads the same model, text, layer and cache, else
+// the host closes it and opens that one (from the cache once the layer was extracted). The pages
+// keep their jobs apart with the queue's topics (cancel(topic), invalidate(topic)): opening
+// another layer on the Tokens page never cancels a steering generation.
+//
+// Lifetime: the owner (the main window, or a page constructed without a host) calls shutdown()
+// before the pages whose jobs are queued are destroyed.
+//
+// Torch-free header.
+#pragma once
+
+#include <QObject>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace mumoe::analysis {
+struct ExtractionProgress;
+struct TextSessionOptions;
+class TextAnalysisSession;
+}  // namespace mumoe::analysis
+
+namespace mumoe::ui {
+
+class WorkerQueue;
+
+class TextSessionHost : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit TextSessionHost(QObject* parent = nullptr);
+  ~TextSessionHost() override;  ///< shuts the queue down (the session dies after its last job)
+
+  /// The queue every job that uses the session runs on (the main window tracks it once).
+  WorkerQueue* worker() const { return worker_; }
+
+  /// Worker thread only (inside a job of worker()). The session of `options`: the open one when
+  /// it reads the same model, text, layer (by name or by index) and cache; otherwise the open one
+  /// is closed first (the two are never in memory together) and this one opened, extracting the
+  /// layer if the cache lacks it (`progress` returns false to cancel). Throws what
+  /// TextAnalysisSession::open_extracted throws.
+  analysis::TextAnalysisSession& session(const analysis::TextSessionOptions& options,
+                                         const std::function<bool(const analysis::ExtractionProgress&)>& progress);
+  /// Worker thread only: closes the session, freeing the model and its arrays (another kind of
+  /// model is open now).
+  void release();
+  /// Cancels every job, drops every answer and waits for the worker (for an owner's destructor).
+  void shutdown();
+  /// How many sessions session() has opened so far (any thread; tests: a shared layer is opened once).
+  int sessionsOpened() const { return opened_.load(); }
+
+ private:
+  /// Model, text, cache, device and the sizes of the evaluation set: what else must match for the
+  /// open session to serve `options` (the layer is compared on its own: a name or an index).
+  static std::string sessionKey(const analysis::TextSessionOptions& options);
+
+  WorkerQueue* worker_ = nullptr;
+  std::unique_ptr<analysis::TextAnalysisSession> session_;  ///< worker thread only
+  std::string key_;                                          ///< worker thread only
+  std::atomic<int> opened_{0};
+  std::string openedAs_;  ///< the layer as the session was asked for (a name or an index)
+};
+
+}  // namespace mumoe::ui
