@@ -24,10 +24,10 @@ void AnalysisCliOptions::add_to(CLI::App* app) {
   app->add_option("--layer", session.layer, "μMoE layer to analyse (default: the model's only one)");
   app->add_option("--cache", session.cache_path,
                   "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
-  app->add_option("--device", session.device, "cpu (default) or cuda[:N]");
+  add_device_option(app, session.device);
   app->add_option("--chunk-size", session.chunk_size, "Samples per extraction chunk (default 500)");
-  app->add_flag("--json", json, "Print JSON");
-  app->add_flag("--quiet", quiet, "No progress on stderr");
+  add_json_flag(app, json);
+  add_quiet_flag(app, quiet);
   app->add_flag("--recompute", recompute,
                 "Answer afresh: drop this run's stored answers and any damaged chunks, and recompute them");
 }

@@ -22,11 +22,11 @@ void BiasCliOptions::add_to(CLI::App* app, bool with_train) {
     app->add_option("--train-data", train_data,
                     "Training data SPEC that defines the subpopulation's mean coefficients "
                     "(default: --data with :test replaced by :train)");
-  app->add_option("--device", device, "cpu (default) or cuda[:N] for the backbone");
+  add_device_option(app, device, "cpu (default) or cuda[:N] for the backbone");
   app->add_option("--cache", cache, "Analysis cache that keeps the layer's per-sample arrays (default: the user cache)");
   app->add_flag("--no-cache", no_cache, "Compute everything afresh and store nothing");
-  app->add_flag("--json", json, "Print JSON");
-  app->add_flag("--quiet", quiet, "No progress on stderr");
+  add_json_flag(app, json);
+  add_quiet_flag(app, quiet);
 }
 
 std::string BiasCliOptions::training_spec() const {

@@ -21,6 +21,16 @@ SignalHandler catch_interrupts() { return std::signal(SIGINT, on_sigint); }
 bool interrupted() { return g_interrupted.load(); }
 void clear_interrupted() { g_interrupted = false; }
 
+CLI::Option* add_json_flag(CLI::App* app, bool& json, const std::string& what) {
+  return app->add_flag("--json", json, what);
+}
+
+CLI::Option* add_quiet_flag(CLI::App* app, bool& quiet) { return app->add_flag("--quiet", quiet, "No progress on stderr"); }
+
+CLI::Option* add_device_option(CLI::App* app, std::string& device, const std::string& what) {
+  return app->add_option("--device", device, what);
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& what) {
   std::vector<int64_t> out;
   std::stringstream ss(text);

@@ -16,6 +16,12 @@
 
 namespace mumoe::cli {
 
+/// The options most commands take, each with one wording: `--json` ("Print JSON" unless `what`
+/// says what the JSON holds), `--quiet` (no progress on stderr) and `--device` (cpu or cuda[:N]).
+CLI::Option* add_json_flag(CLI::App* app, bool& json, const std::string& what = "Print JSON");
+CLI::Option* add_quiet_flag(CLI::App* app, bool& quiet);
+CLI::Option* add_device_option(CLI::App* app, std::string& device, const std::string& what = "cpu (default) or cuda[:N]");
+
 /// `j` as the CLI prints it (indent 2). Strings from files — class-folder names, labels, text —
 /// need not be UTF-8: invalid bytes become U+FFFD instead of failing the whole output.
 inline std::string json_text(const nlohmann::json& j) {

@@ -126,14 +126,14 @@ Command add_cache_command(CLI::App& parent) {
                                            : "List the damaged parts of the cache (exit 2 when there are any)");
     sub->add_option("--cache", o->cache,
                     "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
-    sub->add_flag("--json", o->json, "Print JSON");
+    add_json_flag(sub, o->json);
   }
   auto* merge = app->add_subcommand("merge", "Join the caches of `analyze --shard K/N` (or `ablate --all --shard K/N`) tasks into one cache");
   merge->add_option("SHARDS", o->shards, "The shards' cache files (one per shard)")->required();
   merge->add_option("--into", o->into, "The cache to merge into (created when absent; chunks it has are kept)")
       ->required();
-  merge->add_flag("--json", o->json, "Print JSON");
-  merge->add_flag("--quiet", o->quiet, "No progress on stderr");
+  add_json_flag(merge, o->json);
+  add_quiet_flag(merge, o->quiet);
   return {app, [o, app, merge]() {
             if (app->got_subcommand(merge)) return run_merge(*o);
             return run_cache(*o, app->got_subcommand("repair"));

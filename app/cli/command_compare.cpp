@@ -111,9 +111,9 @@ Command add_compare_command(CLI::App& parent) {
   app->add_option("--layer", o->analysis.session.layer, "Layer to analyse in each model (default: its only one)");
   app->add_option("--cache", o->analysis.session.cache_path,
                   "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
-  app->add_option("--device", o->analysis.session.device, "cpu (default) or cuda[:N]");
-  app->add_flag("--json", o->analysis.json, "Print JSON (one object per model)");
-  app->add_flag("--quiet", o->analysis.quiet, "No progress on stderr");
+  add_device_option(app, o->analysis.session.device);
+  add_json_flag(app, o->analysis.json, "Print JSON (one object per model)");
+  add_quiet_flag(app, o->analysis.quiet);
   return {app, [o]() { return run_compare(*o); }};
 }
 

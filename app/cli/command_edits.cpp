@@ -59,7 +59,7 @@ Command add_edits_command(CLI::App& parent) {
   app->add_flag("--redo", o->redo, "Redo the last undone edit");
   app->add_flag("--clear", o->clear, "Remove every edit of this model");
   app->add_flag("--drop-damaged", o->drop_damaged, "Remove the stored edits that cannot be read, keeping the others");
-  app->add_flag("--json", o->json, "Print JSON");
+  add_json_flag(app, o->json);
   return {app, [o]() { return run_edits(*o); }};
 }
 

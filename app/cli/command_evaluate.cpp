@@ -82,8 +82,8 @@ Command add_evaluate_command(CLI::App& parent) {
                   "GPT on a text SPEC: the held-out share of documents it was trained with (default 0.05)");
   app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
   app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
-  app->add_option("--device", o->device, "cpu (default) or cuda[:N]");
-  app->add_flag("--json", o->json, "Print JSON");
+  add_device_option(app, o->device);
+  add_json_flag(app, o->json);
   return {app, [o]() { return run_evaluate(*o); }};
 }
 

@@ -152,7 +152,7 @@ Command add_export_command(CLI::App& parent) {
   app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)")
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output (required to replace the source model)");
-  app->add_flag("--json", o->json, "Print JSON");
+  add_json_flag(app, o->json);
   return {app, [o]() { return run_export(*o); }};
 }
 

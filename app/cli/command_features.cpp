@@ -77,7 +77,7 @@ Command add_features_command(CLI::App& parent) {
   app->add_option("--output", o->output, "Safetensors file to write (features, labels)")->required();
   app->add_option("--limit", o->limit, "Only the first N samples");
   app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
-  app->add_flag("--json", o->json, "Print JSON");
+  add_json_flag(app, o->json);
   return {app, [o]() { return run_features(*o); }};
 }
 

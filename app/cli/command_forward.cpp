@@ -101,8 +101,8 @@ Command add_forward_command(CLI::App& parent) {
   app->add_option("--output", opts->output, "Safetensors file to write")->required();
   app->add_option("--layer", opts->layer, "Name of the μMoE layer (needed when the model has several)");
   app->add_option("--ablate", opts->ablate, "Experts to ablate: 3,17 (first mode) or MODE:EXPERT");
-  app->add_option("--device", opts->device, "cpu (default) or cuda[:N]");
-  app->add_flag("--json", opts->json, "Print a JSON summary");
+  add_device_option(app, opts->device);
+  add_json_flag(app, opts->json, "Print a JSON summary");
   return {app, [opts]() { return run_forward(*opts); }};
 }
 

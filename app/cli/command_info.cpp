@@ -103,7 +103,7 @@ Command add_info_command(CLI::App& parent) {
   auto opts = std::make_shared<InfoOptions>();
   auto* app = parent.add_subcommand("info", "Show a model's layers, experts, ranks and parameter counts");
   opts->model.add_to(app);
-  app->add_flag("--json", opts->json, "Print JSON");
+  add_json_flag(app, opts->json);
   app->add_flag("--remember", opts->remember,
                 "Remember these model options beside MODEL (MODEL.mumoe.json) for every command and the GUI");
   app->add_flag("--forget", opts->forget, "Remove the remembered options of MODEL (its .mumoe.json)");

@@ -84,7 +84,7 @@ Command add_init_command(CLI::App& parent) {
   app->add_option("--name", o->name, "Layer name; its tensors get the prefix NAME. (default: top level)");
   app->add_option("--seed", o->seed, "Random seed (default 0)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
-  app->add_flag("--json", o->json, "Print what was written as JSON");
+  add_json_flag(app, o->json, "Print what was written as JSON");
   return {app, [o]() { return run_init(*o); }};
 }
 

@@ -106,9 +106,9 @@ Command add_predict_command(CLI::App& parent) {
                   "A GPT: windows of its context length to run (default 64; 0 = the whole validation split or stream)")
       ->check(CLI::NonNegativeNumber);
   app->add_option("--batch-size", o->batch_size, "Samples (a GPT: windows) per forward pass (default 64)")->check(CLI::PositiveNumber);
-  app->add_option("--device", o->device, "cpu (default) or cuda[:N]");
-  app->add_flag("--json", o->json, "Print JSON");
-  app->add_flag("--quiet", o->quiet, "No progress on stderr");
+  add_device_option(app, o->device);
+  add_json_flag(app, o->json);
+  add_quiet_flag(app, o->quiet);
   return {app, [o]() { return run_predict(*o); }};
 }
 

@@ -209,7 +209,7 @@ Command add_slurm_command(CLI::App& parent) {
     sub->add_option("--cache", o->cache,
                     "The cache the merge job writes (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
     sub->add_flag("--dry-run", o->dry_run, "Print the two scripts; submit nothing");
-    sub->add_flag("--json", o->json, "Print JSON");
+    add_json_flag(sub, o->json);
   }
   analyze->footer("Everything else is passed to `mumoe analyze` (MODEL --data SPEC --layer …).");
   sweep->footer("Everything else is passed to `mumoe ablate --all` (MODEL --data SPEC --layer blocks.L.mlp …).");

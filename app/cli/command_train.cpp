@@ -412,7 +412,7 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--weight-decay", o->train.weight_decay, "AdamW weight decay (default 1e-4)");
   app->add_option("--schedule", o->train.schedule, "cosine (default) or constant");
   app->add_option("--seed", o->train.seed, "Random seed (default 0)");
-  app->add_option("--device", o->train.device, "cpu (default) or cuda[:N]");
+  add_device_option(app, o->train.device);
   app->add_flag("--resume", o->train.resume, "Continue from the checkpoint in --output");
   // The byte-level μMoE GPT (data SPEC fortunes[:DIR] or text:FILE|DIR).
   app->add_option("--steps", o->lm.steps, "GPT: optimizer steps (default 2000)");
@@ -427,8 +427,8 @@ Command add_train_command(CLI::App& parent) {
   app->add_option("--validation-fraction", o->lm.validation_fraction,
                   "GPT: documents held out for validation (default 0.05)");
   app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
-  app->add_flag("--quiet", o->quiet, "No progress output");
-  app->add_flag("--json", o->json, "Print a JSON summary");
+  add_quiet_flag(app, o->quiet);
+  add_json_flag(app, o->json, "Print a JSON summary");
   return {app, [o, app]() {
             o->command_line = "mumoe train";
             for (const auto* opt : app->get_options())

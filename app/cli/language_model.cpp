@@ -208,7 +208,7 @@ Command add_generate_command(CLI::App& parent) {
   app->add_option("--tokenizer", o->open.tokenizer,
                   "byte, gpt2 or a directory with vocab.json + merges.txt (default: the model's own)");
   app->add_option("--seed", o->seed, "Seed (default 0)");
-  app->add_flag("--json", o->json, "Print JSON");
+  add_json_flag(app, o->json);
   return {app, [o]() { return run_generate(*o); }};
 }
 
