@@ -10,6 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch
 import torch.nn as nn
 from reference_models import ViT, MuMoE, Mixer
+from bench_timing import median_and_best
 
 def build(arch):
     if arch == "vit-b32-clip":   # vit_base_patch32_clip_224.openai + the paper's CP μMoE head
@@ -47,14 +48,7 @@ def run():
         z1 = torch.cat([f, torch.ones(f.shape[0], 1)], 1)
         logits = ((coefficients @ u1) * (z1 @ u2)) @ u3.T
         return coefficients.sum().item() + logits.sum().item()
-run()
-times = []
-for _ in range(a.repeats):
-    start = time.perf_counter()
-    run()
-    times.append(time.perf_counter() - start)
-times.sort()
-median = times[len(times) // 2]
+median, best = median_and_best(run, a.repeats)
 print(json.dumps({"impl": "pytorch " + torch.__version__, "batch": a.batch, "repeats": a.repeats,
-                  "threads": a.threads, "median_s": median, "best_s": times[0],
+                  "threads": a.threads, "median_s": median, "best_s": best,
                   "images_per_s": a.batch / median}))

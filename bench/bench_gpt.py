@@ -12,6 +12,7 @@ import argparse, json, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
 import torch
 from reference_models import NanoGpt
+from bench_timing import median_and_best
 
 C, H, L, V, T, N, R = 768, 12, 12, 50304, 1024, 64, 604
 
@@ -38,14 +39,7 @@ def run():
     with torch.no_grad():
         logits = model(windows)
         return sum(layer.last.sum().item() for layer in model.mumoe_layers().values()) + logits.sum().item()
-run()
-times = []
-for _ in range(a.repeats):
-    start = time.perf_counter()
-    run()
-    times.append(time.perf_counter() - start)
-times.sort()
-median = times[len(times) // 2]
+median, best = median_and_best(run, a.repeats)
 print(json.dumps({"impl": "pytorch " + torch.__version__, "batch": a.batch, "tokens": a.batch * T,
-                  "repeats": a.repeats, "threads": a.threads, "median_s": median, "best_s": times[0],
+                  "repeats": a.repeats, "threads": a.threads, "median_s": median, "best_s": best,
                   "tokens_per_s": a.batch * T / median}))
