@@ -13,7 +13,7 @@
 #   mumoe_add_test_suites(<target> LABELS <label> [TIMEOUT <seconds>] [COST_PER_TEST <n>])
 #
 # COST_PER_TEST (default 1): how heavy a test of this executable is, relative to the others (a
-# CLI test runs the program several times: 10). A suite's COST is its tests times this; it orders
+# CLI test runs the program several times: 20). A suite's COST is its tests times this; it orders
 # the first run of a fresh build, before CTest has measured anything.
 
 set(MUMOE_TEST_SUITES_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/TestSuitesList.cmake")
@@ -21,7 +21,7 @@ set(MUMOE_TEST_SUITES_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/TestSuitesList.cmake")
 function(mumoe_add_test_suites target)
   cmake_parse_arguments(ARG "" "LABELS;TIMEOUT;COST_PER_TEST" "" ${ARGN})
   if(NOT ARG_TIMEOUT)
-    set(ARG_TIMEOUT 600)
+    set(ARG_TIMEOUT 1500)  # a whole suite, under the ASan preset too (CTest's own default)
   endif()
   if(NOT ARG_COST_PER_TEST)
     set(ARG_COST_PER_TEST 1)

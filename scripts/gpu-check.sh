@@ -115,7 +115,7 @@ run() {
     ctest --preset torch-only -j "$(( $(nproc) / 2 ))" --timeout 300 >"$out/ctest.log" 2>&1 || true
   echo "ctest: $((SECONDS - start)) s"
   grep -E "tests passed|tests failed|\(Failed\)|\(SEGFAULT\)|\(Timeout\)|Not Run|Exception" "$out/ctest.log" | head -60 || true
-  echo "skipped: $(grep -c "Skipped" "$out/ctest.log" || true)"
+  echo "suites skipped whole: $(grep -c "Skipped" "$out/ctest.log" || true)"
 }
 
 # Wall-clock seconds of one command (its output to LOG), or its failure.

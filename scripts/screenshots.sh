@@ -26,7 +26,8 @@ for view in model gallery ablation; do
   [[ -s $out/$view.png ]] || { echo "screenshots.sh: no $out/$view.png" >&2; exit 1; }
 done
 demo=resources/demo
-for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortunes.mumoe.safetensors"; do
+for pair in "bias:$demo/biased-fmnist.mumoe.safetensors" "tokens:$demo/gpt-fortunes.mumoe.safetensors" \
+            "steering:$demo/gpt-fortunes.mumoe.safetensors"; do
   view=${pair%%:*} model=${pair#*:}
   "$studio" --screenshot "$out/$view.png" --view "$view" --size 1400x860 "$model" 2>&1 |
     grep -v -e propagateSizeHints -e XDG_RUNTIME_DIR || true

@@ -182,8 +182,9 @@ MainWindow::~MainWindow() {
   monitor_->detachAll();
   disconnect(monitor_, nullptr, this, nullptr);
   disconnect(controller_, nullptr, this, nullptr);
-  // The shared text session's jobs end before the Tokens and Steering pages go (the host, a child
-  // made before them, would otherwise be deleted first).
+  // The shared text session's jobs end here, while the pages still stand: the host is a child made
+  // before the tabs were reparented, so it is deleted before the pages, whose destructors then
+  // find it gone (QPointer) and have nothing left to cancel.
   textSessions_->shutdown();
 }
 

@@ -63,10 +63,12 @@ bool MainWindow::showPagesForKind() {
     QStringList names;
     for (const auto& l : layers) names << QString::fromStdString(l.name);
     statusLabel_->setText(tr("Opening %1 (μMoE GPT) on its validation split…").arg(currentPath_));
-    tokens_->open(currentPath_, names, controller_->cachePath());
+    // The Steering page first: its header read then does not wait behind the Tokens page's
+    // extraction on the queue the two share.
     steering_->setEnabled(true);
     steering_->setCachePath(controller_->cachePath());
     steering_->setModel(currentPath_, QString());
+    tokens_->open(currentPath_, names, controller_->cachePath());
     showPage(Page::Tokens);
     return false;
   }

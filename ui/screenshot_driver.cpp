@@ -15,6 +15,7 @@
 #include "main_window.h"
 #include "model_comparison_page.h"
 #include "sample_detail.h"
+#include "steering_page.h"
 #include "session_controller.h"
 #include "sweep_chart.h"
 #include "thumbnail_store.h"
@@ -28,6 +29,7 @@ std::optional<StudioView> parseStudioView(const QString& name) {
   if (n == QLatin1String("ablation")) return StudioView::Ablation;
   if (n == QLatin1String("bias")) return StudioView::Bias;
   if (n == QLatin1String("tokens")) return StudioView::Tokens;
+  if (n == QLatin1String("steering")) return StudioView::Steering;
   if (n == QLatin1String("compare")) return StudioView::Compare;
   return std::nullopt;
 }
@@ -52,6 +54,7 @@ MainWindow::Page pageOf(StudioView view) {
     case StudioView::Gallery: return MainWindow::Page::Experts;
     case StudioView::Bias: return MainWindow::Page::Bias;
     case StudioView::Tokens: return MainWindow::Page::Tokens;
+    case StudioView::Steering: return MainWindow::Page::Steering;
     case StudioView::Compare: return MainWindow::Page::Compare;
     case StudioView::Ablation: break;
   }
@@ -89,8 +92,16 @@ void ScreenshotDriver::start(const QString& modelPath, const QStringList& compar
     window_->biasPage()->compareBlind();
   });
   connect(window_->biasPage(), &BiasPage::comparisonReady, this, [this] { comparisonSeen_ = true; });
-  // Tokens: the most loaded expert's gallery, then that expert ablated.
+  // Tokens: the most loaded expert's gallery, then that expert ablated. Steering: once the Tokens
+  // page shows its most loaded expert (the Steering page follows it), both generations, on the
+  // session the two pages share.
   connect(window_->tokenPage(), &TokenPage::galleryReady, this, [this] {
+    if (view_ == StudioView::Steering && !steered_ && window_->steeringPage()->layerCount() > 0) {
+      steered_ = true;
+      window_->steeringPage()->setTokenCount(160);
+      window_->steeringPage()->generate();
+      return;
+    }
     if (view_ != StudioView::Tokens || tokenAblated_) return;
     tokenAblated_ = true;
     auto* page = window_->tokenPage();
@@ -98,6 +109,8 @@ void ScreenshotDriver::start(const QString& modelPath, const QStringList& compar
     page->ablate(page->currentExpert());
   });
   connect(window_->tokenPage(), &TokenPage::ablationReady, this, [this] { ablationSeen_ = true; });
+  connect(window_->steeringPage(), &SteeringPage::generationFinished, this, [this] { generationSeen_ = true; });
+  connect(window_->steeringPage(), &SteeringPage::failed, this, [this](const QString& m) { finish(2, m); });
   connect(window_->comparisonPage(), &ModelComparisonPage::modelCompared, this, [this] { ++comparedSeen_; });
   clock_.start();
   timeout_.start();
@@ -150,6 +163,8 @@ bool ScreenshotDriver::ready() {
            window_->biasPage()->worker()->pending() == 0;
   if (view_ == StudioView::Tokens)
     return ablationSeen_ && window_->tokenPage()->worker()->pending() == 0;
+  if (view_ == StudioView::Steering)
+    return generationSeen_ && window_->steeringPage()->worker()->pending() == 0;
   if (!statisticsSeen_ || window_->controller()->isBusy()) return false;
   switch (view_) {
     case StudioView::Model: return true;

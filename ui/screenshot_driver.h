@@ -18,9 +18,9 @@ namespace mumoe::ui {
 
 class MainWindow;
 
-enum class StudioView { Model, Gallery, Ablation, Bias, Tokens, Compare };
+enum class StudioView { Model, Gallery, Ablation, Bias, Tokens, Steering, Compare };
 
-/// "model", "gallery", "ablation", "bias", "tokens", "compare"; nullopt for anything else.
+/// "model", "gallery", "ablation", "bias", "tokens", "steering", "compare"; nullopt for anything else.
 std::optional<StudioView> parseStudioView(const QString& name);
 /// Every view is available now (kept for callers that ask).
 bool studioViewAvailable(StudioView view);
@@ -64,6 +64,8 @@ class ScreenshotDriver : public QObject {
   bool biasCompared_ = false;
   bool comparisonSeen_ = false;
   bool tokenAblated_ = false;
+  bool steered_ = false;         ///< the steering view asked for its generation
+  bool generationSeen_ = false;
   int stableTicks_ = 0;
   QStringList compared_;
   QString comparedLayer_;  ///< the layer the Compare view compares (--layer)

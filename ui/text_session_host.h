@@ -67,7 +67,7 @@ class TextSessionHost : public QObject {
   std::unique_ptr<analysis::TextAnalysisSession> session_;  ///< worker thread only
   std::string key_;                                          ///< worker thread only
   std::atomic<int> opened_{0};
-  std::string openedAs_;  ///< the layer as the session was asked for (a name or an index)
+  std::string openedAs_;  ///< worker thread only: the layer as the session was asked for (a name or an index)
 };
 
 }  // namespace mumoe::ui

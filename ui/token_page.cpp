@@ -360,7 +360,10 @@ void TokenPage::requestGallery() {
       galleryTitle_->setToolTip(galleryTitle_->text());
       Q_EMIT galleryReady();
     };
-  }, true, false, endings(tr("Token gallery"), [this](const QString& message) { showErrorDialog(message); }));
+  },
+  // Visible (as the Experts page's galleries are): a gallery is a lookup, but when the Steering
+  // page has moved the shared session to another layer the job first reopens this one.
+  /*cancellable=*/true, /*visible=*/true, endings(tr("Token gallery"), [this](const QString& message) { showErrorDialog(message); }));
 }
 
 void TokenPage::ablate(qint64 expert) {

@@ -7,7 +7,7 @@
 //                                                     blocks.3.mlp) instead of the first
 //   mumoe-studio --screenshot FILE [--view V] [MODEL] render view V (model, gallery, ablation,
 //                                                     bias — a multi-label model such as demo 2 —,
-//                                                     tokens — a μMoE GPT —, compare — every MODEL
+//                                                     tokens, steering — a μMoE GPT —, compare — every MODEL
 //                                                     given on the Compare page) offscreen to FILE (PNG)
 //                                                     once its data is there, and exit (0 written,
 //                                                     2 error; --screenshot-timeout S: wait at most
@@ -48,7 +48,7 @@ struct StudioCommandLine {
                                 QStringLiteral("Render the view offscreen to FILE (PNG) once its data is there, and exit."),
                                 QStringLiteral("FILE")};
   QCommandLineOption view{QStringLiteral("view"),
-                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens, compare (every MODEL given)."),
+                          QStringLiteral("View for --screenshot: model, gallery (default), ablation, bias, tokens, steering, compare (every MODEL given)."),
                           QStringLiteral("VIEW"), QStringLiteral("gallery")};
   QCommandLineOption data{QStringLiteral("data"), QStringLiteral("Data SPEC (default: the last used, fashion-mnist:test)."),
                           QStringLiteral("SPEC")};
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     QTextStream err(stderr);
     const auto which = mumoe::ui::parseStudioView(parser.value(view));
     if (!which) {
-      err << "mumoe-studio: unknown view '" << parser.value(view) << "' (model, gallery, ablation, bias, tokens, compare)\n";
+      err << "mumoe-studio: unknown view '" << parser.value(view) << "' (model, gallery, ablation, bias, tokens, steering, compare)\n";
       return 1;
     }
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));

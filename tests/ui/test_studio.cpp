@@ -8,6 +8,7 @@
 #include <QBarSet>
 #include <QChartView>
 #include <QCheckBox>
+#include <QComboBox>
 #include <QFile>
 #include <QListView>
 #include <QRegularExpression>
@@ -31,6 +32,8 @@
 #include "sample_detail.h"
 #include "screenshot_driver.h"
 #include "session_controller.h"
+#include "steering_page.h"
+#include "token_page.h"
 #include "sweep_chart.h"
 #include "thumbnail_store.h"
 #include "cli_runner.h"
@@ -470,9 +473,31 @@ class StudioTest : public QObject {
     QVERIFY(window.ablationChart()->hasOutcome());
   }
 
+  // The steering view: the Tokens page opens the GPT, the Steering page follows its expert and
+  // generates on the session the two share.
+  void screenshotDriverRendersTheSteeringView() {
+    ui::MainWindow window(testkit::kDemoModel);
+    window.setCachePath(cacheFile());
+    window.setErrorDialogsEnabled(false);
+    window.resize(1200, 760);
+    window.show();
+    const QString out = dir_.filePath(QStringLiteral("steering.png"));
+    ui::ScreenshotDriver driver(&window, ui::StudioView::Steering, out, 60'000);
+    QSignalSpy finished(&driver, &ui::ScreenshotDriver::finished);
+    driver.start(testkit::kDemoGpt);
+    QVERIFY(finished.wait(60'000));
+    QCOMPARE(finished.first().first().toInt(), 0);
+    QCOMPARE(QImage(out).size(), QSize(1200, 760));
+    auto* steering = window.steeringPage();
+    QVERIFY(steering->unsteeredText().size() > 4);
+    QVERIFY(steering->statusText().contains(QStringLiteral("expert %1").arg(window.tokenPage()->currentExpert())));
+    QVERIFY2(steering->statusText().contains(window.tokenPage()->layerCombo()->currentText()), qPrintable(steering->statusText()));
+  }
+
   void everyViewIsAvailable() {
     QCOMPARE(ui::parseStudioView(QStringLiteral("bias")), std::optional<ui::StudioView>(ui::StudioView::Bias));
     QCOMPARE(ui::parseStudioView(QStringLiteral("tokens")), std::optional<ui::StudioView>(ui::StudioView::Tokens));
+    QCOMPARE(ui::parseStudioView(QStringLiteral("steering")), std::optional<ui::StudioView>(ui::StudioView::Steering));
     QVERIFY(!ui::parseStudioView(QStringLiteral("nonsense")));
     QVERIFY(ui::studioViewAvailable(ui::StudioView::Bias));
     QVERIFY(ui::studioViewAvailable(ui::StudioView::Tokens));
