@@ -9,15 +9,12 @@
 #include "io/errors.h"
 #include "io/file_checks.h"
 #include "model/classifier_file.h"
+#include "model/state_dict_layout.h"
 
 namespace mumoe::model {
 namespace {
 
 using ShapeMap = std::map<std::string, std::vector<int64_t>>;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 

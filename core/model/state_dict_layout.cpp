@@ -13,10 +13,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
   return out + "]";
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Reads consecutive "<base>0", "<base>1", … shapes.
 std::vector<std::vector<int64_t>> numbered(const ShapeMap& shapes, const std::string& base) {
   std::vector<std::vector<int64_t>> out;

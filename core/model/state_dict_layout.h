@@ -39,6 +39,11 @@ struct LayoutOverrides {
   int64_t image_size = 0;
 };
 
+/// True when a state-dict key ends with `suffix` ("blocks.0.attn.qkv.weight", ".weight").
+inline bool ends_with(const std::string& key, const std::string& suffix) {
+  return key.size() >= suffix.size() && key.compare(key.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 /// "module._orig_mod.head.projs.0" → "head.projs.0".
 std::string strip_wrapper_prefixes(const std::string& key);
 
