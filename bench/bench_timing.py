@@ -1,4 +1,4 @@
-"""Timing shared by the PyTorch sides of the benchmarks (bench_backbone.py, bench_gpt.py): one
+"""Timing shared by the PyTorch sides of the benchmarks (bench_backbone.py, bench_gpt.py, cp_input_side.py): one
 untimed call (warm-up: allocations, lazy initialisation), then `repeats` timed calls."""
 import time
 

@@ -5,20 +5,13 @@ addmm(U_in[I], z, U_in[:I]) (core/nn/factorized_forward.h, cp_input_side_of). De
 
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/cp_input_side.py
 """
-import time
 import torch
+from bench_timing import median_and_best
 
 torch.set_num_threads(1)
 
 def median_ms(f, n=20):
-    f()
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - start)
-    times.sort()
-    return times[n // 2] * 1e3
+    return median_and_best(f, n)[0] * 1e3
 
 print("| layer | rows × inputs → rank | [z; 1] · U_in | addmm | ratio |")
 print("|---|---|---:|---:|---:|")
