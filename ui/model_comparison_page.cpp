@@ -26,6 +26,7 @@
 
 #include "analysis/layer_comparison.h"
 #include "chart_style.h"
+#include "comparison_controller.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
@@ -69,7 +70,16 @@ QString seriesName(const ComparedModel& m) {
 }
 
 ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
-  worker_ = new WorkerQueue(this);
+  controller_ = new ComparisonController(this);
+  connect(controller_, &ComparisonController::compared, this, [this](const ComparedModel& row) {
+    models_.push_back(row);
+    std::stable_sort(models_.begin(), models_.end(), [](const ComparedModel& a, const ComparedModel& b) {
+      const auto sa = seriesName(a), sb = seriesName(b);
+      return sa != sb ? sa < sb : a.experts < b.experts;
+    });
+    rebuild();
+    Q_EMIT modelCompared(row);
+  });
   header_ = new QLabel;
   header_->setWordWrap(true);
   add_ = new QPushButton(tr("Add Models…"));
@@ -129,11 +139,16 @@ ModelComparisonPage::ModelComparisonPage(QWidget* parent) : QWidget(parent) {
   rebuild();
 }
 
-ModelComparisonPage::~ModelComparisonPage() = default;
+ModelComparisonPage::~ModelComparisonPage() {
+  // The controller (a child) outlives the rows: nothing it still answers may reach this page.
+  disconnect(controller_, nullptr, this, nullptr);
+}
+
+WorkerQueue* ModelComparisonPage::worker() const { return controller_->worker(); }
 
 void ModelComparisonPage::setData(const QString& dataSpec, const QString& cachePath) {
   // Rows are only comparable on one data set: another one starts the comparison afresh.
-  if ((dataSpec != dataSpec_ || cachePath != cachePath_) && (!models_.isEmpty() || worker_->pending() > 0)) clear();
+  if ((dataSpec != dataSpec_ || cachePath != cachePath_) && (!models_.isEmpty() || worker()->pending() > 0)) clear();
   dataSpec_ = dataSpec;
   cachePath_ = cachePath;
   header_->setText(tr("<b>Specialisation across models</b> · every model is swept (each expert of its first mode "
@@ -145,7 +160,7 @@ void ModelComparisonPage::setData(const QString& dataSpec, const QString& cacheP
 }
 
 void ModelComparisonPage::setLayer(const QString& layer) {
-  if (layer != layerInUse_ && (!models_.isEmpty() || worker_->pending() > 0)) clear();
+  if (layer != layerInUse_ && (!models_.isEmpty() || worker()->pending() > 0)) clear();
   layerInUse_ = layer;
   if (layer_->text() != layer) layer_->setText(layer);
 }
@@ -159,35 +174,11 @@ void ModelComparisonPage::chooseModels() {
 }
 
 void ModelComparisonPage::addModels(const QStringList& paths) {
-  for (const auto& path : paths) {
-    const QString task = tr("Comparing %1").arg(QFileInfo(path).fileName());
-    analysis::SessionOptions o;
-    o.model_path = path.toStdString();
-    o.data_spec = dataSpec_.toStdString();
-    o.cache_path = cachePath_.toStdString();
-    o.layer = layerInUse_.toStdString();
-    WorkerQueue* worker = worker_;
-    worker_->submit(task, [this, o, task, worker](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
-      const auto row = analysis::compare_layer(o, [&](const std::string& step, int64_t done, int64_t total, double eta) {
-        worker->postProgress(task + QStringLiteral(" · ") + QString::fromStdString(step), done, total, eta);
-        return !cancelled();
-      });
-      return [this, row](double) {
-        models_.push_back(row);
-        std::stable_sort(models_.begin(), models_.end(), [](const ComparedModel& a, const ComparedModel& b) {
-          const auto sa = seriesName(a), sb = seriesName(b);
-          return sa != sb ? sa < sb : a.experts < b.experts;
-        });
-        rebuild();
-        Q_EMIT modelCompared(row);
-      };
-    });
-  }
+  for (const auto& path : paths) controller_->compare(path, dataSpec_, cachePath_, layerInUse_);
 }
 
 void ModelComparisonPage::clear() {
-  worker_->cancel();
-  worker_->invalidate();
+  controller_->clear();
   models_.clear();
   rebuild();
 }

@@ -6,7 +6,8 @@
 // extracts and sweeps what the cache lacks, and adds its row: layer kind, N, parameters,
 // accuracy, mean polysemanticity, experts with an effect, class purity, I(E;Y)/H(Y), load CV,
 // dead experts, dropped samples, cost per sample. The chart plots the chosen figure against N
-// (log axis), one line per layer kind (μMoE CP entmax15, Soft MoE, …).
+// (log axis), one line per layer kind (μMoE CP entmax15, Soft MoE, …). The jobs are the
+// ComparisonController's (comparison_controller.h); the page shows the rows that arrive.
 //
 // Torch-free header.
 #pragma once
@@ -28,6 +29,7 @@ class QTableWidget;
 
 namespace mumoe::ui {
 
+class ComparisonController;
 class WorkerQueue;
 
 /// One model's row: the core's comparison (layer_comparison.h says what each figure means).
@@ -55,7 +57,7 @@ class ModelComparisonPage : public QWidget {
   void clear();
 
   const QVector<ComparedModel>& models() const { return models_; }
-  WorkerQueue* worker() const { return worker_; }
+  WorkerQueue* worker() const;
   QChartView* chartView() const { return view_; }
 
  Q_SIGNALS:
@@ -66,7 +68,7 @@ class ModelComparisonPage : public QWidget {
   void rebuild();
   void rebuildChart();
 
-  WorkerQueue* worker_ = nullptr;
+  ComparisonController* controller_ = nullptr;
   QString dataSpec_ = QStringLiteral("fashion-mnist:test");
   QString cachePath_;
   QVector<ComparedModel> models_;
