@@ -52,6 +52,17 @@ TEST(CliVersion, NamesTheBlasKernelsAndKeepsTheUsersChoice) {
   EXPECT_NE(chosen.out.find("OpenBLAS kernels: Haswell (OPENBLAS_CORETYPE=Haswell)"), std::string::npos) << chosen.out;
 }
 
+// The runner (tests/support/cli_runner.h) runs in this process only the lines a shell would split
+// into plain words, and such a run answers as the program does.
+TEST(CliRunner, RunsInProcessOnlyWhatNeedsNoShell) {
+  using Words = std::vector<std::string>;
+  EXPECT_EQ(testkit::simple_shell_words("info 'a b'  \"c \\\"d\" e\\ f ''"), (Words{"info", "a b", "c \"d", "e f", ""}));
+  EXPECT_EQ(testkit::simple_shell_words("gallery M --subpop 'long=1&frame=0'"), (Words{"gallery", "M", "--subpop", "long=1&frame=0"}));
+  for (const char* shell : {"info M > out", "info M 2>&1", "A=1 info M", "info $HOME", "info \"$HOME\"", "info `x`",
+                            "info M | head", "info M; ls", "info *.safetensors", "info 'unterminated", "info \"open"})
+    EXPECT_FALSE(testkit::simple_shell_words(shell)) << shell;
+}
+
 TEST_F(Cli, InfoJsonDescribesTheModel) {
   auto r = mumoe_cli("info " + model_ + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
@@ -68,6 +79,14 @@ TEST_F(Cli, InfoJsonDescribesTheModel) {
   auto text = mumoe_cli("info " + model_);
   EXPECT_EQ(text.code, 0);
   EXPECT_NE(text.out.find("8 × 3 = 24"), std::string::npos) << text.out;
+  // The program itself, in a process of its own, prints the same text, JSON and errors.
+  const std::string program = std::string(MUMOE_CLI_PATH) + " ";
+  EXPECT_EQ(testkit::run_shell(program + "info " + model_).out, text.out);
+  EXPECT_EQ(testkit::run_shell(program + "info " + model_ + " --json").out, r.out);
+  const auto missing = mumoe_cli("info " + dir_.file("missing.safetensors"));
+  const auto missing_process = testkit::run_shell(program + "info " + dir_.file("missing.safetensors"));
+  EXPECT_EQ(missing.code, missing_process.code);
+  EXPECT_EQ(missing.out, missing_process.out);
 }
 
 TEST_F(Cli, ForwardWritesOutputsAndCoefficientsThatMatchTheLibrary) {

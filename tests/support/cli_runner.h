@@ -1,11 +1,28 @@
-// Runs the `mumoe` executable (MUMOE_CLI_PATH, set by the build) and captures its output.
+// Runs `mumoe` command lines and captures their output (stdout and stderr together) and exit code.
+//
+// Test executables built with MUMOE_CLI_IN_PROCESS (they link mumoe_cli) run a command line that
+// needs no shell inside their own process, through the same run_mumoe() the program's main()
+// calls (app/cli/cli_main.h): the program pays ≈ 0.65 s of LibTorch start-up before main, and the
+// CLI tests run it hundreds of times. Everything else — environment prefixes, redirections,
+// pipes, `ulimit`, `timeout`, signals, `slurm` (its jobs run this program's own file) — runs the
+// executable (MUMOE_CLI_PATH) in a shell, as does every command when MUMOE_TEST_CLI_PROCESS=1.
 #pragma once
 
+#include <fcntl.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <optional>
 #include <string>
+#include <vector>
+
+#ifdef MUMOE_CLI_IN_PROCESS
+#include "cli_main.h"
+#endif
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -32,7 +49,103 @@ inline CliRun run_shell(const std::string& command) {
   return run;
 }
 
-inline CliRun run_cli(const std::string& args) { return run_shell(std::string(MUMOE_CLI_PATH) + " " + args); }
+/// The words of `line` as the shell would split them, for lines that use nothing of the shell but
+/// words, '…' and "…" quoting and backslash escapes; nullopt for anything else (a redirection,
+/// pipe, variable, glob, command substitution, comment or environment assignment).
+inline std::optional<std::vector<std::string>> simple_shell_words(const std::string& line) {
+  std::vector<std::string> words;
+  std::string word;
+  bool in_word = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == ' ' || c == '\t') {
+      if (in_word) words.push_back(word), word.clear(), in_word = false;
+      continue;
+    }
+    in_word = true;
+    if (c == '\'') {
+      const auto end = line.find('\'', i + 1);
+      if (end == std::string::npos) return std::nullopt;
+      word += line.substr(i + 1, end - i - 1);
+      i = end;
+    } else if (c == '"') {
+      for (++i; i < line.size() && line[i] != '"'; ++i) {
+        if (line[i] == '$' || line[i] == '`') return std::nullopt;
+        if (line[i] == '\\' && i + 1 < line.size() && std::string("$`\"\\").find(line[i + 1]) != std::string::npos) ++i;
+        word += line[i];
+      }
+      if (i >= line.size()) return std::nullopt;
+    } else if (c == '\\') {
+      if (i + 1 >= line.size()) return std::nullopt;
+      word += line[++i];
+    } else if (std::string("|&;<>()$`*?[]{}~#=\n").find(c) != std::string::npos) {
+      return std::nullopt;
+    } else {
+      word += c;
+    }
+  }
+  if (in_word) words.push_back(word);
+  return words;
+}
+
+#ifdef MUMOE_CLI_IN_PROCESS
+/// run_mumoe(words) in this process, stdout and stderr (file descriptors 1 and 2, C stdio and
+/// the C++ streams) captured together in an unlinked temporary file.
+inline CliRun run_cli_in_process(std::vector<std::string> words) {
+  static const bool prepared = (mumoe::cli::prepare_process(), true);
+  (void)prepared;
+  words.insert(words.begin(), MUMOE_CLI_PATH);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  CliRun run;
+  char path[] = "/tmp/mumoe-cli-run-XXXXXX";
+  const int capture = ::mkstemp(path);
+  if (capture < 0) return run;
+  ::unlink(path);
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const int saved_out = ::dup(1), saved_err = ::dup(2);
+  ::dup2(capture, 1);
+  ::dup2(capture, 2);
+  std::ios out_format(nullptr), err_format(nullptr);  // a command's stream flags must not leak
+  out_format.copyfmt(std::cout);
+  err_format.copyfmt(std::cerr);
+  try {
+    run.code = mumoe::cli::run_mumoe(static_cast<int>(words.size()), argv.data());
+  } catch (...) {
+    run.code = -1;  // run_mumoe reports every error itself: this is a defect, shown as such
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  std::cout.copyfmt(out_format);
+  std::cerr.copyfmt(err_format);
+  std::cout.clear();
+  std::cerr.clear();
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_out);
+  ::close(saved_err);
+  ::lseek(capture, 0, SEEK_SET);
+  std::array<char, 4096> buf{};
+  ssize_t n;
+  while ((n = ::read(capture, buf.data(), buf.size())) > 0) run.out.append(buf.data(), static_cast<size_t>(n));
+  ::close(capture);
+  return run;
+}
+#endif
+
+inline CliRun run_cli(const std::string& args) {
+#ifdef MUMOE_CLI_IN_PROCESS
+  const char* process = std::getenv("MUMOE_TEST_CLI_PROCESS");
+  if (!(process && *process == '1'))
+    if (auto words = simple_shell_words(args); words && !words->empty() && words->front() != "slurm")
+      return run_cli_in_process(std::move(*words));
+#endif
+  return run_shell(std::string(MUMOE_CLI_PATH) + " " + args);
+}
 
 /// The run's output as JSON, after checking that it succeeded (a failed run's output is shown).
 inline nlohmann::json json_output(const CliRun& run) {
