@@ -61,6 +61,14 @@ TEST(CliRunner, RunsInProcessOnlyWhatNeedsNoShell) {
   for (const char* shell : {"info M > out", "info M 2>&1", "A=1 info M", "info $HOME", "info \"$HOME\"", "info `x`",
                             "info M | head", "info M; ls", "info *.safetensors", "info 'unterminated", "info \"open"})
     EXPECT_FALSE(testkit::simple_shell_words(shell)) << shell;
+  // A run's signal dispositions are its own: the program ignores SIGXFSZ (a write past `ulimit -f`
+  // then fails with EFBIG), and an ignored signal would reach every program started afterwards.
+  struct sigaction before {}, after {};
+  ::sigaction(SIGXFSZ, nullptr, &before);
+  ASSERT_EQ(testkit::run_cli("--version").code, 0);
+  ::sigaction(SIGXFSZ, nullptr, &after);
+  EXPECT_EQ(after.sa_handler, before.sa_handler);
+  EXPECT_NE(after.sa_handler, SIG_IGN);
 }
 
 TEST_F(Cli, InfoJsonDescribesTheModel) {

@@ -9,10 +9,13 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <csignal>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -89,29 +92,79 @@ inline std::optional<std::vector<std::string>> simple_shell_words(const std::str
 }
 
 #ifdef MUMOE_CLI_IN_PROCESS
+extern "C" void __sanitizer_set_death_callback(void (*)(void)) __attribute__((weak));
+
+/// The file descriptors of the run in progress, for the crash handler (-1: none).
+inline volatile sig_atomic_t g_cli_capture = -1, g_cli_saved_out = -1, g_cli_saved_err = -1;
+
+/// A crash (or a sanitizer's report) during an in-process run: its output, report included, is
+/// in the capture file; put stdout and stderr back and copy it there, so the test log shows it.
+/// Only async-signal-safe calls.
+inline void dump_cli_capture() {
+  if (g_cli_capture < 0) return;
+  ::dup2(g_cli_saved_out, 1);
+  ::dup2(g_cli_saved_err, 2);
+  ::lseek(g_cli_capture, 0, SEEK_SET);
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(g_cli_capture, buf, sizeof buf)) > 0)
+    if (::write(2, buf, static_cast<size_t>(n)) < 0) break;
+  g_cli_capture = -1;
+}
+
+inline void on_cli_crash(int signal) {
+  dump_cli_capture();
+  std::signal(signal, SIG_DFL);
+  std::raise(signal);
+}
+
 /// run_mumoe(words) in this process, stdout and stderr (file descriptors 1 and 2, C stdio and
-/// the C++ streams) captured together in an unlinked temporary file.
-inline CliRun run_cli_in_process(std::vector<std::string> words) {
-  static const bool prepared = (mumoe::cli::prepare_process(), true);
+/// the C++ streams) captured together in an unlinked temporary file. The signal dispositions a
+/// run sets (SIGXFSZ ignored, SIGINT caught by commands that can be interrupted) are the run's
+/// only: an ignored SIGXFSZ would otherwise reach every program the tests start afterwards (an
+/// ignored signal survives exec), and a test that checks `ulimit -f` would test nothing.
+/// nullopt when the capture cannot be set up (the caller runs the program instead).
+inline std::optional<CliRun> run_cli_in_process(std::vector<std::string> words) {
+  static const bool prepared = [] {
+    struct sigaction xfsz {};
+    ::sigaction(SIGXFSZ, nullptr, &xfsz);
+    mumoe::cli::prepare_process();  // once per process: temporaries' clean-up, the allocator
+    ::sigaction(SIGXFSZ, &xfsz, nullptr);
+    if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(dump_cli_capture);
+    return true;
+  }();
   (void)prepared;
   words.insert(words.begin(), MUMOE_CLI_PATH);
   std::vector<char*> argv;
   for (auto& w : words) argv.push_back(w.data());
   argv.push_back(nullptr);
-  CliRun run;
   char path[] = "/tmp/mumoe-cli-run-XXXXXX";
   const int capture = ::mkstemp(path);
-  if (capture < 0) return run;
+  if (capture < 0) return std::nullopt;
   ::unlink(path);
   std::cout.flush();
   std::cerr.flush();
   std::fflush(nullptr);
   const int saved_out = ::dup(1), saved_err = ::dup(2);
+  if (saved_out < 0 || saved_err < 0) {
+    for (int fd : {saved_out, saved_err, capture})
+      if (fd >= 0) ::close(fd);
+    return std::nullopt;
+  }
+  constexpr int kSignals[] = {SIGINT, SIGXFSZ, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
+  struct sigaction before[std::size(kSignals)] {};
+  for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], nullptr, &before[i]);
+  std::signal(SIGXFSZ, SIG_IGN);  // as prepare_process() sets it for the program
+  for (int crash : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(crash, on_cli_crash);
+  g_cli_saved_out = saved_out;
+  g_cli_saved_err = saved_err;
+  g_cli_capture = capture;
   ::dup2(capture, 1);
   ::dup2(capture, 2);
   std::ios out_format(nullptr), err_format(nullptr);  // a command's stream flags must not leak
   out_format.copyfmt(std::cout);
   err_format.copyfmt(std::cerr);
+  CliRun run;
   try {
     run.code = mumoe::cli::run_mumoe(static_cast<int>(words.size()), argv.data());
   } catch (...) {
@@ -124,10 +177,12 @@ inline CliRun run_cli_in_process(std::vector<std::string> words) {
   std::cerr.copyfmt(err_format);
   std::cout.clear();
   std::cerr.clear();
+  g_cli_capture = -1;
   ::dup2(saved_out, 1);
   ::dup2(saved_err, 2);
   ::close(saved_out);
   ::close(saved_err);
+  for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], &before[i], nullptr);
   ::lseek(capture, 0, SEEK_SET);
   std::array<char, 4096> buf{};
   ssize_t n;
@@ -142,7 +197,7 @@ inline CliRun run_cli(const std::string& args) {
   const char* process = std::getenv("MUMOE_TEST_CLI_PROCESS");
   if (!(process && *process == '1'))
     if (auto words = simple_shell_words(args); words && !words->empty() && words->front() != "slurm")
-      return run_cli_in_process(std::move(*words));
+      if (auto run = run_cli_in_process(std::move(*words))) return *run;
 #endif
   return run_shell(std::string(MUMOE_CLI_PATH) + " " + args);
 }
