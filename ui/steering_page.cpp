@@ -289,11 +289,7 @@ void SteeringPage::generate() {
         auto* queue = host->worker();
         // The session the Tokens page has open when it shows this layer; else a lookup once the
         // layer is in the cache, and the first time a pass over the text.
-        const QString extracting = QObject::tr("Extracting tokens");
-        auto& session = host->session(options, [&](const analysis::ExtractionProgress& p) {
-          queue->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
-          return !cancelled();
-        });
+        auto& session = host->session(options, cancelled);
         const QString generating = QObject::tr("Generating");
         const auto r = session.steer(request, [&](int64_t done, int64_t total) {
           if (done % 8 == 0 || done == total) queue->postProgress(generating, done, total);

@@ -18,9 +18,8 @@ std::string TextSessionHost::sessionKey(const analysis::TextSessionOptions& o) {
          std::to_string(o.n_head);
 }
 
-analysis::TextAnalysisSession& TextSessionHost::session(
-    const analysis::TextSessionOptions& options,
-    const std::function<bool(const analysis::ExtractionProgress&)>& progress) {
+analysis::TextAnalysisSession& TextSessionHost::session(const analysis::TextSessionOptions& options,
+                                                        const std::function<bool()>& cancelled) {
   const auto key = sessionKey(options);
   if (session_ && key == key_ &&
       (options.layer == openedAs_ || options.layer == session_->layer_name() ||
@@ -29,7 +28,11 @@ analysis::TextAnalysisSession& TextSessionHost::session(
   // Close before opening: a GPT-2-sized model and its arrays are not held twice.
   session_.reset();
   key_.clear();
-  session_ = analysis::TextAnalysisSession::open_extracted(options, progress);
+  const QString extracting = tr("Extracting tokens");
+  session_ = analysis::TextAnalysisSession::open_extracted(options, [&](const analysis::ExtractionProgress& p) {
+    worker_->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
+    return !cancelled();
+  });
   ++opened_;
   key_ = key;
   openedAs_ = options.layer;

@@ -24,7 +24,6 @@
 #include <string>
 
 namespace mumoe::analysis {
-struct ExtractionProgress;
 struct TextSessionOptions;
 class TextAnalysisSession;
 }  // namespace mumoe::analysis
@@ -46,10 +45,10 @@ class TextSessionHost : public QObject {
   /// Worker thread only (inside a job of worker()). The session of `options`: the open one when
   /// it reads the same model, text, layer (by name or by index) and cache; otherwise the open one
   /// is closed first (the two are never in memory together) and this one opened, extracting the
-  /// layer if the cache lacks it (`progress` returns false to cancel). Throws what
-  /// TextAnalysisSession::open_extracted throws.
+  /// layer if the cache lacks it: its progress is posted on worker() as "Extracting tokens", and
+  /// `cancelled` (the job's) stops it. Throws what TextAnalysisSession::open_extracted throws.
   analysis::TextAnalysisSession& session(const analysis::TextSessionOptions& options,
-                                         const std::function<bool(const analysis::ExtractionProgress&)>& progress);
+                                         const std::function<bool()>& cancelled);
   /// Worker thread only: closes the session, freeing the model and its arrays (another kind of
   /// model is open now).
   void release();

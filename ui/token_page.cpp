@@ -262,15 +262,11 @@ void TokenPage::openLayer() {
   // The job's body touches only the host and its queue (the page may be gone by the time it runs);
   // the answer, run on the GUI thread only if still current, fills the page.
   TextSessionHost* host = host_;
-  const auto options = tokenSessionOptions(modelPath_, layerName_, cachePath_);
-  const QString extracting = tr("Extracting tokens");
-  worker()->submit(tr("Opening the token view"), [this, host, options, extracting](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
+  worker()->submit(tr("Opening the token view"), [this, host, model = modelPath_, layer = layerName_, cache = cachePath_](
+                                                     const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
-    auto& session = host->session(options, [&](const analysis::ExtractionProgress& p) {
-      host->worker()->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
-      return !cancelled();
-    });
+    auto& session = sessionOnWorker(host, model, layer, cache, cancelled);
     const QString cacheNote = QString::fromStdString(cache::opening_note(session.cache_report()));
     const auto statistics = session.statistics(0.5);
     std::vector<ExpertRow> rows;
@@ -313,11 +309,7 @@ analysis::TextAnalysisSession& TokenPage::sessionOnWorker(TextSessionHost* host,
                                                           const QString& cache, const std::function<bool()>& cancelled) {
   // Another page may have opened another layer on the shared host since: it is read back from
   // the cache (a pass over the text only if the cache lost it).
-  const QString extracting = QObject::tr("Extracting tokens");
-  return host->session(tokenSessionOptions(model, layer, cache), [&](const analysis::ExtractionProgress& p) {
-    host->worker()->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
-    return !cancelled();
-  });
+  return host->session(tokenSessionOptions(model, layer, cache), cancelled);
 }
 
 qint64 TokenPage::currentExpert() const {
