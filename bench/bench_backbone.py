@@ -10,7 +10,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import torch
 import torch.nn as nn
 from reference_models import ViT, MuMoE, Mixer
-from bench_timing import median_and_best
+from bench_common import add_common_arguments, median_and_best, seeded_model
 
 def build(arch):
     if arch == "vit-b32-clip":   # vit_base_patch32_clip_224.openai + the paper's CP μMoE head
@@ -22,16 +22,9 @@ def build(arch):
 ap = argparse.ArgumentParser()
 ap.add_argument("model")
 ap.add_argument("--arch", default="vit-b32-clip")
-ap.add_argument("--write", action="store_true")
-ap.add_argument("--batch", type=int, default=32)
-ap.add_argument("--repeats", type=int, default=5)
-ap.add_argument("--threads", type=int, default=2)
+add_common_arguments(ap, batch=32, repeats=5)
 a = ap.parse_args()
-torch.manual_seed(0)
-model = build(a.arch)
-if a.write:
-    torch.save(model.state_dict(), a.model)
-    sys.exit(0)
+model = seeded_model(lambda: build(a.arch), (lambda m: torch.save(m.state_dict(), a.model)) if a.write else None)
 torch.set_num_threads(a.threads)
 model.load_state_dict(torch.load(a.model), strict=True)
 images = torch.randn(a.batch, 3, 224, 224)

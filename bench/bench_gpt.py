@@ -12,24 +12,19 @@ import argparse, json, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
 import torch
 from reference_models import NanoGpt
-from bench_timing import median_and_best
+from bench_common import add_common_arguments, median_and_best, seeded_model
 
 C, H, L, V, T, N, R = 768, 12, 12, 50304, 1024, 64, 604
 
 ap = argparse.ArgumentParser()
 ap.add_argument("ckpt")
-ap.add_argument("--write", action="store_true")
-ap.add_argument("--batch", type=int, default=2)
-ap.add_argument("--repeats", type=int, default=3)
-ap.add_argument("--threads", type=int, default=2)
+add_common_arguments(ap, batch=2, repeats=3)
 a = ap.parse_args()
-torch.manual_seed(0)
-model = NanoGpt(C, H, L, V, T, N, R).eval()
-if a.write:
-    args = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=True, vocab_size=V, dropout=0.0,
-                layer_type="CPMuMoE", n_experts=N)
-    torch.save({"model": model.state_dict(), "model_args": args}, a.ckpt)
-    sys.exit(0)
+NANOGPT_ARGS = dict(n_layer=L, n_head=H, n_embd=C, block_size=T, bias=True, vocab_size=V, dropout=0.0,
+                    layer_type="CPMuMoE", n_experts=N)
+model = seeded_model(lambda: NanoGpt(C, H, L, V, T, N, R).eval(),
+                     (lambda m: torch.save({"model": m.state_dict(), "model_args": NANOGPT_ARGS}, a.ckpt))
+                     if a.write else None)
 torch.set_num_threads(a.threads)
 model.load_state_dict(torch.load(a.ckpt)["model"], strict=True)
 # The same windows as the C++ side: ids (k * 7919 + 13) mod 50257, window after window.

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torchvision, torchvision.transforms as T
 from reference_models import ViT, MuMoE
+from bench_common import add_common_arguments, seeded_model
 
 def build(arch):
     if arch == "vit-s32":   # a small ViT/32 at 224 px (plain flavour, GELU) + a CP μMoE head to 1000 classes
@@ -25,15 +26,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("model")
 ap.add_argument("dir", nargs="?")
 ap.add_argument("--arch", default="vit-s32")
-ap.add_argument("--write", action="store_true")
-ap.add_argument("--threads", type=int, default=2)
-ap.add_argument("--batch", type=int, default=64)
+add_common_arguments(ap, batch=64)
 a = ap.parse_args()
-torch.manual_seed(0)
-model = build(a.arch)
-if a.write:
-    torch.save(model.state_dict(), a.model)
-    sys.exit(0)
+model = seeded_model(lambda: build(a.arch), (lambda m: torch.save(m.state_dict(), a.model)) if a.write else None)
 model.load_state_dict(torch.load(a.model), strict=True)
 torch.set_num_threads(a.threads)
 # timm's eval transform for the `vit` preset (crop_pct 0.9, bicubic, mean/std 0.5).

@@ -6,7 +6,7 @@ addmm(U_in[I], z, U_in[:I]) (core/nn/factorized_forward.h, cp_input_side_of). De
     OPENBLAS_CORETYPE=SkylakeX /usr/bin/python3 bench/cp_input_side.py
 """
 import torch
-from bench_timing import median_and_best
+from bench_common import median_and_best
 
 torch.set_num_threads(1)
 

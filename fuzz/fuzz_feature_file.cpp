@@ -4,10 +4,6 @@
 #include "io/errors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const auto path = mumoe::fuzz::write_input(data, size);
-  try {
-    mumoe::data::load_feature_file(path);
-  } catch (const mumoe::FileError&) {
-  }
-  return 0;
+  return mumoe::fuzz::read_or_refuse<mumoe::FileError>(
+      data, size, [](const std::string& path) { mumoe::data::load_feature_file(path); });
 }

@@ -24,4 +24,17 @@ inline std::string write_input(const uint8_t* data, size_t size, const char* suf
   return file;
 }
 
+/// The target of a reader that takes a path: `read(path)` on the input written to a file, where
+/// throwing `Refusal` is the reader's one allowed way to say no (anything else escapes, and
+/// libFuzzer reports it, as it reports a crash).
+template <typename Refusal, typename Read>
+int read_or_refuse(const uint8_t* data, size_t size, Read read) {
+  const auto path = write_input(data, size);
+  try {
+    read(path);
+  } catch (const Refusal&) {
+  }
+  return 0;
+}
+
 }  // namespace mumoe::fuzz

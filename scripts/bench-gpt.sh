@@ -7,13 +7,10 @@
 # alternating ROUNDS times in one run; prints each measurement and the ratios.
 #
 #   scripts/bench-gpt.sh [THREADS=2] [BATCH=2] [ROUNDS=2]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prepare.sh"  # strict mode, the checkout as working directory, bench_prepare
 THREADS="${1:-2}"; BATCH="${2:-2}"; ROUNDS="${3:-2}"
 MODEL=build/bench/gpt2_124m_mumoe.pt
-cmake --build build --target mumoe-bench-gpt >/dev/null  # not in the default build
-[ -f "$MODEL" ] || /usr/bin/python3 bench/bench_gpt.py "$MODEL" --write
-. scripts/peer-blas-kernels.sh
+bench_prepare mumoe-bench-gpt "$MODEL" bench/bench_gpt.py
 ratio() { /usr/bin/python3 -c "import json,sys; a=json.loads(sys.argv[1]); b=json.loads(sys.argv[2]); print(round(a['tokens_per_s']/b['tokens_per_s'],3))" "$1" "$2"; }
 forward=(); extraction=()
 for round in $(seq "$ROUNDS"); do

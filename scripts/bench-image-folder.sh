@@ -10,16 +10,12 @@
 #   scripts/bench-image-folder.sh peer [IMAGES=5000] [THREADS=2] [ROUNDS=2]
 #       the same extraction beside PyTorch's ImageFolder + DataLoader(THREADS workers) + the same
 #       model, alternating ROUNDS times in one run; prints each pair and the ratios.
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prepare.sh"  # strict mode, the checkout as working directory, bench_prepare
 MODE="${1:-extract}"
 THREADS="${3:-2}"
 WORK=build/bench/folder
-cmake --build build --target mumoe-bench-folder >/dev/null  # not in the default build
 MODEL=$WORK/vit_s32_mumoe.pth
-mkdir -p "$WORK"
-. scripts/peer-blas-kernels.sh
-[ -f "$MODEL" ] || /usr/bin/python3 bench/bench_image_folder.py --write "$MODEL"
+bench_prepare mumoe-bench-folder "$MODEL" bench/bench_image_folder.py
 folder() {  # the folder of $1 images, written on first use
   local dir=$WORK/val-$1
   [ -d "$dir" ] || /usr/bin/python3 bench/make_image_folder.py "$dir" --images "$1" --classes 1000 --jobs "$THREADS" >&2

@@ -6,13 +6,10 @@
 # and batch, alternating ROUNDS times in one run; prints each pair and the ratios.
 #
 #   scripts/bench-mixer.sh [THREADS=2] [BATCH=16] [ROUNDS=3]
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prepare.sh"  # strict mode, the checkout as working directory, bench_prepare
 THREADS="${1:-2}"; BATCH="${2:-16}"; ROUNDS="${3:-3}"
 MODEL=build/bench/mixer_s16_mumoe.pth
-cmake --build build --target mumoe-bench-backbone >/dev/null  # not in the default build
-[ -f "$MODEL" ] || /usr/bin/python3 bench/bench_backbone.py "$MODEL" --arch mixer-s16 --write
-. scripts/peer-blas-kernels.sh
+bench_prepare mumoe-bench-backbone "$MODEL" bench/bench_backbone.py --arch mixer-s16
 ratios=()
 for round in $(seq "$ROUNDS"); do
   ours=$(build/bench/mumoe-bench-backbone "$MODEL" --batch "$BATCH" --threads "$THREADS" --repeats 5)

@@ -5,13 +5,10 @@
 # thread count and batch, alternating ROUNDS times in one run; prints each pair and the ratios.
 #
 #   scripts/bench-vit.sh [THREADS=2] [BATCH=32] [ROUNDS=3]     (about 2 min on 2 cores)
-set -euo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/bench-prepare.sh"  # strict mode, the checkout as working directory, bench_prepare
 THREADS="${1:-2}"; BATCH="${2:-32}"; ROUNDS="${3:-3}"
 MODEL=build/bench/vit_b32_clip_mumoe.pth
-cmake --build build --target mumoe-bench-backbone >/dev/null  # not in the default build
-[ -f "$MODEL" ] || /usr/bin/python3 bench/bench_backbone.py "$MODEL" --write
-. scripts/peer-blas-kernels.sh
+bench_prepare mumoe-bench-backbone "$MODEL" bench/bench_backbone.py
 ratios=()
 for round in $(seq "$ROUNDS"); do
   # The Python model is the QuickGELU flavour (reference_models.ViT(clip=True)).

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sourced by the benchmarks that time a PyTorch peer beside mumoe: the peer runs the OpenBLAS
+# Sourced by the benchmarks that time a PyTorch peer beside mumoe (through bench_prepare in
+# scripts/bench-prepare.sh, and by scripts/bench-sweep.sh): the peer runs the OpenBLAS
 # kernels mumoe runs. mumoe chooses them itself where OPENBLAS_CORETYPE is unset
 # (core/io/blas_kernels.h); Python would otherwise keep OpenBLAS's own choice, on CPUs that Debian's
 # OpenBLAS does not know its slowest kernels, and the ratio would flatter mumoe.

@@ -52,12 +52,8 @@ void AblationChart::setOutcome(const analysis::AblationOutcome& outcome, const a
   // Categories run bottom to top: largest gain first so that the largest loss ends up on top.
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return change(a) > change(b); });
 
-  auto* losses = new QBarSet(tr("accuracy lost"));
-  auto* gains = new QBarSet(tr("accuracy gained"));
-  losses->setColor(QColor(0xd3, 0x2f, 0x2f));
-  gains->setColor(QColor(0x38, 0x8e, 0x3c));
-  losses->setBorderColor(Qt::transparent);
-  gains->setBorderColor(Qt::transparent);
+  auto* losses = makeBarSet(tr("accuracy lost"), QColor(0xd3, 0x2f, 0x2f));
+  auto* gains = makeBarSet(tr("accuracy gained"), QColor(0x38, 0x8e, 0x3c));
   QStringList categories;
   double extreme = 0.5;
   for (size_t c : order) {

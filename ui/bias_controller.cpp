@@ -6,16 +6,13 @@
 #include "cache/analysis_cache.h"
 #include "io/errors.h"
 #include "format.h"
+#include "session_slot.h"
 #include "worker_queue.h"
 
 namespace mumoe::ui {
 
-struct BiasController::Slot {
-  std::unique_ptr<editing::BiasSession> session;
-  editing::BiasSession& get() {
-    if (!session) throw UsageError("no bias session is open");
-    return *session;
-  }
+struct BiasController::Slot : SessionSlot<editing::BiasSession> {
+  Slot() : SessionSlot("bias session") {}
 };
 
 namespace {
@@ -46,7 +43,7 @@ void BiasController::forgetSession() {
 void BiasController::close() {
   forgetSession();
   worker_->submit(tr("Closing"), [slot = slot_](const std::function<bool()>&) -> WorkerQueue::Deliver {
-    slot->session.reset();
+    slot->reset();
     return {};
   }, /*cancellable=*/false, /*visible=*/false);
   Q_EMIT stackShown();
@@ -62,7 +59,7 @@ void BiasController::open(const editing::BiasSessionOptions& options) {
   worker_->submit(task, [this, slot = slot_, options, task](const std::function<bool()>& cancelled) -> WorkerQueue::Deliver {
     QElapsedTimer clock;
     clock.start();
-    slot->session.reset();
+    slot->reset();
     worker_->postProgress(task, 0, 1);
     auto session = editing::BiasSession::open(options, [&](int64_t done, int64_t total) {
       worker_->postProgress(task, done, total);
@@ -79,7 +76,7 @@ void BiasController::open(const editing::BiasSessionOptions& options) {
     } catch (const UsageError&) {
       // No output has a usable sensitive attribute: the page starts on the first output.
     }
-    slot->session = std::move(session);
+    slot->open(std::move(session));
     opening.seconds = static_cast<double>(clock.nsecsElapsed()) / 1e9;
     return [this, opening](double) {
       hasSession_ = true;
@@ -225,7 +222,7 @@ void BiasController::setStack(const editing::EditStack& stack) {
   }
 }
 
-void BiasController::exportModel(const editing::BiasExportRequest& request) {
+void BiasController::exportModel(const editing::ExportRequest& request) {
   if (!hasSession_) {
     Q_EMIT exportFailed(tr("No bias session is open"));
     return;

@@ -83,7 +83,7 @@ class BiasController : public QObject {
 
   /// Folds the applied edits into a new model file on the worker (cancellable): exported(),
   /// exportFailed() or exportCancelled().
-  void exportModel(const editing::BiasExportRequest& request);
+  void exportModel(const editing::ExportRequest& request);
   /// Writes the report of `task` (BiasSession::report: the bias table of the model, with the
   /// applied edits, and the baselines when `baselines`) to `path` on the worker:
   /// reportExported() or reportFailed().
@@ -104,7 +104,7 @@ class BiasController : public QObject {
   void stackChanged();
   /// The core refused an apply/undo/redo; stack() is read back from the core.
   void stackChangeFailed(const QString& message);
-  void exported(const mumoe::editing::BiasExportReport& report);
+  void exported(const mumoe::editing::ExportReport& report);
   void exportFailed(const QString& message);
   void exportCancelled();
   void reportExported(const QString& path, qint64 bytes);

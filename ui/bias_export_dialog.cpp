@@ -16,7 +16,7 @@
 
 namespace mumoe::ui {
 
-std::optional<editing::BiasExportRequest> askBiasExport(QWidget* parent, const QString& modelPath,
+std::optional<editing::ExportRequest> askBiasExport(QWidget* parent, const QString& modelPath,
                                                         std::size_t appliedEdits) {
   QDialog dialog(parent);
   dialog.setWindowTitle(QObject::tr("Export Edited Model"));
@@ -62,9 +62,9 @@ std::optional<editing::BiasExportRequest> askBiasExport(QWidget* parent, const Q
   QObject::connect(buttons, &QDialogButtonBox::rejected, &dialog, &QDialog::reject);
   if (dialog.exec() != QDialog::Accepted || path->text().trimmed().isEmpty()) return std::nullopt;
 
-  editing::BiasExportRequest request;
+  editing::ExportRequest request;
   request.output = path->text().trimmed().toStdString();
-  request.layout = layout->currentData().toString().toStdString();
+  request.layout = editing::parse_export_layout(layout->currentData().toString().toStdString());
   request.verify_samples = samples->value();
   const QFileInfo out(path->text().trimmed());
   if (out.exists()) {

@@ -15,7 +15,7 @@ namespace mumoe::ui {
 
 /// Asks for an export of `appliedEdits` edits of `modelPath`; nullopt when the user cancels
 /// (the dialog, or the confirmation to replace an existing file — `overwrite` is set only then).
-std::optional<editing::BiasExportRequest> askBiasExport(QWidget* parent, const QString& modelPath,
+std::optional<editing::ExportRequest> askBiasExport(QWidget* parent, const QString& modelPath,
                                                         std::size_t appliedEdits);
 
 }  // namespace mumoe::ui

@@ -18,6 +18,7 @@
 
 #include <cmath>
 
+#include "controls.h"
 #include "result_dialog.h"
 #include "bias_controller.h"
 #include "bias_export_dialog.h"
@@ -35,26 +36,14 @@ BiasPage::BiasPage(QWidget* parent) : QWidget(parent), controller_(new BiasContr
   connect(undoAction_, &QAction::triggered, this, &BiasPage::undoEdit);
   connect(redoAction_, &QAction::triggered, this, &BiasPage::redoEdit);
 
-  auto* content = new QWidget;
-  auto* split = new QSplitter(Qt::Horizontal);
-  split->addWidget(buildControls());
   results_ = new BiasResultsView;
   results_->setContentsMargins(6, 0, 0, 0);
-  split->addWidget(results_);
-  split->setStretchFactor(0, 0);
-  split->setStretchFactor(1, 1);
+  auto* split = makeSplitter(Qt::Horizontal, QString(), buildControls(), results_, 0, 1);
   split->setSizes({380, 900});
   header_ = new QLabel;
   header_->setTextFormat(Qt::RichText);
   header_->setWordWrap(true);
-  auto* contentLayout = new QVBoxLayout(content);
-  contentLayout->setContentsMargins(6, 6, 6, 6);
-  contentLayout->addWidget(header_);
-  contentLayout->addWidget(split, 1);
-  pages_ = new NoteStack(content);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(pages_);
+  pages_ = NoteStack::fillPage(this, header_, split);
   connectController();
   showStack();
   showNote(tr("<h3>Bias correction</h3><p>Open a <b>multi-label</b> model (one binary output per attribute, e.g. "
@@ -102,10 +91,10 @@ void BiasPage::connectController() {
     Q_EMIT stackChanged();
   });
   connect(c, &BiasController::stackChangeFailed, this, &BiasPage::showErrorDialog);
-  connect(c, &BiasController::exported, this, [this](const editing::BiasExportReport& report) {
+  connect(c, &BiasController::exported, this, [this](const editing::ExportReport& report) {
     const QString text = tr("Wrote %1 (%2 layout, %3 edit(s) folded). Reloaded and compared on %4 test samples: "
                             "max |difference| = %5 (%6 s).")
-                             .arg(QString::fromStdString(report.output), QString::fromStdString(report.layout))
+                             .arg(QString::fromStdString(report.output), QString::fromStdString(editing::to_string(report.layout)))
                              .arg(report.edits)
                              .arg(report.verified_samples)
                              .arg(report.max_abs_difference, 0, 'g', 3)
@@ -429,7 +418,7 @@ void BiasPage::clearComparisons() {
   controller_->dropComparisons();  // baselines still being computed belong to what was shown before
 }
 
-void BiasPage::exportModel(const editing::BiasExportRequest& request) {
+void BiasPage::exportModel(const editing::ExportRequest& request) {
   if (hasSession())
     exportResult_->setText(tr("<i>Exporting to %1…</i>").arg(QString::fromStdString(request.output).toHtmlEscaped()));
   controller_->exportModel(request);

@@ -96,7 +96,7 @@ class BiasPage : public QWidget {
   void compareBlind();
   void compareOversample();
   /// Runs the export on the worker; exportFinished() follows.
-  void exportModel(const editing::BiasExportRequest& request);
+  void exportModel(const editing::ExportRequest& request);
   /// The Export… dialog (bias_export_dialog.h), then exportModel().
   void chooseExport();
   /// File ▸ Export Report…: the bias table of the task chosen here (the model, its applied edits,

@@ -2,6 +2,7 @@
 
 #include <QAbstractAxis>
 #include <QApplication>
+#include <QBarSet>
 #include <QChart>
 #include <QChartView>
 #include <QLabel>
@@ -11,6 +12,13 @@
 #include <QLegend>
 
 namespace mumoe::ui {
+
+QBarSet* makeBarSet(const QString& name, const QColor& colour) {
+  auto* set = new QBarSet(name);
+  set->setColor(colour);
+  set->setBorderColor(Qt::transparent);
+  return set;
+}
 
 void styleChart(QChart* chart) {
   chart->setTheme(QChart::ChartThemeLight);

@@ -2,7 +2,10 @@
 // application font, quiet grid lines.
 #pragma once
 
+class QBarSet;
 class QChart;
+class QColor;
+class QString;
 class QChartView;
 class QLabel;
 class QWidget;
@@ -21,5 +24,7 @@ struct ChartPane {
 ChartPane makeChartPane(QWidget* owner, int minimumChartHeight);
 /// Applies fonts and grid colours to the axes the chart has now.
 void styleAxes(QChart* chart);
+/// A bar set named `name` (the legend's text) in flat `colour`, without the outline Qt draws.
+QBarSet* makeBarSet(const QString& name, const QColor& colour);
 
 }  // namespace mumoe::ui

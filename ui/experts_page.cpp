@@ -15,6 +15,7 @@
 
 #include <algorithm>
 
+#include "controls.h"
 #include "expert_table_model.h"
 #include "gallery_view.h"
 #include "session_controller.h"
@@ -27,11 +28,7 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   layer_->setVisible(false);
   mode_ = new QComboBox;
   mode_->setToolTip(tr("Expert mode (hierarchical layers have several)"));
-  threshold_ = new QDoubleSpinBox;
-  threshold_->setRange(0.01, 1.0);
-  threshold_->setSingleStep(0.05);
-  threshold_->setValue(0.5);
-  threshold_->setPrefix(tr("load: a ≥ "));
+  threshold_ = makeThresholdBox(0.01, tr("load: a ≥ "));
   threshold_->setToolTip(tr("A sample counts towards an expert's load when its coefficient reaches this"));
   filter_ = new QLineEdit;
   filter_->setPlaceholderText(tr("Filter: class name or expert number"));
@@ -77,12 +74,7 @@ ExpertsPage::ExpertsPage(ThumbnailStore* store, QWidget* parent) : QWidget(paren
   leftLayout->addWidget(table_, 1);
 
   gallery_ = new GalleryView(store);
-  splitter_ = new QSplitter(Qt::Horizontal);
-  splitter_->setObjectName(QStringLiteral("expertsSplitter"));
-  splitter_->addWidget(left);
-  splitter_->addWidget(gallery_);
-  splitter_->setStretchFactor(0, 2);
-  splitter_->setStretchFactor(1, 3);
+  splitter_ = makeSplitter(Qt::Horizontal, QStringLiteral("expertsSplitter"), left, gallery_, 2, 3);
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(4, 4, 4, 4);
   layout->addWidget(splitter_);

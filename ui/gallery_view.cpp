@@ -14,6 +14,7 @@
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "controls.h"
 #include "gallery_delegate.h"
 #include "gallery_model.h"
 #include "sample_detail.h"
@@ -94,12 +95,7 @@ GalleryView::GalleryView(ThumbnailStore* store, QWidget* parent) : QWidget(paren
 
   detail_ = new SampleDetail;
   connect(detail_, &SampleDetail::expertClicked, this, &GalleryView::expertChosen);
-  auto* splitter = new QSplitter(Qt::Horizontal);
-  splitter->setObjectName(QStringLiteral("gallerySplitter"));
-  splitter->addWidget(list_);
-  splitter->addWidget(detail_);
-  splitter->setStretchFactor(0, 3);
-  splitter->setStretchFactor(1, 1);
+  auto* splitter = makeSplitter(Qt::Horizontal, QStringLiteral("gallerySplitter"), list_, detail_, 3, 1);
   splitter->setCollapsible(0, false);
 
   auto* layout = new QVBoxLayout(this);

@@ -33,6 +33,7 @@
 
 #include <exception>
 
+#include "controls.h"
 #include "result_dialog.h"
 #include "ablation_chart.h"
 #include "bias_page.h"
@@ -91,12 +92,7 @@ MainWindow::MainWindow(QString demoModelPath, QWidget* parent)
   details_ = new QTextBrowser;
   details_->setOpenLinks(false);
   details_->setPlaceholderText(tr("Open a model (File ▸ Open, or drop a .safetensors or .pth file here)."));
-  modelSplitter_ = new QSplitter(Qt::Vertical);
-  modelSplitter_->setObjectName(QStringLiteral("modelSplitter"));
-  modelSplitter_->addWidget(table_);
-  modelSplitter_->addWidget(details_);
-  modelSplitter_->setStretchFactor(0, 1);
-  modelSplitter_->setStretchFactor(1, 2);
+  modelSplitter_ = makeSplitter(Qt::Vertical, QStringLiteral("modelSplitter"), table_, details_, 1, 2);
 
   // Experts page and Ablation page.
   experts_ = new ExpertsPage(thumbnails_);

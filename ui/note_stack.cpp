@@ -1,6 +1,7 @@
 #include "note_stack.h"
 
 #include <QLabel>
+#include <QVBoxLayout>
 
 namespace mumoe::ui {
 
@@ -13,6 +14,19 @@ NoteStack::NoteStack(QWidget* content, QWidget* parent) : QStackedWidget(parent)
   note_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   addWidget(note_);
   addWidget(content);
+}
+
+NoteStack* NoteStack::fillPage(QWidget* page, QWidget* header, QWidget* body) {
+  auto* content = new QWidget;
+  auto* column = new QVBoxLayout(content);
+  column->setContentsMargins(6, 6, 6, 6);
+  column->addWidget(header);
+  column->addWidget(body, 1);
+  auto* stack = new NoteStack(content);
+  auto* layout = new QVBoxLayout(page);
+  layout->setContentsMargins(0, 0, 0, 0);
+  layout->addWidget(stack);
+  return stack;
 }
 
 void NoteStack::showNote(const QString& html) {

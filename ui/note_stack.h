@@ -14,6 +14,9 @@ class NoteStack : public QStackedWidget {
  public:
   /// `content` is shown by showContent(); the stack owns it.
   explicit NoteStack(QWidget* content, QWidget* parent = nullptr);
+  /// The usual page: a stack that fills `page`, whose content is `header` above `body` (which
+  /// takes the height left).
+  static NoteStack* fillPage(QWidget* page, QWidget* header, QWidget* body);
   /// Shows `html` (rich text, selectable) instead of the content.
   void showNote(const QString& html);
   void showContent();

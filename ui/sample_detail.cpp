@@ -81,12 +81,8 @@ void SampleDetail::setCoefficients(qint64 sample, const QVector<double>& coeffic
   chart_->removeAllSeries();
   for (auto* axis : chart_->axes()) chart_->removeAxis(axis);
   bars_.clear();
-  auto* others = new QBarSet(tr("a_n"));
-  auto* mine = new QBarSet(tr("this expert"));
-  others->setColor(QColor(0x90, 0xa4, 0xae));
-  mine->setColor(QColor(0x2e, 0x7d, 0x32));
-  others->setBorderColor(Qt::transparent);
-  mine->setBorderColor(Qt::transparent);
+  auto* others = makeBarSet(tr("a_n"), QColor(0x90, 0xa4, 0xae));
+  auto* mine = makeBarSet(tr("this expert"), QColor(0x2e, 0x7d, 0x32));
   QStringList categories;
   for (int n = 0; n < coefficients.size(); ++n) {
     if (coefficients[n] <= 0) continue;

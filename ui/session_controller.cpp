@@ -15,6 +15,7 @@
 #include "editing/export_request.h"
 #include "format.h"
 #include "io/errors.h"
+#include "session_slot.h"
 #include "thumbnail_store.h"
 #include "worker_queue.h"
 
@@ -23,13 +24,8 @@ namespace mumoe::ui {
 
 /// The layer analysis, touched on the worker thread only (jobs run one at a time, in order):
 /// a head's cached session or a backbone layer's, behind one interface (analysis/layer_analysis.h).
-struct SessionController::Slot {
-  std::unique_ptr<analysis::LayerAnalysis> analysis;
-  analysis::LayerAnalysis& get() {
-    if (!analysis) throw UsageError("no analysis session is open");
-    return *analysis;
-  }
-  void reset() { analysis.reset(); }
+struct SessionController::Slot : SessionSlot<analysis::LayerAnalysis> {
+  Slot() : SessionSlot("analysis session") {}
 };
 
 namespace {
@@ -156,7 +152,7 @@ void SessionController::submitOpen(const analysis::SessionOptions& options) {
         info.cachePath = QString::fromStdString(layer->cache_path());
         info.cacheNote = QString::fromStdString(layer->cache_note());
         if (!info.cacheNote.isEmpty()) info.cacheNote[0] = info.cacheNote[0].toUpper();
-        slot->analysis = std::move(layer);
+        slot->open(std::move(layer));
         info.openSeconds = secondsSince(clock);
         return [this, info](double) {
           info_ = info;

@@ -102,8 +102,8 @@ class SessionController : public QObject {
   /// Opens model + data (+ layer, "" = the only μMoE layer) on the worker and extracts what the
   /// cache lacks, with progress. sessionOpened(), openFailed() or openCancelled() follows. A layer that
   /// names a ViT block's μMoE MLP ("blocks.L.mlp") opens a VitBlockAnalysis instead (its baseline
-  /// pass reported as "Images through the backbone"): every request below then answers for that
-  /// block's experts.
+  /// pass reported, like an extraction, as "Reading samples"): every request below then answers
+  /// for that block's experts.
   void open(const QString& modelPath, const QString& dataSpec, const QString& layer = {});
   bool hasSession() const { return hasSession_; }
   const SessionInfo& info() const { return info_; }

@@ -50,9 +50,7 @@ void SweepChart::setSweep(const analysis::SweepOutcome& sweep, const analysis::C
   const size_t withEffect = shown.size();
   if (shown.size() > kShown) shown.resize(kShown);
 
-  auto* poly = new QBarSet(tr("polysemanticity p"));
-  poly->setColor(QColor(0x3f, 0x6f, 0xb5));
-  poly->setBorderColor(Qt::transparent);
+  auto* poly = makeBarSet(tr("polysemanticity p"), QColor(0x3f, 0x6f, 0xb5));
   auto* change = new QLineSeries;
   change->setName(tr("overall accuracy change (pp, right axis)"));
   change->setPen(QPen(QColor(0xd3, 0x2f, 0x2f), 1.6));

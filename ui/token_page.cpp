@@ -18,6 +18,7 @@
 
 #include <cmath>
 
+#include "controls.h"
 #include "result_dialog.h"
 #include "analysis/expert_report.h"
 #include "analysis/text_analysis_session.h"
@@ -105,11 +106,7 @@ TokenPage::TokenPage(TextSessionHost* host, QWidget* parent)
   order_ = new QComboBox;
   order_->addItem(tr("Random (a ≥ threshold)"));
   order_->addItem(tr("Top (largest a)"));
-  threshold_ = new QDoubleSpinBox;
-  threshold_->setRange(0.05, 1.0);
-  threshold_->setSingleStep(0.05);
-  threshold_->setValue(0.5);
-  threshold_->setPrefix(tr("threshold "));
+  threshold_ = makeThresholdBox(0.05, tr("threshold "));
   shuffle_ = new QPushButton(tr("Reshuffle"));
   galleryTitle_ = new QLabel;
   galleryTitle_->setTextFormat(Qt::RichText);
@@ -142,22 +139,10 @@ TokenPage::TokenPage(TextSessionHost* host, QWidget* parent)
   rv->addWidget(gallery_, 1);
   rv->addWidget(ablation_);
 
-  auto* split = new QSplitter(Qt::Horizontal);
-  split->addWidget(left);
-  split->addWidget(right);
-  split->setStretchFactor(1, 1);
+  auto* split = makeSplitter(Qt::Horizontal, QString(), left, right, 0, 1);
   split->setSizes({420, 900});
   left->setMinimumWidth(left->fontMetrics().horizontalAdvance(QStringLiteral("Expert  Load  Support  Mean a")) + 60);
-  auto* content = new QWidget;
-  auto* cv = new QVBoxLayout(content);
-  cv->setContentsMargins(6, 6, 6, 6);
-  cv->addWidget(header_);
-  cv->addWidget(split, 1);
-
-  stack_ = new NoteStack(content);
-  auto* layout = new QVBoxLayout(this);
-  layout->setContentsMargins(0, 0, 0, 0);
-  layout->addWidget(stack_);
+  stack_ = NoteStack::fillPage(this, header_, split);
   showNote(tr("<h3>Tokens</h3><p>Open a μMoE GPT (e.g. the bundled <code>gpt-fortunes.mumoe.safetensors</code>) to "
               "see the tokens each expert of its MLP blocks processes, in context, and what removing an expert does "
               "to next-token prediction.</p>"));

@@ -9,6 +9,8 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,6 +53,17 @@ struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
 };
+
+/// The usual subcommand: its options are one fresh `Options`, whose `add_to(app)` declares them on
+/// the new subcommand, and `run(options)` runs it once parsing has succeeded. (Commands with
+/// subcommands of their own build their Command by hand.)
+template <typename Options, typename Run>
+Command make_command(CLI::App& parent, const std::string& name, const std::string& description, Run run) {
+  auto options = std::make_shared<Options>();
+  auto* app = parent.add_subcommand(name, description);
+  options->add_to(app);
+  return {app, [options, run]() { return run(*options); }};
+}
 
 Command add_info_command(CLI::App& parent);
 Command add_forward_command(CLI::App& parent);

@@ -36,6 +36,20 @@ struct AblateOptions {
   TextCliOptions text;
   BlockCliOptions block;
   std::string shard;  ///< "K/N": one shard of the sweep, "" = the whole sweep
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    analysis.add_to(app);
+    app->add_option("--experts", experts, "Experts to remove together, e.g. 3,17");
+    app->add_flag("--all", all, "Remove each expert of the mode in turn (the full sweep)");
+    app->add_option("--mode", mode, "Expert mode (default 0)");
+    app->add_option("--method", method, "sparse (default: the fastest exact method — a rank-one correction of the stored outputs for single CP/TR layers, else re-evaluating only the affected samples) or naive (the oracle: one full pass per expert)");
+    app->add_option("--shard", shard,
+                    "With --all, for a layer inside a ViT or MLP-Mixer or a GPT block: compute only shard K/N's experts "
+                    "into --cache, for `mumoe cache merge` (a cluster task; see slurm sweep)");
+    text.add_to(app);
+    block.add_to(app);
+  }
 };
 
 // Progress of experts (or sequences) done, timed from this call, with an ETA, on stderr unless
@@ -244,19 +258,8 @@ int run_ablate(AblateOptions& o) {
 }  // namespace
 
 Command add_ablate_command(CLI::App& parent) {
-  auto o = std::make_shared<AblateOptions>();
-  auto* app = parent.add_subcommand("ablate", "Counterfactual ablation: per-class accuracy without some experts");
-  o->analysis.add_to(app);
-  app->add_option("--experts", o->experts, "Experts to remove together, e.g. 3,17");
-  app->add_flag("--all", o->all, "Remove each expert of the mode in turn (the full sweep)");
-  app->add_option("--mode", o->mode, "Expert mode (default 0)");
-  app->add_option("--method", o->method, "sparse (default: the fastest exact method — a rank-one correction of the stored outputs for single CP/TR layers, else re-evaluating only the affected samples) or naive (the oracle: one full pass per expert)");
-  app->add_option("--shard", o->shard,
-                  "With --all, for a layer inside a ViT or MLP-Mixer or a GPT block: compute only shard K/N's experts "
-                  "into --cache, for `mumoe cache merge` (a cluster task; see slurm sweep)");
-  o->text.add_to(app);
-  o->block.add_to(app);
-  return {app, [o]() { return run_ablate(*o); }};
+  return make_command<AblateOptions>(parent, "ablate",
+                                     "Counterfactual ablation: per-class accuracy without some experts", run_ablate);
 }
 
 }  // namespace mumoe::cli

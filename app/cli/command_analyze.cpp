@@ -19,6 +19,15 @@ namespace {
 struct AnalyzeOptions : AnalysisCliOptions {
   TextCliOptions text;
   std::string shard;  ///< "K/N", "" = the whole run
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    AnalysisCliOptions::add_to(app);
+    text.add_to(app);
+    app->add_option("--shard", shard,
+                    "K/N: extract only shard K of N of the run's chunks (0 ≤ K < N) into --cache, for a cluster task; "
+                    "`mumoe cache merge` joins the shards");
+  }
 };
 
 // "K/N" with 0 ≤ K < N → the shard; anything else is a usage error.
@@ -116,14 +125,8 @@ int run_analyze(AnalyzeOptions& o) {
 }  // namespace
 
 Command add_analyze_command(CLI::App& parent) {
-  auto o = std::make_shared<AnalyzeOptions>();
-  auto* app = parent.add_subcommand("analyze", "Extract expert coefficients and predictions into the analysis cache");
-  o->add_to(app);
-  o->text.add_to(app);
-  app->add_option("--shard", o->shard,
-                  "K/N: extract only shard K of N of the run's chunks (0 ≤ K < N) into --cache, for a cluster task; "
-                  "`mumoe cache merge` joins the shards");
-  return {app, [o]() { return run_analyze(*o); }};
+  return make_command<AnalyzeOptions>(parent, "analyze",
+                                      "Extract expert coefficients and predictions into the analysis cache", run_analyze);
 }
 
 }  // namespace mumoe::cli

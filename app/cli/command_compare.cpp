@@ -22,6 +22,19 @@ namespace {
 struct CompareOptions {
   AnalysisCliOptions analysis;
   std::vector<std::string> models;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    app->add_option("models", models, "Model files (one row each)")->required();
+    app->add_option("--data", analysis.session.data_spec,
+                    "Data SPEC (default fashion-mnist:test; features:FILE for bare layers)");
+    app->add_option("--layer", analysis.session.layer, "Layer to analyse in each model (default: its only one)");
+    app->add_option("--cache", analysis.session.cache_path,
+                    "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
+    add_device_option(app, analysis.session.device);
+    add_json_flag(app, analysis.json, "Print JSON (one object per model)");
+    add_quiet_flag(app, analysis.quiet);
+  }
 };
 
 std::string figure(double v, int precision) {
@@ -101,20 +114,9 @@ int run_compare(CompareOptions& o) {
 }  // namespace
 
 Command add_compare_command(CLI::App& parent) {
-  auto o = std::make_shared<CompareOptions>();
-  auto* app = parent.add_subcommand(
-      "compare", "Compare expert layers (μMoE and sparse/soft MoE routers) on one data set: accuracy, "
-                 "polysemanticity, purity, I(E;Y)/H(Y), load, dropped samples, cost");
-  app->add_option("models", o->models, "Model files (one row each)")->required();
-  app->add_option("--data", o->analysis.session.data_spec,
-                  "Data SPEC (default fashion-mnist:test; features:FILE for bare layers)");
-  app->add_option("--layer", o->analysis.session.layer, "Layer to analyse in each model (default: its only one)");
-  app->add_option("--cache", o->analysis.session.cache_path,
-                  "Analysis cache file (default $MUMOE_CACHE, else ~/.cache/mumoe-studio/analysis.sqlite)");
-  add_device_option(app, o->analysis.session.device);
-  add_json_flag(app, o->analysis.json, "Print JSON (one object per model)");
-  add_quiet_flag(app, o->analysis.quiet);
-  return {app, [o]() { return run_compare(*o); }};
+  return make_command<CompareOptions>(parent, "compare",
+                                      "Compare expert layers (μMoE and sparse/soft MoE routers) on one data set: accuracy, "
+                 "polysemanticity, purity, I(E;Y)/H(Y), load, dropped samples, cost", run_compare);
 }
 
 }  // namespace mumoe::cli

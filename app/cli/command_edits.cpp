@@ -15,6 +15,17 @@ namespace {
 struct EditsOptions {
   std::string model, session;
   bool undo = false, redo = false, clear = false, drop_damaged = false, json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    app->add_option("MODEL", model, "Model file (edits are keyed by its content)")->required();
+    app->add_option("--session", session, "Edit-session database (SQLite)")->required();
+    app->add_flag("--undo", undo, "Undo the last applied edit");
+    app->add_flag("--redo", redo, "Redo the last undone edit");
+    app->add_flag("--clear", clear, "Remove every edit of this model");
+    app->add_flag("--drop-damaged", drop_damaged, "Remove the stored edits that cannot be read, keeping the others");
+    add_json_flag(app, json);
+  }
 };
 
 int run_edits(const EditsOptions& o) {
@@ -51,16 +62,8 @@ int run_edits(const EditsOptions& o) {
 }  // namespace
 
 Command add_edits_command(CLI::App& parent) {
-  auto o = std::make_shared<EditsOptions>();
-  auto* app = parent.add_subcommand("edits", "List, undo or redo a model's edits in an edit-session database");
-  app->add_option("MODEL", o->model, "Model file (edits are keyed by its content)")->required();
-  app->add_option("--session", o->session, "Edit-session database (SQLite)")->required();
-  app->add_flag("--undo", o->undo, "Undo the last applied edit");
-  app->add_flag("--redo", o->redo, "Redo the last undone edit");
-  app->add_flag("--clear", o->clear, "Remove every edit of this model");
-  app->add_flag("--drop-damaged", o->drop_damaged, "Remove the stored edits that cannot be read, keeping the others");
-  add_json_flag(app, o->json);
-  return {app, [o]() { return run_edits(*o); }};
+  return make_command<EditsOptions>(parent, "edits",
+                                    "List, undo or redo a model's edits in an edit-session database", run_edits);
 }
 
 }  // namespace mumoe::cli

@@ -26,6 +26,23 @@ struct EvaluateOptions {
   double validation_fraction = 0.05;
   int64_t max_tokens = 1 << 20;
   bool json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    model.add_to(app);
+    app->add_option("--data", data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
+    app->add_option("--layer", layer, "μMoE layer of a multi-layer model file");
+    app->add_option("--max-tokens", max_tokens,
+                    "GPT models on tokens:FILE (nanoGPT's val.bin): evaluate the stream's first N tokens (default "
+                    "1,048,576; 0 = all)")
+        ->check(CLI::NonNegativeNumber);
+    app->add_option("--validation-fraction", validation_fraction,
+                    "GPT on a text SPEC: the held-out share of documents it was trained with (default 0.05)");
+    app->add_option("--ablate", ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
+    app->add_option("--batch-size", batch_size, "Batch size (default 500)");
+    add_device_option(app, device);
+    add_json_flag(app, json);
+  }
 };
 
 int run_evaluate(const EvaluateOptions& o) {
@@ -63,28 +80,14 @@ int run_evaluate(const EvaluateOptions& o) {
   for (size_t c = 0; c < e.per_class_accuracy.size(); ++c)
     std::cout << "  " << std::left << std::setw(14) << io::printable(names[c]) << std::right << std::setw(8)
               << e.per_class_accuracy[c] << "  (" << e.per_class_count[c] << ")\n";
-  return 0;
+  return kSuccess;
 }
 
 }  // namespace
 
 Command add_evaluate_command(CLI::App& parent) {
-  auto o = std::make_shared<EvaluateOptions>();
-  auto* app = parent.add_subcommand("evaluate", "Accuracy of a classifier, overall and per class");
-  o->model.add_to(app);
-  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer)");
-  app->add_option("--layer", o->layer, "μMoE layer of a multi-layer model file");
-  app->add_option("--max-tokens", o->max_tokens,
-                  "GPT models on tokens:FILE (nanoGPT's val.bin): evaluate the stream's first N tokens (default "
-                  "1,048,576; 0 = all)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--validation-fraction", o->validation_fraction,
-                  "GPT on a text SPEC: the held-out share of documents it was trained with (default 0.05)");
-  app->add_option("--ablate", o->ablate, "Experts of the head to ablate: 3,17 or MODE:EXPERT");
-  app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
-  add_device_option(app, o->device);
-  add_json_flag(app, o->json);
-  return {app, [o]() { return run_evaluate(*o); }};
+  return make_command<EvaluateOptions>(parent, "evaluate",
+                                       "Accuracy of a classifier, overall and per class", run_evaluate);
 }
 
 }  // namespace mumoe::cli

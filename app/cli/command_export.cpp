@@ -33,6 +33,30 @@ struct ExportOptions {
   std::vector<std::string> remove_experts;  ///< LAYER:LIST, one per layer
   bool overwrite = false, json = false;
   int64_t verify_samples = 256;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    model.add_to(app);  // MODEL (the unedited model) and what a plain state dict cannot say
+    app->add_option("--edits", edits, "Edits JSON (from mumoe rewrite --edits-out or --json)");
+    app->add_option("--session", session, "Edit-session database holding this model's edits");
+    app->add_option("--remove-experts", remove_experts,
+                    "LAYER:EXPERTS (e.g. mixer_blocks.1.1.fn:3,7; repeat per layer): write the model with these experts "
+                    "removed (W_n := 0, what `mumoe ablate` measures); the layer's shapes stay")
+        ->expected(1)
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    app->add_option("--output", output, "Model file to write")->required();
+    app->add_option("--layout", layout,
+                    "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe (model file "
+                    "with manifest), reference (plain state_dict in the reference keys) or source (the opened file's "
+                    "own keys and format: .pth or safetensors)");
+    app->add_option("--data", data,
+                    "Data SPEC to verify on (default: the first edit's training data; fashion-mnist:test for "
+                    "--remove-experts)");
+    app->add_option("--verify-samples", verify_samples, "Samples compared after writing (default 256)")
+        ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+    app->add_flag("--overwrite", overwrite, "Replace an existing output (required to replace the source model)");
+    add_json_flag(app, json);
+  }
 };
 
 std::vector<editing::LogitEdit> load_edits(const ExportOptions& o) {
@@ -131,29 +155,8 @@ int run_export(const ExportOptions& o) {
 }  // namespace
 
 Command add_export_command(CLI::App& parent) {
-  auto o = std::make_shared<ExportOptions>();
-  auto* app = parent.add_subcommand("export", "Fold saved edits into a model and write it (verified after writing)");
-  o->model.add_to(app);  // MODEL (the unedited model) and what a plain state dict cannot say
-  app->add_option("--edits", o->edits, "Edits JSON (from mumoe rewrite --edits-out or --json)");
-  app->add_option("--session", o->session, "Edit-session database holding this model's edits");
-  app->add_option("--remove-experts", o->remove_experts,
-                  "LAYER:EXPERTS (e.g. mixer_blocks.1.1.fn:3,7; repeat per layer): write the model with these experts "
-                  "removed (W_n := 0, what `mumoe ablate` measures); the layer's shapes stay")
-      ->expected(1)
-      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
-  app->add_option("--output", o->output, "Model file to write")->required();
-  app->add_option("--layout", o->layout,
-                  "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe (model file "
-                  "with manifest), reference (plain state_dict in the reference keys) or source (the opened file's "
-                  "own keys and format: .pth or safetensors)");
-  app->add_option("--data", o->data,
-                  "Data SPEC to verify on (default: the first edit's training data; fashion-mnist:test for "
-                  "--remove-experts)");
-  app->add_option("--verify-samples", o->verify_samples, "Samples compared after writing (default 256)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
-  app->add_flag("--overwrite", o->overwrite, "Replace an existing output (required to replace the source model)");
-  add_json_flag(app, o->json);
-  return {app, [o]() { return run_export(*o); }};
+  return make_command<ExportOptions>(parent, "export",
+                                     "Fold saved edits into a model and write it (verified after writing)", run_export);
 }
 
 }  // namespace mumoe::cli

@@ -15,6 +15,15 @@ namespace {
 struct FairnessOptions {
   BiasCliOptions bias;
   std::string target, sensitive, subpopulation;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    bias.add_to(app, /*with_train=*/false);
+    app->add_option("--target", target, "Target attribute (an output of the model)")->required();
+    app->add_option("--sensitive", sensitive, "Sensitive attribute of the data")->required();
+    app->add_option("--subpop", subpopulation,
+                    "Target subpopulation, e.g. 'long_sleeves=1&frame=1' (default: the worst-served cell)");
+  }
 };
 
 int run_fairness(const FairnessOptions& o) {
@@ -47,14 +56,8 @@ int run_fairness(const FairnessOptions& o) {
 }  // namespace
 
 Command add_fairness_command(CLI::App& parent) {
-  auto o = std::make_shared<FairnessOptions>();
-  auto* app = parent.add_subcommand("fairness", "Fairness metrics of a multi-label model over 4 subpopulations");
-  o->bias.add_to(app, /*with_train=*/false);
-  app->add_option("--target", o->target, "Target attribute (an output of the model)")->required();
-  app->add_option("--sensitive", o->sensitive, "Sensitive attribute of the data")->required();
-  app->add_option("--subpop", o->subpopulation,
-                  "Target subpopulation, e.g. 'long_sleeves=1&frame=1' (default: the worst-served cell)");
-  return {app, [o]() { return run_fairness(*o); }};
+  return make_command<FairnessOptions>(parent, "fairness",
+                                       "Fairness metrics of a multi-label model over 4 subpopulations", run_fairness);
 }
 
 }  // namespace mumoe::cli

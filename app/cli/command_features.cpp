@@ -27,6 +27,16 @@ struct FeaturesOptions {
   std::string data = "fashion-mnist:test", output;
   int64_t batch_size = 500, limit = 0;
   bool json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    model.add_to(app);
+    app->add_option("--data", data, "Data SPEC (default fashion-mnist:test)");
+    app->add_option("--output", output, "Safetensors file to write (features, labels)")->required();
+    app->add_option("--limit", limit, "Only the first N samples");
+    app->add_option("--batch-size", batch_size, "Batch size (default 500)");
+    add_json_flag(app, json);
+  }
 };
 
 int run_features(const FeaturesOptions& o) {
@@ -64,21 +74,14 @@ int run_features(const FeaturesOptions& o) {
               << "\n";
   else
     std::cout << "wrote " << o.output << ": features [" << n << ", " << features.size(1) << "] and labels\n";
-  return 0;
+  return kSuccess;
 }
 
 }  // namespace
 
 Command add_features_command(CLI::App& parent) {
-  auto o = std::make_shared<FeaturesOptions>();
-  auto* app = parent.add_subcommand("features", "Write the inputs of a classifier's μMoE head for a data set");
-  o->model.add_to(app);
-  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test)");
-  app->add_option("--output", o->output, "Safetensors file to write (features, labels)")->required();
-  app->add_option("--limit", o->limit, "Only the first N samples");
-  app->add_option("--batch-size", o->batch_size, "Batch size (default 500)");
-  add_json_flag(app, o->json);
-  return {app, [o]() { return run_features(*o); }};
+  return make_command<FeaturesOptions>(parent, "features",
+                                       "Write the inputs of a classifier's μMoE head for a data set", run_features);
 }
 
 }  // namespace mumoe::cli

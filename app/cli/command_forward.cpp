@@ -22,6 +22,18 @@ struct ForwardOptions {
   ModelOptions model;
   std::string input, input_tensor = "input", output, layer, ablate, device = "cpu";
   bool json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    model.add_to(app);
+    app->add_option("--input", input, "Safetensors file with tensor 'input' [B,I] or [B,T,I]")->required();
+    app->add_option("--tensor", input_tensor, "Input tensor name (default input; features for files from mumoe features)");
+    app->add_option("--output", output, "Safetensors file to write")->required();
+    app->add_option("--layer", layer, "Name of the μMoE layer (needed when the model has several)");
+    app->add_option("--ablate", ablate, "Experts to ablate: 3,17 (first mode) or MODE:EXPERT");
+    add_device_option(app, device);
+    add_json_flag(app, json, "Print a JSON summary");
+  }
 };
 
 int run_forward(const ForwardOptions& o) {
@@ -86,24 +98,14 @@ int run_forward(const ForwardOptions& o) {
               << result.coefficients.size() << " coefficient tensor(s) from layer '" << layer.name
               << "' in " << seconds << " s\n";
   }
-  return 0;
+  return kSuccess;
 }
 
 }  // namespace
 
 Command add_forward_command(CLI::App& parent) {
-  auto opts = std::make_shared<ForwardOptions>();
-  auto* app = parent.add_subcommand(
-      "forward", "Run a μMoE layer on tensor 'input'; write 'output' and 'coefficients.{e}'");
-  opts->model.add_to(app);
-  app->add_option("--input", opts->input, "Safetensors file with tensor 'input' [B,I] or [B,T,I]")->required();
-  app->add_option("--tensor", opts->input_tensor, "Input tensor name (default input; features for files from mumoe features)");
-  app->add_option("--output", opts->output, "Safetensors file to write")->required();
-  app->add_option("--layer", opts->layer, "Name of the μMoE layer (needed when the model has several)");
-  app->add_option("--ablate", opts->ablate, "Experts to ablate: 3,17 (first mode) or MODE:EXPERT");
-  add_device_option(app, opts->device);
-  add_json_flag(app, opts->json, "Print a JSON summary");
-  return {app, [opts]() { return run_forward(*opts); }};
+  return make_command<ForwardOptions>(parent, "forward",
+                                      "Run a μMoE layer on tensor 'input'; write 'output' and 'coefficients.{e}'", run_forward);
 }
 
 }  // namespace mumoe::cli

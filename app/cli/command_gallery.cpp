@@ -32,6 +32,28 @@ struct GalleryOptions {
   bool ansi = false;
   TextCliOptions text;
   BlockCliOptions block;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    analysis.add_to(app);
+    app->add_option("--expert", request.expert, "Expert index")->required();
+    app->add_option("--mode", request.mode, "Expert mode (default 0)");
+    app->add_option("--order", order,
+                    "random (default: seeded draw among a_n ≥ threshold) or top (the default of a ViT block, whose images count by their strongest patch)");
+    app->add_option("--threshold", request.threshold, "Minimum coefficient for random galleries (default 0.5)");
+    app->add_option("--count", request.count, "Samples (default 32)");
+    app->add_option("--seed", request.seed, "Seed of the random draw (default 0)");
+    app->add_option("--output", output, "Write a PNG contact sheet");
+    app->add_option("--images", analysis.session.gallery_images,
+                    "Images of a feature file's samples, in the same order (e.g. fashion-mnist:test)");
+    app->add_flag("--top", top, "Same as --order top");
+    app->add_option("--subpop", request.subpopulation,
+                    "Only samples of this subpopulation of the data's attributes, e.g. 'long_sleeves=1&frame=1'");
+    app->add_option("--context", context, "GPT models: tokens of context on each side (default 24)");
+    app->add_flag("--ansi", ansi, "GPT models: mark the token in reverse video instead of «»");
+    text.add_to(app);
+    block.add_to(app);
+  }
 };
 
 std::string two_decimals(double v) {
@@ -162,27 +184,8 @@ int run_gallery(GalleryOptions& o) {
 }  // namespace
 
 Command add_gallery_command(CLI::App& parent) {
-  auto o = std::make_shared<GalleryOptions>();
-  auto* app = parent.add_subcommand("gallery", "The samples an expert processes (random above a threshold, or top)");
-  o->analysis.add_to(app);
-  app->add_option("--expert", o->request.expert, "Expert index")->required();
-  app->add_option("--mode", o->request.mode, "Expert mode (default 0)");
-  app->add_option("--order", o->order,
-                  "random (default: seeded draw among a_n ≥ threshold) or top (the default of a ViT block, whose images count by their strongest patch)");
-  app->add_option("--threshold", o->request.threshold, "Minimum coefficient for random galleries (default 0.5)");
-  app->add_option("--count", o->request.count, "Samples (default 32)");
-  app->add_option("--seed", o->request.seed, "Seed of the random draw (default 0)");
-  app->add_option("--output", o->output, "Write a PNG contact sheet");
-  app->add_option("--images", o->analysis.session.gallery_images,
-                  "Images of a feature file's samples, in the same order (e.g. fashion-mnist:test)");
-  app->add_flag("--top", o->top, "Same as --order top");
-  app->add_option("--subpop", o->request.subpopulation,
-                  "Only samples of this subpopulation of the data's attributes, e.g. 'long_sleeves=1&frame=1'");
-  app->add_option("--context", o->context, "GPT models: tokens of context on each side (default 24)");
-  app->add_flag("--ansi", o->ansi, "GPT models: mark the token in reverse video instead of «»");
-  o->text.add_to(app);
-  o->block.add_to(app);
-  return {app, [o]() { return run_gallery(*o); }};
+  return make_command<GalleryOptions>(parent, "gallery",
+                                      "The samples an expert processes (random above a threshold, or top)", run_gallery);
 }
 
 }  // namespace mumoe::cli

@@ -19,6 +19,27 @@ struct InitOptions {
               activation = "entmax15", labels, name = "mumoe";
   int64_t input_dim = 0, output_dim = 0, rank = 64, second_dim = 0, seed = 0;
   bool no_bias = false, input_ln = false, overwrite = false, json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    app->add_option("--output", output, "Model file to write")->required();
+    app->add_option("--input-dim", input_dim, "I")->required();
+    app->add_option("--output-dim", output_dim, "O (hidden width for a two-layer block)")->required();
+    app->add_option("--variant", variant, "cp (default), tr or tt");
+    app->add_option("--experts", experts, "Experts per mode, e.g. 128 or 16,8 (hierarchy 2)");
+    app->add_option("--rank", rank, "CP rank R (default 64)");
+    app->add_option("--tr-ranks", tr_ranks, "TR ring ranks R1,…,R_{E+2} (default 4,4,64)");
+    app->add_option("--second-dim", second_dim, "Two-layer block output width (0: single layer)");
+    app->add_option("--gate-norm", gate_norm, "batchnorm (default), layernorm or none");
+    app->add_option("--activation", activation, "entmax15 (default) or softmax");
+    app->add_flag("--input-ln", input_ln, "LayerNorm on the input after gating");
+    app->add_flag("--no-bias", no_bias, "No per-expert bias row");
+    app->add_option("--labels", labels, "Comma-separated output names");
+    app->add_option("--name", name, "Layer name; its tensors get the prefix NAME. (default: top level)");
+    app->add_option("--seed", seed, "Random seed (default 0)");
+    app->add_flag("--overwrite", overwrite, "Replace an existing output file");
+    add_json_flag(app, json, "Print what was written as JSON");
+  }
 };
 
 int run_init(const InitOptions& o) {
@@ -60,32 +81,14 @@ int run_init(const InitOptions& o) {
   }
   std::cout << "wrote " << o.output << " (" << c.variant_name() << ", "
             << nn::count_parameters(c).total() << " parameters)\n";
-  return 0;
+  return kSuccess;
 }
 
 }  // namespace
 
 Command add_init_command(CLI::App& parent) {
-  auto o = std::make_shared<InitOptions>();
-  auto* app = parent.add_subcommand("init", "Write a freshly initialised μMoE layer or block");
-  app->add_option("--output", o->output, "Model file to write")->required();
-  app->add_option("--input-dim", o->input_dim, "I")->required();
-  app->add_option("--output-dim", o->output_dim, "O (hidden width for a two-layer block)")->required();
-  app->add_option("--variant", o->variant, "cp (default), tr or tt");
-  app->add_option("--experts", o->experts, "Experts per mode, e.g. 128 or 16,8 (hierarchy 2)");
-  app->add_option("--rank", o->rank, "CP rank R (default 64)");
-  app->add_option("--tr-ranks", o->tr_ranks, "TR ring ranks R1,…,R_{E+2} (default 4,4,64)");
-  app->add_option("--second-dim", o->second_dim, "Two-layer block output width (0: single layer)");
-  app->add_option("--gate-norm", o->gate_norm, "batchnorm (default), layernorm or none");
-  app->add_option("--activation", o->activation, "entmax15 (default) or softmax");
-  app->add_flag("--input-ln", o->input_ln, "LayerNorm on the input after gating");
-  app->add_flag("--no-bias", o->no_bias, "No per-expert bias row");
-  app->add_option("--labels", o->labels, "Comma-separated output names");
-  app->add_option("--name", o->name, "Layer name; its tensors get the prefix NAME. (default: top level)");
-  app->add_option("--seed", o->seed, "Random seed (default 0)");
-  app->add_flag("--overwrite", o->overwrite, "Replace an existing output file");
-  add_json_flag(app, o->json, "Print what was written as JSON");
-  return {app, [o]() { return run_init(*o); }};
+  return make_command<InitOptions>(parent, "init",
+                                   "Write a freshly initialised μMoE layer or block", run_init);
 }
 
 }  // namespace mumoe::cli

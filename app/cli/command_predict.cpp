@@ -30,6 +30,26 @@ struct PredictOptions {
   std::string data = "fashion-mnist:test", output, layer, device = "cpu";
   int64_t batch_size = 64, limit = 0, max_sequences = analysis::kDefaultLmSequences;
   bool coefficients = false, json = false, quiet = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    model.add_to(app);
+    app->add_option("--data", data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer; a GPT: fortunes, text:F or tokens:F)");
+    app->add_option("--output", output, "Safetensors file to write: logits, and each layer's coefficients by name")
+        ->required();
+    app->add_flag("--coefficients", coefficients,
+                  "Also every expert layer's coefficients: [S, N] for a head, [S, rows, N] inside a ViT or Mixer, "
+                  "[S, T, N] in a GPT");
+    app->add_option("--layer", layer, "The μMoE layer of a file of several bare layers");
+    app->add_option("--limit", limit, "Only the first N samples (default 0 = all)")->check(CLI::NonNegativeNumber);
+    app->add_option("--max-sequences", max_sequences,
+                    "A GPT: windows of its context length to run (default 64; 0 = the whole validation split or stream)")
+        ->check(CLI::NonNegativeNumber);
+    app->add_option("--batch-size", batch_size, "Samples (a GPT: windows) per forward pass (default 64)")->check(CLI::PositiveNumber);
+    add_device_option(app, device);
+    add_json_flag(app, json);
+    add_quiet_flag(app, quiet);
+  }
 };
 
 // The file a data SPEC reads (features:, tokens:, text:), which the output must not replace.
@@ -89,27 +109,8 @@ int run_predict(const PredictOptions& o) {
 }  // namespace
 
 Command add_predict_command(CLI::App& parent) {
-  auto o = std::make_shared<PredictOptions>();
-  auto* app = parent.add_subcommand(
-      "predict",
-      "Write a model's logits (and every expert layer's coefficients) on data, to compare with PyTorch");
-  o->model.add_to(app);
-  app->add_option("--data", o->data, "Data SPEC (default fashion-mnist:test; features:FILE for a bare layer; a GPT: fortunes, text:F or tokens:F)");
-  app->add_option("--output", o->output, "Safetensors file to write: logits, and each layer's coefficients by name")
-      ->required();
-  app->add_flag("--coefficients", o->coefficients,
-                "Also every expert layer's coefficients: [S, N] for a head, [S, rows, N] inside a ViT or Mixer, "
-                "[S, T, N] in a GPT");
-  app->add_option("--layer", o->layer, "The μMoE layer of a file of several bare layers");
-  app->add_option("--limit", o->limit, "Only the first N samples (default 0 = all)")->check(CLI::NonNegativeNumber);
-  app->add_option("--max-sequences", o->max_sequences,
-                  "A GPT: windows of its context length to run (default 64; 0 = the whole validation split or stream)")
-      ->check(CLI::NonNegativeNumber);
-  app->add_option("--batch-size", o->batch_size, "Samples (a GPT: windows) per forward pass (default 64)")->check(CLI::PositiveNumber);
-  add_device_option(app, o->device);
-  add_json_flag(app, o->json);
-  add_quiet_flag(app, o->quiet);
-  return {app, [o]() { return run_predict(*o); }};
+  return make_command<PredictOptions>(parent, "predict",
+                                      "Write a model's logits (and every expert layer's coefficients) on data, to compare with PyTorch", run_predict);
 }
 
 }  // namespace mumoe::cli

@@ -43,6 +43,33 @@ struct ReportOptions {
   std::string target, sensitive, subpopulation, session, train_data;
   bool baselines = false;
   std::vector<std::string> compare;  ///< models compared with MODEL
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    analysis.add_to(app);
+    block.add_to(app);
+    text.add_to(app);
+    app->add_option("--output", output, "The HTML file to write")->required();
+    app->add_option("--experts", request.experts,
+                    "Experts with a section: all, top-K (the most loaded; default top-16) or a list like 3,7,12");
+    app->add_option("--images", request.images, "Gallery images per expert (default 32)")->check(CLI::PositiveNumber);
+    app->add_option("--threshold", request.threshold, "Load and galleries: a_n ≥ threshold (default 0.5)");
+    app->add_flag("--no-sweep", no_sweep,
+                  "Ablate only the experts shown, not every expert (the table's Δ accuracy then has gaps)");
+    app->add_option("--target", target, "Multi-label model: the output whose bias table is shown");
+    app->add_option("--sensitive", sensitive, "Multi-label model: the sensitive attribute of the data");
+    app->add_option("--subpop", subpopulation,
+                    "Multi-label model: the target subpopulation, e.g. 'long_sleeves=1&frame=1' (default: the "
+                    "worst-served cell)");
+    app->add_option("--session", session, "Multi-label model: the edit-session database whose edits are shown");
+    app->add_flag("--baselines", baselines,
+                  "Multi-label model: also the blind-threshold and oversampling baselines (needs the training split)");
+    app->add_option("--train-data", train_data,
+                    "Multi-label model: training data SPEC for the baselines (default: --data with :test → :train)");
+    app->add_option("--compare", compare,
+                    "Also `mumoe compare`'s table and chart: MODEL's layer beside this model's on the same data "
+                    "(repeat for more)");
+  }
 };
 
 // `compare`'s rows of MODEL's layer and each --compare model on the report's data (--layer names
@@ -159,32 +186,8 @@ int run_report(ReportOptions& o) {
 }  // namespace
 
 Command add_report_command(CLI::App& parent) {
-  auto o = std::make_shared<ReportOptions>();
-  auto* app = parent.add_subcommand("report", "Write a self-contained HTML report of a layer's experts");
-  o->analysis.add_to(app);
-  o->block.add_to(app);
-  o->text.add_to(app);
-  app->add_option("--output", o->output, "The HTML file to write")->required();
-  app->add_option("--experts", o->request.experts,
-                  "Experts with a section: all, top-K (the most loaded; default top-16) or a list like 3,7,12");
-  app->add_option("--images", o->request.images, "Gallery images per expert (default 32)")->check(CLI::PositiveNumber);
-  app->add_option("--threshold", o->request.threshold, "Load and galleries: a_n ≥ threshold (default 0.5)");
-  app->add_flag("--no-sweep", o->no_sweep,
-                "Ablate only the experts shown, not every expert (the table's Δ accuracy then has gaps)");
-  app->add_option("--target", o->target, "Multi-label model: the output whose bias table is shown");
-  app->add_option("--sensitive", o->sensitive, "Multi-label model: the sensitive attribute of the data");
-  app->add_option("--subpop", o->subpopulation,
-                  "Multi-label model: the target subpopulation, e.g. 'long_sleeves=1&frame=1' (default: the "
-                  "worst-served cell)");
-  app->add_option("--session", o->session, "Multi-label model: the edit-session database whose edits are shown");
-  app->add_flag("--baselines", o->baselines,
-                "Multi-label model: also the blind-threshold and oversampling baselines (needs the training split)");
-  app->add_option("--train-data", o->train_data,
-                  "Multi-label model: training data SPEC for the baselines (default: --data with :test → :train)");
-  app->add_option("--compare", o->compare,
-                  "Also `mumoe compare`'s table and chart: MODEL's layer beside this model's on the same data "
-                  "(repeat for more)");
-  return {app, [o]() { return run_report(*o); }};
+  return make_command<ReportOptions>(parent, "report",
+                                     "Write a self-contained HTML report of a layer's experts", run_report);
 }
 
 }  // namespace mumoe::cli

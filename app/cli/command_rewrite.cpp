@@ -40,6 +40,36 @@ struct RewriteOptions {
   editing::OversampleOptions oversample;
   std::string output, layout = "auto", edits_out, session;
   bool overwrite = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    bias.add_to(app, /*with_train=*/true);
+    app->add_option("--target", target, "Output to edit (a target attribute of the model)")->required();
+    app->add_option("--subpop", subpopulation, "Subpopulation whose training samples define ā, e.g. 'long_sleeves=1&frame=1'")
+        ->required();
+    app->add_option("--sensitive", sensitive, "Sensitive attribute (default: the predicate's non-target attribute)");
+    app->add_option("--lambda", lambda, "λ, sign included (default: N, signed toward the under-predicted label)")
+        ->check(CLI::Validator(
+            [](std::string& text) {
+              char* end = nullptr;
+              const double v = std::strtod(text.c_str(), &end);
+              return std::isfinite(v) ? std::string() : "λ must be a finite number, not " + text;
+            },
+            "FINITE"));
+    app->add_flag("--blind", blind, "The blind-threshold baseline instead: ā = 1, |λ| = 2.5");
+    app->add_flag("--baselines", baselines, "Also evaluate the blind-threshold and oversampling baselines");
+    app->add_option("--oversample-epochs", oversample.epochs, "Oversampling baseline: epochs (default 5)");
+    app->add_option("--seed", oversample.seed, "Oversampling baseline: seed (default 0)");
+    app->add_option("--output", output, "Fold the edit into the weights and write the model here (verified)");
+    app->add_option("--layout", layout,
+                    "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe, reference "
+                    "(a plain state_dict in the reference keys) or source (the opened file's own keys and format)");
+    app->add_flag("--overwrite", overwrite, "Replace an existing --output (required to replace the source model)");
+    app->add_option("--edits-out", edits_out, "Also write the edit as JSON (for mumoe export --edits)");
+    app->add_option("--session", session,
+                    "Edit-session database (SQLite): the edits applied there come first (metrics, --output), and "
+                    "this edit is appended");
+  }
 };
 
 void write_text_atomically(const std::string& path, const std::string& text) {
@@ -170,35 +200,8 @@ int run_rewrite(RewriteOptions& o) {
 }  // namespace
 
 Command add_rewrite_command(CLI::App& parent) {
-  auto o = std::make_shared<RewriteOptions>();
-  auto* app = parent.add_subcommand("rewrite", "Correct a subpopulation's bias with an expert-conditional logit rewrite");
-  o->bias.add_to(app, /*with_train=*/true);
-  app->add_option("--target", o->target, "Output to edit (a target attribute of the model)")->required();
-  app->add_option("--subpop", o->subpopulation, "Subpopulation whose training samples define ā, e.g. 'long_sleeves=1&frame=1'")
-      ->required();
-  app->add_option("--sensitive", o->sensitive, "Sensitive attribute (default: the predicate's non-target attribute)");
-  app->add_option("--lambda", o->lambda, "λ, sign included (default: N, signed toward the under-predicted label)")
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            char* end = nullptr;
-            const double v = std::strtod(text.c_str(), &end);
-            return std::isfinite(v) ? std::string() : "λ must be a finite number, not " + text;
-          },
-          "FINITE"));
-  app->add_flag("--blind", o->blind, "The blind-threshold baseline instead: ā = 1, |λ| = 2.5");
-  app->add_flag("--baselines", o->baselines, "Also evaluate the blind-threshold and oversampling baselines");
-  app->add_option("--oversample-epochs", o->oversample.epochs, "Oversampling baseline: epochs (default 5)");
-  app->add_option("--seed", o->oversample.seed, "Oversampling baseline: seed (default 0)");
-  app->add_option("--output", o->output, "Fold the edit into the weights and write the model here (verified)");
-  app->add_option("--layout", o->layout,
-                  "auto (default: source for a model opened from a PyTorch state dict, else mumoe), mumoe, reference "
-                  "(a plain state_dict in the reference keys) or source (the opened file's own keys and format)");
-  app->add_flag("--overwrite", o->overwrite, "Replace an existing --output (required to replace the source model)");
-  app->add_option("--edits-out", o->edits_out, "Also write the edit as JSON (for mumoe export --edits)");
-  app->add_option("--session", o->session,
-                  "Edit-session database (SQLite): the edits applied there come first (metrics, --output), and "
-                  "this edit is appended");
-  return {app, [o]() { return run_rewrite(*o); }};
+  return make_command<RewriteOptions>(parent, "rewrite",
+                                      "Correct a subpopulation's bias with an expert-conditional logit rewrite", run_rewrite);
 }
 
 }  // namespace mumoe::cli

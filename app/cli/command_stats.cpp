@@ -23,6 +23,15 @@ struct StatsOptions {
   int64_t mode = 0;
   double threshold = 0.5;
   int64_t show = 20;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    analysis.add_to(app);
+    app->add_option("--mode", mode, "Expert mode (hierarchical layers; default 0)");
+    app->add_option("--threshold", threshold, "Coefficient that counts towards an expert's load (default 0.5)");
+    app->add_option("--show", show, "Experts listed in the text output (default 20)");
+    block.add_to(app);
+  }
 };
 
 int print_statistics(const StatsOptions& o, const analysis::ModeStatistics& s, const std::vector<std::string>& names,
@@ -78,14 +87,8 @@ int run_stats(StatsOptions& o) {
 }  // namespace
 
 Command add_stats_command(CLI::App& parent) {
-  auto o = std::make_shared<StatsOptions>();
-  auto* app = parent.add_subcommand("stats", "Expert statistics: load, dead experts, top classes, entropies, I(E;Y)");
-  o->analysis.add_to(app);
-  app->add_option("--mode", o->mode, "Expert mode (hierarchical layers; default 0)");
-  app->add_option("--threshold", o->threshold, "Coefficient that counts towards an expert's load (default 0.5)");
-  app->add_option("--show", o->show, "Experts listed in the text output (default 20)");
-  o->block.add_to(app);
-  return {app, [o]() { return run_stats(*o); }};
+  return make_command<StatsOptions>(parent, "stats",
+                                    "Expert statistics: load, dead experts, top classes, entropies, I(E;Y)", run_stats);
 }
 
 }  // namespace mumoe::cli

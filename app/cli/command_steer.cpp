@@ -28,6 +28,26 @@ struct SteerOptions {
   analysis::SteeringRequest request;
   std::string site = "mlp-input";
   int64_t width = 100;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    analysis.add_to(app);
+    app->add_option("--expert", request.expert, "Expert whose cluster centre steers")->required();
+    app->add_option("--alpha", request.alpha, "Strength α of the added centre (default 4; 0 = unsteered)");
+    app->add_option("--prompt", request.prompt, "Text to continue (default \"The \")");
+    app->add_option("--tokens", request.tokens, "Bytes to generate (default 200)");
+    app->add_option("--temperature", request.temperature, "Sampling temperature (default 0.8; 0 = greedy)");
+    app->add_option("--top-k", request.top_k, "Sample among the k most likely bytes (default 40; 0 = all)");
+    app->add_option("--seed", request.seed, "Seed of both generations (default 0)");
+    app->add_option("--threshold", request.centre.threshold,
+                    "Tokens with a_n ≥ threshold form the cluster (default 0.5)");
+    app->add_flag("--weighted", request.centre.weighted, "Weight each token's input by a_n");
+    app->add_option("--site", site,
+                    "mlp-input (default, the paper: only the μMoE layer sees the shift) or residual (the shift "
+                    "stays in the residual stream)");
+    app->add_option("--width", width, "Text output: total width of the two columns (default 100)");
+    text.add_to(app);
+  }
 };
 
 // The text as display lines of at most `width` code points: split at newlines, escaped
@@ -132,26 +152,8 @@ int run_steer(SteerOptions& o) {
 }  // namespace
 
 Command add_steer_command(CLI::App& parent) {
-  auto o = std::make_shared<SteerOptions>();
-  auto* app = parent.add_subcommand(
-      "steer", "Generate with an expert's cluster centre added at its MLP block, beside the unsteered text");
-  o->analysis.add_to(app);
-  app->add_option("--expert", o->request.expert, "Expert whose cluster centre steers")->required();
-  app->add_option("--alpha", o->request.alpha, "Strength α of the added centre (default 4; 0 = unsteered)");
-  app->add_option("--prompt", o->request.prompt, "Text to continue (default \"The \")");
-  app->add_option("--tokens", o->request.tokens, "Bytes to generate (default 200)");
-  app->add_option("--temperature", o->request.temperature, "Sampling temperature (default 0.8; 0 = greedy)");
-  app->add_option("--top-k", o->request.top_k, "Sample among the k most likely bytes (default 40; 0 = all)");
-  app->add_option("--seed", o->request.seed, "Seed of both generations (default 0)");
-  app->add_option("--threshold", o->request.centre.threshold,
-                  "Tokens with a_n ≥ threshold form the cluster (default 0.5)");
-  app->add_flag("--weighted", o->request.centre.weighted, "Weight each token's input by a_n");
-  app->add_option("--site", o->site,
-                  "mlp-input (default, the paper: only the μMoE layer sees the shift) or residual (the shift "
-                  "stays in the residual stream)");
-  app->add_option("--width", o->width, "Text output: total width of the two columns (default 100)");
-  o->text.add_to(app);
-  return {app, [o]() { return run_steer(*o); }};
+  return make_command<SteerOptions>(parent, "steer",
+                                    "Generate with an expert's cluster centre added at its MLP block, beside the unsteered text", run_steer);
 }
 
 }  // namespace mumoe::cli

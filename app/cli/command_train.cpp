@@ -355,7 +355,7 @@ int run_train(TrainCommandOptions& o, const CLI::App& app) {
     if (test_data.size() > 0) std::cout << "; test accuracy " << metrics["accuracy"].get<double>();
     std::cout << "\n";
   }
-  return 0;
+  return kSuccess;
 }
 
 }  // namespace

@@ -176,6 +176,21 @@ struct GenerateOptions {
   double temperature = 0.8;
   uint64_t seed = 0;
   bool json = false;
+
+  /// Declares these options on the command `app`.
+  void add_to(CLI::App* app) {
+    app->add_option("MODEL", model, "GPT model file")->required();
+    app->add_option("--prompt", prompt, "Text to continue");
+    app->add_option("--tokens", tokens, "Tokens to generate (default 200)");
+    app->add_option("--temperature", temperature, "Sampling temperature (default 0.8; 0 = greedy)");
+    app->add_option("--top-k", top_k, "Sample among the k most likely tokens (default 40; 0 = all)");
+    app->add_option("--heads", open.heads,
+                    "Attention heads of a plain nanoGPT state dict (default: its model_args, else width / 64)");
+    app->add_option("--tokenizer", open.tokenizer,
+                    "byte, gpt2 or a directory with vocab.json + merges.txt (default: the model's own)");
+    app->add_option("--seed", seed, "Seed (default 0)");
+    add_json_flag(app, json);
+  }
 };
 
 int run_generate(const GenerateOptions& o) {
@@ -196,20 +211,8 @@ int run_generate(const GenerateOptions& o) {
 }  // namespace
 
 Command add_generate_command(CLI::App& parent) {
-  auto o = std::make_shared<GenerateOptions>();
-  auto* app = parent.add_subcommand("generate", "Sample text from a μMoE GPT");
-  app->add_option("MODEL", o->model, "GPT model file")->required();
-  app->add_option("--prompt", o->prompt, "Text to continue");
-  app->add_option("--tokens", o->tokens, "Tokens to generate (default 200)");
-  app->add_option("--temperature", o->temperature, "Sampling temperature (default 0.8; 0 = greedy)");
-  app->add_option("--top-k", o->top_k, "Sample among the k most likely tokens (default 40; 0 = all)");
-  app->add_option("--heads", o->open.heads,
-                  "Attention heads of a plain nanoGPT state dict (default: its model_args, else width / 64)");
-  app->add_option("--tokenizer", o->open.tokenizer,
-                  "byte, gpt2 or a directory with vocab.json + merges.txt (default: the model's own)");
-  app->add_option("--seed", o->seed, "Seed (default 0)");
-  add_json_flag(app, o->json);
-  return {app, [o]() { return run_generate(*o); }};
+  return make_command<GenerateOptions>(parent, "generate",
+                                       "Sample text from a μMoE GPT", run_generate);
 }
 
 }  // namespace mumoe::cli

@@ -10,12 +10,20 @@
 #include "io/errors.h"
 
 namespace mumoe::analysis {
+namespace {
+
+// Both accuracies count one label per prediction; `who` names the caller in the error.
+void check_same_count(const char* who, const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions) {
+  if (labels.size() != predictions.size())
+    throw UsageError(std::string(who) + ": " + std::to_string(labels.size()) + " labels but " +
+                     std::to_string(predictions.size()) + " predictions");
+}
+
+}  // namespace
 
 ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
                              int64_t class_count) {
-  if (labels.size() != predictions.size())
-    throw UsageError("class_accuracy: " + std::to_string(labels.size()) + " labels but " +
-                     std::to_string(predictions.size()) + " predictions");
+  check_same_count("class_accuracy", labels, predictions);
   ClassAccuracy a;
   a.correct.assign(class_count, 0);
   a.count.assign(class_count, 0);
@@ -38,9 +46,7 @@ ClassAccuracy class_accuracy(const std::vector<int64_t>& labels, const std::vect
 
 ClassAccuracy output_accuracy(const std::vector<int64_t>& labels, const std::vector<int64_t>& predictions,
                               int64_t outputs) {
-  if (labels.size() != predictions.size())
-    throw UsageError("output_accuracy: " + std::to_string(labels.size()) + " labels but " +
-                     std::to_string(predictions.size()) + " predictions");
+  check_same_count("output_accuracy", labels, predictions);
   ClassAccuracy a;
   a.correct.assign(outputs, 0);
   a.count.assign(outputs, static_cast<int64_t>(labels.size()));

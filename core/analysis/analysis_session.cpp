@@ -29,11 +29,9 @@ std::string experts_key(int64_t mode, const std::vector<int64_t>& experts, Ablat
 
 struct AnalysisSession::Impl {
   SessionOptions options;
-  cache::CacheOpenReport report;
-  std::unique_ptr<cache::AnalysisCache> cache;
+  SessionRun stored;
   std::optional<model::ClassifierModel> model;
   data::Dataset data;
-  cache::RunKey key;
   ExtractionOptions extraction;
   std::optional<RunData> run;
   std::unique_ptr<CounterfactualAblation> ablation;
@@ -68,13 +66,8 @@ struct AnalysisSession::Impl {
     return *gallery_images;
   }
 
-  std::optional<int64_t> run_id() const { return cache->find_run(key); }
   int64_t complete_run_id() const {
-    const auto id = run_id();
-    if (!id || !cache->run_complete(*id))
-      throw UsageError("no complete analysis of " + options.model_path + " on " + options.data_spec +
-                       " in the cache yet: run the extraction first (`mumoe analyze`)");
-    return *id;
+    return stored.complete_run_id("analysis", options.model_path, options.data_spec, " (`mumoe analyze`)");
   }
   CounterfactualAblation& engine(const RunData& r) {
     if (!ablation)
@@ -92,7 +85,7 @@ struct AnalysisSession::Impl {
   }
 };
 
-AnalysisSession::AnalysisSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+AnalysisSession::AnalysisSession(std::unique_ptr<Impl> impl) : CachedSession(impl->stored), impl_(std::move(impl)) {}
 AnalysisSession::~AnalysisSession() = default;
 
 std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& options) {
@@ -125,9 +118,7 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open(const SessionOptions& opt
   // Classes the data never shows still have an output: name them by index.
   while (static_cast<int64_t>(impl->class_names.size()) < impl->model->class_count())
     impl->class_names.push_back(std::to_string(impl->class_names.size()));
-  impl->key = make_run_key(options.model_path, *impl->model, impl->data, impl->extraction);
-  const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;
-  impl->cache = cache::AnalysisCache::open(path, &impl->report);
+  impl->stored.open(options.cache_path, make_run_key(options.model_path, *impl->model, impl->data, impl->extraction));
   return std::unique_ptr<AnalysisSession>(new AnalysisSession(std::move(impl)));
 }
 
@@ -138,8 +129,6 @@ std::unique_ptr<AnalysisSession> AnalysisSession::open_extracted(const SessionOp
 
 
 const SessionOptions& AnalysisSession::options() const { return impl_->options; }
-const cache::CacheOpenReport& AnalysisSession::cache_report() const { return impl_->report; }
-const std::string& AnalysisSession::cache_path() const { return impl_->cache->path(); }
 const std::string& AnalysisSession::layer_name() const { return impl_->model->layer_name(); }
 const std::vector<std::string>& AnalysisSession::class_names() const { return impl_->class_names; }
 const std::vector<std::string>& AnalysisSession::attribute_names() const { return impl_->data.attribute_names; }
@@ -150,28 +139,19 @@ const model::ClassifierModel& AnalysisSession::model() const { return *impl_->mo
 int64_t AnalysisSession::sample_count() const { return impl_->data.size(); }
 bool AnalysisSession::has_images() const { return impl_->data.has_images(); }
 
-bool AnalysisSession::extracted() const {
-  const auto id = impl_->run_id();
-  return id && impl_->cache->run_complete(*id);
-}
-
 ExtractionSummary AnalysisSession::extract(const ExtractionCallback& progress) {
-  if (extracted()) {
-    ExtractionSummary s;
-    s.run_id = *impl_->run_id();
-    s.chunks_reused = impl_->cache->run_info(s.run_id).chunk_count();
-    return s;
-  }
+  if (auto done = impl_->stored.already_extracted()) return *done;
   impl_->run.reset();
   impl_->drop_engines();
-  return extract_run(*impl_->cache, impl_->key, *impl_->model, impl_->data, impl_->extraction, progress);
+  return extract_run(*impl_->stored.cache, impl_->stored.key, *impl_->model, impl_->data, impl_->extraction, progress);
 }
 
 const RunData& AnalysisSession::run() {
   if (!impl_->run) {
-    auto data = load_extracted_run(*impl_->cache, impl_->complete_run_id(), *impl_->model, impl_->data);
+    const auto id = impl_->complete_run_id();
+    auto data = load_extracted_run(*impl_->stored.cache, id, *impl_->model, impl_->data);
     if (auto problem = impl_->chunk_problem(data.labels, data.predictions, 0); !problem.empty())
-      throw cache::damaged_cache_error(impl_->cache->path(), "run " + std::to_string(*impl_->run_id()) + ", " + problem);
+      throw cache::damaged_cache_error(impl_->stored.cache->path(), "run " + std::to_string(id) + ", " + problem);
     if (impl_->multilabel()) make_multilabel(data, impl_->target_columns);
     impl_->run = std::move(data);
   }
@@ -181,11 +161,9 @@ const RunData& AnalysisSession::run() {
 cache::CacheCheckReport AnalysisSession::recompute() {
   impl_->run.reset();
   impl_->drop_engines();
-  const auto id = impl_->run_id();
-  if (!id) return {};
   // (A backbone run's chunk that lost its inputs is found by the check itself, from the run key;
   // coefficients left to the model that come out stale are extracted again by run() itself.)
-  return cache::repair_run_for_recompute(*impl_->cache, *id, [this](const cache::ChunkRecord& c) {
+  return impl_->stored.repair_for_recompute([this](const cache::ChunkRecord& c) {
     return impl_->chunk_problem(c.labels, c.predictions, c.first_sample);
   });
 }
@@ -197,7 +175,7 @@ ClassAccuracy AnalysisSession::accuracy() {
 
 Answer<ModeStatistics> AnalysisSession::statistics(int64_t mode, double threshold) {
   const std::string key = "mode" + std::to_string(mode) + ":t" + std::to_string(threshold);
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "statistics", key, false,
+  return cached_answer(*impl_->stored.cache, impl_->complete_run_id(), "statistics", key, false,
                        [](const nlohmann::json& j) { return mode_statistics_from_json(j); },
                        [&] { return expert_statistics(run(), mode, static_cast<int64_t>(impl_->class_names.size()), threshold); });
 }
@@ -206,7 +184,7 @@ Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& asked) {
   auto request = asked;  // one key per subpopulation however it was written
   if (!request.subpopulation.empty())
     request.subpopulation = editing::parse_subpopulation(request.subpopulation).text();
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "gallery", request.key(), false,
+  return cached_answer(*impl_->stored.cache, impl_->complete_run_id(), "gallery", request.key(), false,
                        [](const nlohmann::json& j) { return gallery_from_json(j); },
                        [&] {
                          const auto& r = run();
@@ -220,7 +198,7 @@ Answer<Gallery> AnalysisSession::gallery(const GalleryRequest& asked) {
 
 Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<int64_t>& experts,
                                                 AblationMethod method, bool recompute) {
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "ablation", experts_key(mode, experts, method), recompute,
+  return cached_answer(*impl_->stored.cache, impl_->complete_run_id(), "ablation", experts_key(mode, experts, method), recompute,
                        [](const nlohmann::json& j) { return ablation_outcome_from_json(j); },
                        [&] {
                          return impl_->model->is_router() ? impl_->router_engine(run()).ablate(mode, experts, method)
@@ -230,7 +208,7 @@ Answer<AblationOutcome> AnalysisSession::ablate(int64_t mode, const std::vector<
 
 Answer<SweepOutcome> AnalysisSession::sweep(int64_t mode, AblationMethod method, const SweepCallback& progress,
                                             bool recompute) {
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "sweep", sweep_answer_key(mode, method), recompute,
+  return cached_answer(*impl_->stored.cache, impl_->complete_run_id(), "sweep", sweep_answer_key(mode, method), recompute,
                        [](const nlohmann::json& j) { return sweep_outcome_from_json(j); },
                        [&] {
                          return impl_->model->is_router() ? impl_->router_engine(run()).sweep(mode, method, progress)

@@ -24,6 +24,7 @@
 #include "analysis/gallery.h"
 #include "analysis/progress.h"
 #include "analysis/run_data.h"
+#include "analysis/session_run.h"
 #include "cache/analysis_cache.h"
 #include "cache/cache_repair.h"
 #include "model/state_dict_layout.h"
@@ -88,7 +89,7 @@ std::unique_ptr<Session> open_then_extract(const Options& options, const Extract
   return session;
 }
 
-class AnalysisSession {
+class AnalysisSession : public CachedSession {
  public:
   /// Loads and checks the model and data and opens the cache. Throws FileError / UsageError.
   static std::unique_ptr<AnalysisSession> open(const SessionOptions& options);
@@ -102,12 +103,8 @@ class AnalysisSession {
                                                          ExtractionSummary* summary = nullptr,
                                                          const OpenSteps& steps = {});
   ~AnalysisSession();
-  AnalysisSession(const AnalysisSession&) = delete;
-  AnalysisSession& operator=(const AnalysisSession&) = delete;
 
   const SessionOptions& options() const;
-  const cache::CacheOpenReport& cache_report() const;
-  const std::string& cache_path() const;
   const std::string& layer_name() const;
   const std::vector<std::string>& class_names() const;
   const std::vector<std::string>& attribute_names() const;
@@ -121,8 +118,6 @@ class AnalysisSession {
   int64_t sample_count() const;
   bool has_images() const;
 
-  /// True when the cache holds a complete run for this model, data and layer.
-  bool extracted() const;
   /// Computes what the cache lacks (nothing when extracted()). Cancel → Cancelled.
   ExtractionSummary extract(const ExtractionCallback& progress = {});
   /// The complete run (loaded from the cache once). Throws UsageError before extraction, and

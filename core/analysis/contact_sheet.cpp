@@ -1,4 +1,5 @@
 #include "analysis/contact_sheet.h"
+#include "io/number_text.h"
 
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -113,19 +114,11 @@ void write_contact_sheet(const std::string& path, const std::string& title, cons
   out.commit();
 }
 
-namespace {
-std::string two_decimals(double v) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f", v);
-  return text;
-}
-}  // namespace
-
 std::string gallery_sheet_title(const Gallery& g, const std::string& source) {
   const auto& r = g.request;
   const auto shown = std::to_string(g.items.size());
   return "expert " + std::to_string(r.expert) + " (mode " + std::to_string(r.mode) + "), " +
-         (r.order == GalleryOrder::Top ? "top " + shown : shown + " random with a >= " + two_decimals(r.threshold)) +
+         (r.order == GalleryOrder::Top ? "top " + shown : shown + " random with a >= " + io::fixed_text(r.threshold, 2)) +
          " of " + std::to_string(g.eligible) + (source.empty() ? "" : " · " + source);
 }
 
@@ -135,7 +128,7 @@ void write_gallery_sheet(const std::string& path, const Gallery& g, const std::v
   if (g.items.empty())
     throw UsageError("the gallery of expert " + std::to_string(g.request.expert) + " is empty" +
                      (g.request.order == GalleryOrder::Random
-                          ? " (no sample reaches a >= " + two_decimals(g.request.threshold) +
+                          ? " (no sample reaches a >= " + io::fixed_text(g.request.threshold, 2) +
                                 "; try --order top or a lower --threshold)"
                           : " (no sample gives it a coefficient above 0)") +
                      ": no sheet to draw");
@@ -147,7 +140,7 @@ void write_gallery_sheet(const std::string& path, const Gallery& g, const std::v
                        : item.label >= 0 && static_cast<size_t>(item.label) < class_names.size()
                            ? class_names[static_cast<size_t>(item.label)]
                            : "class " + std::to_string(item.label);
-    tiles.push_back({image_of(item), label, two_decimals(item.coefficient)});
+    tiles.push_back({image_of(item), label, io::fixed_text(item.coefficient, 2)});
   }
   write_contact_sheet(path, gallery_sheet_title(g, source), tiles);
 }

@@ -1,4 +1,5 @@
 #include "analysis/expert_report.h"
+#include "io/number_text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -23,19 +24,13 @@
 namespace mumoe::analysis {
 namespace {
 
-std::string percent(double fraction) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f %%", 100 * fraction);
-  return text;
-}
+std::string percent(double fraction) { return io::fixed_text(100 * fraction, 2) + " %"; }
 
 std::string gallery_title(const Gallery& g) {
   std::ostringstream s;
   s << g.items.size() << (g.request.order == GalleryOrder::Top ? " with the largest a" : " random with a ≥ ");
   if (g.request.order != GalleryOrder::Top) {
-    char t[16];
-    std::snprintf(t, sizeof t, "%.2f", g.request.threshold);
-    s << t;
+    s << io::fixed_text(g.request.threshold, 2);
   }
   s << " of " << g.eligible << " eligible samples";
   return s.str();

@@ -2,11 +2,13 @@
 
 #include <chrono>
 
+#include "analysis/layer_timing.h"
 #include "analysis/result_json.h"
 #include "analysis/stored_answer.h"
 #include "analysis/sweep_shards.h"
 #include "cache/cache_repair.h"
 #include "io/errors.h"
+#include "model/classifier_model.h"
 #ifdef MUMOE_WITH_OPENCV
 #include "analysis/contact_sheet.h"
 #endif
@@ -66,6 +68,18 @@ class HeadAnalysis final : public LayerAnalysis {
     draw_sheet(path, *session_, gallery, progress);
   }
   AnalysisSession* session() override { return session_.get(); }
+  model::ModelLayer manifest_layer() const override { return session_->model().manifest_layer(); }
+  RowCoverage row_coverage() override {
+    const auto& r = session_->run();
+    RowCoverage c;
+    for (int64_t n = 0; n < r.info.expert_dims.at(0); ++n) c.rows_per_expert.push_back(r.columns.at(0).support(n));
+    const auto& rows = r.coefficients.at(0);
+    for (int64_t s = 0; s < r.samples(); ++s) c.rows_without_expert += rows.offsets[s] == rows.offsets[s + 1];
+    return c;
+  }
+  double microseconds_per_row() override {
+    return stored_inputs_microseconds_per_row(session_->model(), session_->run());
+  }
   bool has_images() const override { return session_->has_gallery_images(); }
   std::string cache_path() const override { return session_->cache_path(); }
   std::string cache_note() const override { return cache::opening_note(session_->cache_report()); }
@@ -125,6 +139,29 @@ class BackboneLayerAnalysis final : public LayerAnalysis {
     draw_sheet(path, *block_, gallery, progress);
   }
   VitBlockAnalysis* block() override { return block_.get(); }
+  model::ModelLayer manifest_layer() const override { return block_->manifest_layer(); }
+  int64_t rows_per_sample() const override { return block_->coefficient_rows(); }
+  RowCoverage row_coverage() override {
+    const int64_t rows = block_->coefficient_rows(), experts = block_->experts();
+    RowCoverage c;
+    c.rows_per_expert.assign(static_cast<size_t>(experts), 0);
+    for (int64_t s = 0; s < block_->samples(); ++s) {
+      const auto a = block_->token_coefficients(s);
+      for (int64_t t = 0; t < rows; ++t) {
+        bool taken = false;
+        for (int64_t e = 0; e < experts; ++e)
+          if (a[static_cast<size_t>(t * experts + e)] > 0) {
+            taken = true;
+            ++c.rows_per_expert[static_cast<size_t>(e)];
+          }
+        c.rows_without_expert += !taken;
+      }
+    }
+    return c;
+  }
+  double microseconds_per_row() override {
+    return random_tokens_microseconds_per_row(block_->manifest_layer(), block_->coefficient_rows());
+  }
   SampleRows sample_rows() const override {
     return {block_->grid(), block_->rows_are_patches(), block_->class_tokens_only()};
   }

@@ -21,6 +21,7 @@
 #include "analysis/answer.h"
 #include "analysis/progress.h"
 #include "analysis/vit_block_analysis.h"
+#include "model/manifest.h"
 
 namespace mumoe::analysis {
 
@@ -38,7 +39,8 @@ class LayerAnalysis {
   /// choice: a classifier's head, or a Linear-head Mixer's last μMoE layer), extracting what the
   /// cache lacks (a head) or running the baseline pass (a backbone layer); `progress` reports
   /// samples done and may cancel (Cancelled); `steps` are the cache's.
-  /// `summary` (may be null) tells a head's extraction (chunks computed, from the cache). A
+  /// `summary` (may be null) tells a head's extraction (chunks computed, from the cache); a
+  /// backbone layer leaves it as it was (nothing is extracted: chunks_computed stays 0). A
   /// backbone layer opens the cache too (its sweeps are kept there) and `steps` apply to it.
   static std::unique_ptr<LayerAnalysis> open(const SessionOptions& options, const LayerAnalysisOptions& layer = {},
                                              const ExtractionCallback& progress = {}, const OpenSteps& steps = {},
@@ -116,6 +118,24 @@ class LayerAnalysis {
   virtual int64_t samples_available() const { return samples(); }
   /// Whether image(sample) has pixels (a feature file without gallery images has none).
   virtual bool has_images() const = 0;
+  /// The layer's configuration as loaded (family, experts, parameters, input width): a backbone
+  /// layer's is rebuilt from its module, so its key prefix is only its name's.
+  virtual model::ModelLayer manifest_layer() const = 0;
+  /// The layer's coefficient rows per sample (one coefficient vector each): a head's sample is
+  /// one row; a backbone layer's image is its tokens (or a Mixer token mixing's channels).
+  virtual int64_t rows_per_sample() const { return 1; }
+  /// Over every row of every sample: how many rows each expert of mode 0 takes (coefficient
+  /// > 0; 0 = a dead expert), and how many rows no expert takes (a capacity-limited router's
+  /// dropped tokens).
+  struct RowCoverage {
+    std::vector<int64_t> rows_per_expert;
+    int64_t rows_without_expert = 0;
+  };
+  virtual RowCoverage row_coverage() = 0;
+  /// The layer alone, timed: the best of three float32 forward passes, in microseconds per row
+  /// (layer_timing.h: a head on its stored inputs, a backbone layer on random tokens).
+  virtual double microseconds_per_row() = 0;
+
   /// The analysis cache file, and what opening it did (cache::opening_note; "" when nothing
   /// happened worth saying).
   virtual std::string cache_path() const = 0;

@@ -1,8 +1,6 @@
 #include "analysis/layer_comparison.h"
 #include "analysis/layer_analysis.h"
 
-#include <torch/torch.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,11 +8,10 @@
 #include <numeric>
 
 #include "analysis/result_json.h"
-#include "analysis/vit_block_analysis.h"
-#include "model/classifier_model.h"
+#include "io/errors.h"
 #include "model/model_file.h"
-#include "nn/moe_layer.h"
-#include "nn/mumoe_block.h"
+#include "nn/layer_config.h"
+#include "nn/moe_layer_config.h"
 
 namespace mumoe::analysis {
 namespace {
@@ -65,35 +62,6 @@ double router_multiply_adds(const nn::MoELayerConfig& c, int64_t tokens_per_inpu
   return in * static_cast<double>(c.experts) + per_sample * expert;
 }
 
-/// The fastest of three forward passes of `block` (or `router`, when set) over `x`, in seconds.
-double best_forward_seconds(nn::MuMoEBlock block, nn::MoELayer router, const torch::Tensor& x) {
-  double best = std::numeric_limits<double>::infinity();
-  for (int repeat = 0; repeat < 3; ++repeat) {
-    const auto start = std::chrono::steady_clock::now();
-    const auto out = router.is_empty() ? block->forward(x).output : router->forward(x).output;
-    (void)out.sum().item<double>();
-    best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best;
-}
-
-/// Best of three float32 forward passes of the layer alone over up to 2,048 stored inputs
-/// (whole routing groups), in microseconds per sample.
-double measured_microseconds(const model::ClassifierModel& m, const RunData& run) {
-  const int64_t rows = std::min(run.samples(), m.aligned_batch(2048));
-  if (rows == 0) return kNaN;
-  const auto inputs =
-      torch::from_blob(const_cast<float*>(run.inputs.data()), {rows, run.info.input_dim}, torch::kFloat32).clone();
-  torch::NoGradGuard no_grad;
-  nn::MuMoEBlock block{nullptr};
-  nn::MoELayer router{nullptr};
-  if (m.is_router())
-    router = nn::copy_moe_layer(m.router_layer(), torch::kFloat32, torch::kCPU);
-  else
-    block = nn::copy_block(m.layer(), torch::kFloat32, torch::kCPU);
-  return best_forward_seconds(block, router, inputs) / static_cast<double>(rows) * 1e6;
-}
-
 /// Purity, I(E;Y)/H(Y), load CV and dead experts from a mode's statistics.
 void fill_specialisation(const ModeStatistics& statistics, LayerComparison& row) {
   double purity_sum = 0;
@@ -119,76 +87,6 @@ void fill_specialisation(const ModeStatistics& statistics, LayerComparison& row)
   for (const auto& e : statistics.experts) row.dead_experts += e.support == 0;
 }
 
-/// Best of three float32 passes of a ViT block's MLP over 64 images' standard-normal tokens.
-double measured_block_microseconds(const model::ModelLayer& layer, int64_t tokens) {
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(0);
-  const int64_t images = 64;
-  const auto x = torch::randn({images, tokens, layer.input_dim()});
-  nn::MuMoEBlock block{nullptr};
-  nn::MoELayer router{nullptr};
-  if (layer.is_router()) {
-    router = nn::MoELayer(*layer.router);
-    router->eval();
-  } else {
-    block = nn::MuMoEBlock(layer.config);
-    block->eval();
-  }
-  // The layer's shape decides its cost; its weights do not (routing aside).
-  return best_forward_seconds(block, router, x) / static_cast<double>(images * tokens) * 1e6;
-}
-
-LayerComparison compare_block(const SessionOptions& options, const ComparisonCallback& progress) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto file = model::ModelFile::load(options.model_path, options.overrides);
-  // Through the one entry point, so that the sweep is the cached one (a merged sweep shard's too).
-  auto analysis = LayerAnalysis::open(options, {}, [&](const ExtractionProgress& p) {
-    return !progress || progress("Images through the backbone", p.samples_done, p.samples_total, p.eta_seconds);
-  });
-  auto* block = analysis->block();
-  // The layer analysed ("" names a Linear-head Mixer's last μMoE layer).
-  const auto& layer = file.layer(block->layer_name());
-  LayerComparison row;
-  row.model_path = options.model_path;
-  row.data_spec = options.data_spec;
-  row.layer = block->layer_name();
-  row.family = layer.family();
-  row.gate = layer.is_router() ? nn::to_string(layer.router->router) : nn::to_string(layer.config.gate_activation);
-  row.experts = layer.experts();
-  row.parameters = layer.parameter_count();
-  row.samples = block->samples();
-  // Rows per image the layer processes: tokens (a ViT block, a Mixer's channel mixing), or
-  // channels (a Mixer's token mixing).
-  const int64_t tokens_per_image = block->coefficient_rows();
-  row.tokens = row.samples * tokens_per_image;
-  row.accuracy = block->accuracy_before().overall;
-  const auto sweep = analysis->sweep(0, AblationMethod::Sparse, [&](int64_t done, int64_t total) {
-    return !progress || progress("Sweep", done, total, 0);
-  });
-  row.mean_polysemanticity = sweep.value.mean_polysemanticity;
-  row.experts_with_effect = sweep.value.experts_with_effect;
-  row.from_cache = sweep.from_cache;
-  fill_specialisation(block->statistics(), row);
-  // Dead experts and dropped tokens over every token (statistics see each image's strongest patch).
-  std::vector<int64_t> support(static_cast<size_t>(row.experts), 0);
-  for (int64_t s = 0; s < row.samples; ++s) {
-    const auto a = block->token_coefficients(s);
-    for (int64_t t = 0; t < tokens_per_image; ++t) {
-      bool taken = false;
-      for (int64_t e = 0; e < row.experts; ++e)
-        if (a[static_cast<size_t>(t * row.experts + e)] > 0) {
-          taken = true;
-          ++support[static_cast<size_t>(e)];
-        }
-      row.dropped_tokens += !taken;
-    }
-  }
-  row.dead_experts = std::count(support.begin(), support.end(), int64_t{0});
-  row.multiply_adds_per_sample = layer_multiply_adds(layer, tokens_per_image);
-  row.microseconds_per_sample = measured_block_microseconds(layer, tokens_per_image);
-  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return row;
-}
 
 }  // namespace
 
@@ -197,56 +95,53 @@ double layer_multiply_adds(const model::ModelLayer& layer, int64_t tokens_per_in
 }
 
 LayerComparison compare_layer(const SessionOptions& options, const ComparisonCallback& progress) {
-  if (names_vit_block(options)) return compare_block(options, progress);
   const auto start = std::chrono::steady_clock::now();
   // Purity and I(E;Y)/H(Y) measure how an expert's samples spread over one class each; checked
   // from the file's header, before its data is read or extracted.
   if (model::ModelFile::load(options.model_path, options.overrides).manifest().task == model::kMultiLabel)
     throw UsageError(options.model_path + " is a multi-label model: compare measures the class specialisation of "
                      "multi-class classifiers; its experts are analysed per output by stats, gallery and ablate");
-  auto session = AnalysisSession::open(options);
-  const auto extraction = session->extract([&](const ExtractionProgress& p) {
-    return !progress || progress("Extracting", p.samples_done, p.samples_total, p.eta_seconds);
-  });
-  auto row = compare_layer(*session, progress);
-  row.from_cache = row.from_cache && extraction.chunks_computed == 0;
-  row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return row;
-}
-
-LayerComparison compare_layer(AnalysisSession& session, const ComparisonCallback& progress) {
-  if (session.multilabel())
-    throw UsageError(session.options().model_path + " is a multi-label model: compare measures the class "
-                     "specialisation of multi-class classifiers");
-  const auto start = std::chrono::steady_clock::now();
-  const auto& model = session.model();
-  const auto layer = model.manifest_layer();
-  const auto& run = session.run();
+  // Through the one entry point, whatever the layer's place: the sweep is then the cached one (a
+  // merged sweep shard's too).
+  ExtractionSummary extraction;
+  auto analysis = LayerAnalysis::open(
+      options, {},
+      [&](const ExtractionProgress& p) {
+        return !progress || progress("Reading samples", p.samples_done, p.samples_total, p.eta_seconds);
+      },
+      {}, &extraction);
+  const auto layer = analysis->manifest_layer();
   LayerComparison row;
-  row.model_path = session.options().model_path;
-  row.data_spec = session.options().data_spec;
-  row.layer = session.layer_name();
+  row.model_path = options.model_path;
+  row.data_spec = options.data_spec;
+  row.layer = analysis->layer_name();
   row.family = layer.family();
   row.gate = layer.is_router() ? nn::to_string(layer.router->router) : nn::to_string(layer.config.gate_activation);
   row.experts = layer.experts();
   row.parameters = layer.parameter_count();
-  row.samples = run.samples();
-  row.tokens = run.samples();
-  row.accuracy = session.accuracy().overall;
+  row.samples = analysis->samples();
+  // Rows per sample the layer processes: a head's one, a backbone layer's tokens (or a Mixer's
+  // token mixing's channels).
+  const int64_t rows_per_sample = analysis->rows_per_sample();
+  row.tokens = row.samples * rows_per_sample;
+  row.accuracy = analysis->accuracy().overall;
 
-  const auto sweep = session.sweep(0, AblationMethod::Sparse, [&](int64_t done, int64_t total) {
+  const auto sweep = analysis->sweep(0, AblationMethod::Sparse, [&](int64_t done, int64_t total) {
     return !progress || progress("Sweep", done, total, 0);
   });
   row.mean_polysemanticity = sweep.value.mean_polysemanticity;
   row.experts_with_effect = sweep.value.experts_with_effect;
-  row.from_cache = sweep.from_cache;
+  row.from_cache = sweep.from_cache && extraction.chunks_computed == 0;
 
-  fill_specialisation(session.statistics(0).value, row);
-  const auto& rows = run.coefficients[0];
-  for (int64_t s = 0; s < run.samples(); ++s) row.dropped_tokens += rows.offsets[s] == rows.offsets[s + 1];
+  fill_specialisation(analysis->statistics(0, 0.5).value, row);
+  // Dead experts and dropped tokens over every row (statistics see a backbone layer's images by
+  // their strongest patch).
+  const auto coverage = analysis->row_coverage();
+  row.dead_experts = std::count(coverage.rows_per_expert.begin(), coverage.rows_per_expert.end(), int64_t{0});
+  row.dropped_tokens = coverage.rows_without_expert;
 
-  row.multiply_adds_per_sample = layer_multiply_adds(layer);
-  row.microseconds_per_sample = measured_microseconds(model, run);
+  row.multiply_adds_per_sample = layer_multiply_adds(layer, rows_per_sample);
+  row.microseconds_per_sample = analysis->microseconds_per_row();
   row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return row;
 }

@@ -21,13 +21,13 @@
 //   * cost per token: multiply-adds of the layer's forward pass counted from its configuration
 //     (layer_multiply_adds), and the measured time of a float32 forward pass.
 //
-// A ViT block's MLP (options.layer "blocks.{L}.mlp") is compared through LayerAnalysis (its
-// VitBlockAnalysis): the
-// samples are images, each counted for an expert by its strongest patch (as the block's
-// statistics and galleries do), accuracy and ablation at the classifier's output; its tokens are
-// every image's patch and class tokens, and its cost is timed on standard-normal tokens of the
-// block's shape. Its sweep is read from the cache when stored (LayerAnalysis; merged sweep shards
-// too); the baseline pass runs each time.
+// Every kind of layer is compared through the one entry point, LayerAnalysis (layer_analysis.h),
+// without asking which kind it is. For a layer inside a ViT or Mixer (options.layer
+// "blocks.{L}.mlp", …) the samples are images, each counted for an expert by its strongest patch
+// (as its statistics and galleries do), accuracy and ablation at the classifier's output; its
+// tokens are every image's rows (patch and class tokens, or a token mixing's channels), and its
+// cost is timed on standard-normal tokens of the layer's shape. Its sweep is read from the cache
+// when stored (merged sweep shards too); the baseline pass runs each time.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -65,17 +65,13 @@ struct LayerComparison {
   double seconds = 0;       ///< this call
 };
 
-/// Called with the step ("Extracting", "Images through the backbone", "Sweep"), its progress and an ETA (0 = unknown);
+/// Called with the step ("Reading samples": the extraction or a backbone's baseline pass; "Sweep"), its progress and an ETA (0 = unknown);
 /// return false to cancel (Cancelled is thrown; what was stored stays valid).
 using ComparisonCallback = std::function<bool(const std::string& step, int64_t done, int64_t total, double eta_seconds)>;
 
 /// Opens the model on the data (options), extracts and sweeps what the cache lacks, and fills
-/// the row. Throws what AnalysisSession throws (FileError/UsageError naming the file).
+/// the row. Throws what LayerAnalysis::open throws (FileError/UsageError naming the file).
 LayerComparison compare_layer(const SessionOptions& options, const ComparisonCallback& progress = {});
-
-/// The row's figures from a session whose run is extracted (statistics and sweep from the cache
-/// when stored).
-LayerComparison compare_layer(AnalysisSession& session, const ComparisonCallback& progress = {});
 
 /// Multiply-adds per sample of a layer's forward pass, counted from its configuration:
 ///   μMoE CP:  gating I·ΣN_e + the factorised forward R·(ΣN_e + I(+1) + O), per layer of a block;

@@ -1,4 +1,5 @@
 #include "analysis/lm_steering.h"
+#include "io/number_text.h"
 
 #include <torch/torch.h>
 
@@ -21,14 +22,6 @@ SteeringSite parse_steering_site(const std::string& text) {
   if (text == "residual") return SteeringSite::Residual;
   throw UsageError("unknown steering site '" + text + "' (mlp-input or residual)");
 }
-
-namespace {
-std::string short_number(double v) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.3g", v);
-  return buffer;
-}
-}  // namespace
 
 SteeringVector compute_steering_vector(const RunData& run, int64_t layer, int64_t expert, const CentreOptions& options) {
   if (run.columns.empty() || run.info.expert_dims.empty()) throw UsageError("the run has no expert coefficients");
@@ -57,8 +50,8 @@ SteeringVector compute_steering_vector(const RunData& run, int64_t layer, int64_
     ++v.tokens_used;
   }
   if (v.tokens_used == 0 || v.weight_sum <= 0)
-    throw UsageError("expert " + std::to_string(expert) + " has no token with a_n ≥ " + short_number(options.threshold) +
-                     " in the evaluation set (its largest a_n is " + short_number(largest) +
+    throw UsageError("expert " + std::to_string(expert) + " has no token with a_n ≥ " + io::significant_text(options.threshold, 3) +
+                     " in the evaluation set (its largest a_n is " + io::significant_text(largest, 3) +
                      "): lower the threshold or pick another expert");
   double sq = 0;
   for (auto& c : v.centre) {

@@ -29,31 +29,24 @@ bool is_gpt_model_file(const std::string& model_path) { return looks_like_gpt(mo
 
 struct TextAnalysisSession::Impl {
   TextSessionOptions options;
-  cache::CacheOpenReport report;
-  std::unique_ptr<cache::AnalysisCache> cache;
+  SessionRun stored;
   std::optional<nn::MuMoEGpt> gpt;
   int64_t layer = 0;
   std::string layer_name;
   LmEvalSet set;
   TokenExtractionOptions extraction;
-  cache::RunKey key;
   std::optional<RunData> run;
   std::unique_ptr<LmAblation> engine;
   std::shared_ptr<const text::Tokenizer> tokenizer;  ///< the model's (TextSessionOptions::tokenizer)
 
-  std::optional<int64_t> run_id() const { return cache->find_run(key); }
   int64_t complete_run_id() const {
-    const auto id = run_id();
-    if (!id || !cache->run_complete(*id))
-      throw UsageError("no complete token analysis of " + options.model_path + " on " + options.data_spec +
-                       " in the cache yet: run the extraction first");
-    return *id;
+    return stored.complete_run_id("token analysis", options.model_path, options.data_spec);
   }
   // Answers are stored under the extraction's run; the run row exists (partial or complete)
   // once begin_run has seen this key, which extraction does first.
   int64_t result_run_id() {
-    if (auto id = run_id()) return *id;
-    return cache->begin_run(key, make_token_run_info(*gpt, set, extraction));
+    if (auto id = stored.run_id()) return *id;
+    return stored.cache->begin_run(stored.key, make_token_run_info(*gpt, set, extraction));
   }
   LmAblation& ablation(const SweepCallback& progress) {
     if (!engine) engine = std::make_unique<LmAblation>(*gpt, set, layer, options.device, progress);
@@ -61,7 +54,8 @@ struct TextAnalysisSession::Impl {
   }
 };
 
-TextAnalysisSession::TextAnalysisSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+TextAnalysisSession::TextAnalysisSession(std::unique_ptr<Impl> impl)
+    : CachedSession(impl->stored), impl_(std::move(impl)) {}
 TextAnalysisSession::~TextAnalysisSession() = default;
 
 std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSessionOptions& options) {
@@ -90,9 +84,8 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open(const TextSession
   impl->extraction.sequences_per_chunk = options.sequences_per_chunk;
   impl->extraction.batching = options.chunk_batching;
   impl->extraction.device = options.device;
-  impl->key = make_token_run_key(options.model_path, gpt->config(), impl->set, impl->layer, impl->extraction);
-  const auto path = options.cache_path.empty() ? cache::default_cache_path() : options.cache_path;
-  impl->cache = cache::AnalysisCache::open(path, &impl->report);
+  impl->stored.open(options.cache_path,
+                    make_token_run_key(options.model_path, gpt->config(), impl->set, impl->layer, impl->extraction));
   return std::unique_ptr<TextAnalysisSession>(new TextAnalysisSession(std::move(impl)));
 }
 
@@ -103,45 +96,31 @@ std::unique_ptr<TextAnalysisSession> TextAnalysisSession::open_extracted(const T
 
 
 const TextSessionOptions& TextAnalysisSession::options() const { return impl_->options; }
-const cache::CacheOpenReport& TextAnalysisSession::cache_report() const { return impl_->report; }
-const std::string& TextAnalysisSession::cache_path() const { return impl_->cache->path(); }
 const std::string& TextAnalysisSession::layer_name() const { return impl_->layer_name; }
 int64_t TextAnalysisSession::layer_index() const { return impl_->layer; }
 int64_t TextAnalysisSession::expert_count() const { return (*impl_->gpt)->config().experts; }
 const LmEvalSet& TextAnalysisSession::eval_set() const { return impl_->set; }
 
-bool TextAnalysisSession::extracted() const {
-  const auto id = impl_->run_id();
-  return id && impl_->cache->run_complete(*id);
-}
-
 ExtractionSummary TextAnalysisSession::extract(const ExtractionCallback& progress) {
-  if (extracted()) {
-    ExtractionSummary s;
-    s.run_id = *impl_->run_id();
-    s.chunks_reused = impl_->cache->run_info(s.run_id).chunk_count();
-    return s;
-  }
+  if (auto done = impl_->stored.already_extracted()) return *done;
   impl_->run.reset();
-  return extract_token_run(*impl_->cache, impl_->key, *impl_->gpt, impl_->set, impl_->layer, impl_->extraction,
+  return extract_token_run(*impl_->stored.cache, impl_->stored.key, *impl_->gpt, impl_->set, impl_->layer, impl_->extraction,
                            progress);
 }
 
 const RunData& TextAnalysisSession::run() {
-  if (!impl_->run) impl_->run = load_run_data(*impl_->cache, impl_->complete_run_id());
+  if (!impl_->run) impl_->run = load_run_data(*impl_->stored.cache, impl_->complete_run_id());
   return *impl_->run;
 }
 
 cache::CacheCheckReport TextAnalysisSession::recompute() {
   impl_->run.reset();
-  const auto id = impl_->run_id();
-  if (!id) return {};
-  return cache::repair_run_for_recompute(*impl_->cache, *id);
+  return impl_->stored.repair_for_recompute();
 }
 
 Answer<TokenGallery> TextAnalysisSession::gallery(const GalleryRequest& request, int64_t context_radius) {
   const auto key = request.key() + ":c" + std::to_string(context_radius);
-  return cached_answer(*impl_->cache, impl_->complete_run_id(), "token-gallery", key, false,
+  return cached_answer(*impl_->stored.cache, impl_->complete_run_id(), "token-gallery", key, false,
                        [](const nlohmann::json& j) { return token_gallery_from_json(j); },
                        [&] { return select_token_gallery(run(), impl_->set, request, context_radius); });
 }
@@ -151,14 +130,14 @@ Answer<LmAblationReport> TextAnalysisSession::ablate(const std::vector<int64_t>&
   std::string key;
   for (size_t i = 0; i < experts.size(); ++i) key += (i ? "," : "") + std::to_string(experts[i]);
   key += ":" + to_string(method);
-  return cached_answer(*impl_->cache, impl_->result_run_id(), "lm-ablation", key, recompute,
+  return cached_answer(*impl_->stored.cache, impl_->result_run_id(), "lm-ablation", key, recompute,
                        [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); },
                        [&] { return impl_->ablation(progress).ablate(experts, method); });
 }
 
 Answer<LmAblationReport> TextAnalysisSession::sweep(AblationMethod method, const SweepCallback& progress,
                                                    bool recompute) {
-  return cached_answer(*impl_->cache, impl_->result_run_id(), "lm-sweep", to_string(method), recompute,
+  return cached_answer(*impl_->stored.cache, impl_->result_run_id(), "lm-sweep", to_string(method), recompute,
                        [](const nlohmann::json& j) { return lm_ablation_report_from_json(j); },
                        [&] { return impl_->ablation({}).sweep(method, progress); });
 }
@@ -169,7 +148,7 @@ Answer<LmAblationReport> TextAnalysisSession::sweep_shard(AblationMethod method,
   auto& engine = impl_->ablation({});
   const auto experts = engine.experts();
   Answer<LmAblationReport> answer{engine.sweep(method, progress, shard_experts(experts, k, n)), false, 0};
-  put_sweep_part(*impl_->cache, impl_->result_run_id(), "lm-sweep", to_string(method), k, n, experts,
+  put_sweep_part(*impl_->stored.cache, impl_->result_run_id(), "lm-sweep", to_string(method), k, n, experts,
                  to_json(answer.value));
   answer.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return answer;

@@ -51,32 +51,23 @@ struct TextSessionOptions {
 /// dict): the commands then take the text path. Throws FileError for an unreadable file.
 bool is_gpt_model_file(const std::string& model_path);
 
-class TextAnalysisSession {
+class TextAnalysisSession : public CachedSession {
  public:
   /// Loads the model and the evaluation set and opens the cache. Throws FileError / UsageError.
   static std::unique_ptr<TextAnalysisSession> open(const TextSessionOptions& options);
-  /// Opens and extracts in one call — what every front end does before it shows anything:
-  /// open(), then extract() with `progress` (false cancels: Cancelled; what was stored stays
-  /// valid) and its summary in `summary` (chunks_computed = 0: all from the cache). What the
-  /// cache file did on opening is cache_report() (cache::opening_note), also told to
-  /// `steps.cache_opened` before the extraction; `steps.recompute` repairs first.
+  /// Opens and extracts in one call, as AnalysisSession::open_extracted does (open_then_extract).
   static std::unique_ptr<TextAnalysisSession> open_extracted(const TextSessionOptions& options,
                                                              const ExtractionCallback& progress = {},
                                                              ExtractionSummary* summary = nullptr,
                                                              const OpenSteps& steps = {});
   ~TextAnalysisSession();
-  TextAnalysisSession(const TextAnalysisSession&) = delete;
-  TextAnalysisSession& operator=(const TextAnalysisSession&) = delete;
 
   const TextSessionOptions& options() const;
-  const cache::CacheOpenReport& cache_report() const;
-  const std::string& cache_path() const;
   const std::string& layer_name() const;  ///< "transformer.h.2.mlp.MuMoE_layer"
   int64_t layer_index() const;
   int64_t expert_count() const;
   const LmEvalSet& eval_set() const;
 
-  bool extracted() const;
   /// Per-token extraction of the layer into the cache (nothing when extracted()). Cancel → Cancelled.
   ExtractionSummary extract(const ExtractionCallback& progress = {});
   /// The repair behind --recompute: drops this run's stored answers and its damaged chunks, so

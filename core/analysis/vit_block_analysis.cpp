@@ -263,6 +263,17 @@ std::string VitBlockAnalysis::layer_name() const {
 }
 bool VitBlockAnalysis::rows_are_patches() const { return impl_->rows_are_tokens; }
 int64_t VitBlockAnalysis::coefficient_rows() const { return impl_->coefficients.size(1); }
+model::ModelLayer VitBlockAnalysis::manifest_layer() const {
+  model::ModelLayer layer;
+  layer.name = layer_name();
+  layer.prefix = layer.name + ".";
+  auto* tokens = impl_->model.image_classifier()->backbone()->tokens();
+  if (impl_->router)
+    layer.router = tokens->router_mlp(impl_->block)->config();
+  else
+    layer.config = tokens->mumoe_mlp(impl_->block)->config();
+  return layer;
+}
 int64_t VitBlockAnalysis::strongest_row(int64_t sample, int64_t expert) const {
   if (sample < 0 || sample >= samples() || expert < 0 || expert >= experts())
     throw UsageError("sample " + std::to_string(sample) + ", expert " + std::to_string(expert) + " is not in the analysis");

@@ -48,12 +48,10 @@
 #include "analysis/gallery.h"
 #include "analysis/run_data.h"
 #include "cache/analysis_cache.h"
+#include "model/manifest.h"
 
 namespace mumoe::data {
 struct Dataset;
-}
-namespace mumoe::model {
-class ClassifierModel;
 }
 
 namespace mumoe::analysis {
@@ -102,6 +100,9 @@ class VitBlockAnalysis {
   bool rows_are_patches() const;
   /// Rows per image in token_coefficients: tokens, or channels (rows_are_patches() false).
   int64_t coefficient_rows() const;
+  /// The layer's configuration as loaded, from its module (family, experts, parameters); the
+  /// key prefix is the layer's name + ".".
+  model::ModelLayer manifest_layer() const;
   /// The row (patch token after the prefix tokens, or channel) where image `sample` holds its
   /// largest coefficient for `expert`: what image_run() counts it by.
   int64_t strongest_row(int64_t sample, int64_t expert) const;

@@ -83,21 +83,36 @@ LabelledImages load_idx_directory(const std::string& dir, const std::string& spl
   return load_idx_pair(images, labels, std::move(class_names), std::move(identity));
 }
 
+namespace {
+
+// folder:DIR and celeba:DIR:SPLIT: photo sets, decoded with OpenCV — all at once, or each image
+// when it is asked for (`streamed`).
+bool is_photo_spec(const std::vector<std::string>& parts) {
+  return (parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3);
+}
+
+LabelledImages photo_set(const std::string& spec, const std::vector<std::string>& parts, bool streamed) {
+#ifdef MUMOE_WITH_OPENCV
+  auto out = parts[0] == "folder" ? (streamed ? open_image_folder(parts[1]) : load_image_folder(parts[1]))
+                                  : (streamed ? open_celeba(parts[1], parts[2]) : load_celeba(parts[1], parts[2]));
+  out.identity = spec;
+  return out;
+#else
+  (void)parts;
+  (void)streamed;
+  throw UsageError("data SPEC '" + spec + "' needs OpenCV, which this build was configured without");
+#endif
+}
+
+}  // namespace
+
 LabelledImages load_image_data(const std::string& spec) {
   const auto parts = split_spec(spec);
   if (parts[0] == "fashion-mnist" && parts.size() == 2)
     return load_idx_directory(kFashionMnistDir, parts[1], fashion_mnist_class_names(), spec);
   if (parts[0] == "biased-fmnist" && parts.size() == 2) return load_biased_fmnist(parts[1]);
   if (parts[0] == "idx" && parts.size() == 3) return load_idx_directory(parts[1], parts[2], {}, spec);
-  if ((parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3)) {
-#ifdef MUMOE_WITH_OPENCV
-    auto out = parts[0] == "folder" ? load_image_folder(parts[1]) : load_celeba(parts[1], parts[2]);
-    out.identity = spec;
-    return out;
-#else
-    throw UsageError("data SPEC '" + spec + "' needs OpenCV, which this build was configured without");
-#endif
-  }
+  if (is_photo_spec(parts)) return photo_set(spec, parts, /*streamed=*/false);
   throw UsageError("unknown data SPEC '" + spec +
                    "' (expected fashion-mnist:train|test, biased-fmnist:train|test, idx:DIR:train|test, "
                    "folder:DIR or celeba:DIR:train|valid|test)");
@@ -105,13 +120,7 @@ LabelledImages load_image_data(const std::string& spec) {
 
 LabelledImages open_image_data(const std::string& spec) {
   const auto parts = split_spec(spec);
-  if ((parts[0] == "folder" && parts.size() == 2) || (parts[0] == "celeba" && parts.size() == 3)) {
-#ifdef MUMOE_WITH_OPENCV
-    auto out = parts[0] == "folder" ? open_image_folder(parts[1]) : open_celeba(parts[1], parts[2]);
-    out.identity = spec;
-    return out;
-#endif
-  }
+  if (is_photo_spec(parts)) return photo_set(spec, parts, /*streamed=*/true);
   return load_image_data(spec);
 }
 

@@ -1,4 +1,5 @@
 #include "editing/bias_report.h"
+#include "io/number_text.h"
 
 #include <torch/torch.h>
 
@@ -34,8 +35,7 @@ report::ExpertReport make_bias_report(const BiasStudy& study, const BiasTask& ta
   const auto summary = model::summarize_model_file(request.model_path);
   std::string edit_lines;
   for (const auto& e : edits) edit_lines += (edit_lines.empty() ? "" : "; ") + e.describe();
-  char accuracy[32];
-  std::snprintf(accuracy, sizeof accuracy, "%.2f %%", 100 * variants.front().test_accuracy);
+  const auto accuracy = io::fixed_text(100 * variants.front().test_accuracy, 2) + " %";
   r.card = {{"model", request.model_path},
             {"architecture", summary.backbone.empty() ? summary.architecture : summary.architecture + ", " + summary.backbone},
             {"outputs", std::to_string(study.target_names().size()) + " (multi-label)"},

@@ -165,26 +165,11 @@ void BiasSession::undo() { change_stack([](EditStack& stack) { stack.undo(); });
 void BiasSession::redo() { change_stack([](EditStack& stack) { stack.redo(); }); }
 void BiasSession::clear() { change_stack([](EditStack& stack) { stack.clear(); }); }
 
-BiasExportReport BiasSession::export_model(const BiasExportRequest& request,
-                                           const std::function<bool(uint64_t, uint64_t)>& progress) const {
-  ExportRequest r;
-  r.output = request.output;
-  r.layout = parse_export_layout(request.layout);
-  r.overwrite = request.overwrite;
-  r.verify_samples = request.verify_samples;
-  r.tolerance = request.tolerance;
+ExportReport BiasSession::export_model(const ExportRequest& request,
+                                       const std::function<bool(uint64_t, uint64_t)>& progress) const {
   const auto source = model::ModelFile::load(impl_->options.model_path);
   auto verify_data = impl_->study->model().prepare(data::load_dataset(impl_->options.test_spec));
-  const auto report = export_edited_model(source, impl_->stack.applied(), verify_data, r, progress);
-  BiasExportReport out;
-  out.output = report.output;
-  out.layout = to_string(report.layout);
-  out.edits = report.edits;
-  out.max_abs_difference = report.max_abs_difference;
-  out.verified_samples = report.verified_samples;
-  out.seconds = report.seconds;
-  out.json = to_json(report);
-  return out;
+  return export_edited_model(source, impl_->stack.applied(), verify_data, request, progress);
 }
 
 }  // namespace mumoe::editing

@@ -22,6 +22,7 @@
 #include "editing/bias_report_request.h"
 #include "editing/bias_task.h"
 #include "editing/edit_stack.h"
+#include "editing/export_request.h"
 #include "editing/fairness_metrics.h"
 #include "editing/logit_edit.h"
 #include "editing/variant_metrics.h"
@@ -54,24 +55,6 @@ using BiasProgress = std::function<bool(int64_t, int64_t)>;
 /// What the model file holds (model_summary.h); reads its header. Throws FileError.
 using ModelKind = model::ModelKind;
 ModelKind probe_model_kind(const std::string& model_path);
-
-struct BiasExportRequest {
-  std::string output;
-  std::string layout = "auto";  ///< "auto", "mumoe", "reference" or "source" (editing/model_export.h)
-  bool overwrite = false;        ///< replace an existing file (required for the source model itself)
-  int64_t verify_samples = 256;  ///< first samples of the test split
-  double tolerance = 1e-5;
-};
-
-struct BiasExportReport {
-  std::string output;
-  std::string layout;
-  int64_t edits = 0;
-  double max_abs_difference = 0;
-  int64_t verified_samples = 0;
-  double seconds = 0;
-  nlohmann::json json;  ///< the core's full report (model_export.h to_json)
-};
 
 class BiasSession {
  public:
@@ -129,7 +112,7 @@ class BiasSession {
 
   /// Folds the applied edits into the weights, writes and verifies the file (model_export.h).
   /// Throws UsageError (existing destination, no edits), WriteError, Error (verification).
-  BiasExportReport export_model(const BiasExportRequest& request,
+  ExportReport export_model(const ExportRequest& request,
                                 const std::function<bool(uint64_t, uint64_t)>& progress = {}) const;
 
  private:

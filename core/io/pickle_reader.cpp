@@ -98,20 +98,8 @@ class Machine {
         case 0x85: push_tuple(at, 1); break;                 // TUPLE1
         case 0x86: push_tuple(at, 2); break;                 // TUPLE2
         case 0x87: push_tuple(at, 3); break;                 // TUPLE3
-        case 't': {                                          // TUPLE
-          auto items = pop_to_mark(at);
-          const auto t = make(Kind::Tuple);
-          nodes_[t].items = std::move(items);
-          push(t);
-          break;
-        }
-        case 'l': {  // LIST
-          auto items = pop_to_mark(at);
-          const auto l = make(Kind::List);
-          nodes_[l].items = std::move(items);
-          push(l);
-          break;
-        }
+        case 't': push_marked(at, Kind::Tuple); break;      // TUPLE
+        case 'l': push_marked(at, Kind::List); break;       // LIST
         case 'd': {  // DICT
           const auto items = pop_to_mark(at);
           const auto d = make(Kind::Dict);
@@ -308,6 +296,13 @@ class Machine {
     const auto n = make(kind);
     nodes_[n].text.assign(reinterpret_cast<const char*>(b), length);
     push(n);
+  }
+  // TUPLE and LIST: the values above the last mark become one node of `kind`.
+  void push_marked(size_t at, Kind kind) {
+    auto items = pop_to_mark(at);
+    const auto node = make(kind);
+    nodes_[node].items = std::move(items);
+    push(node);
   }
   void push_tuple(size_t at, size_t count) {
     if (stack_.size() < count + (marks_.empty() ? 0 : marks_.back())) fail(at, "TUPLE of more values than the stack has");

@@ -64,6 +64,19 @@ int64_t exact_sqrt(int64_t n) {
   return r * r == n ? r : -1;
 }
 
+// The inferred backbone `b` at `prefix` under its preset: the one the user named
+// (overrides.backbone_preset), else `inferred` ("" = none: the weights' own settings).
+InferredBackbone under_preset(nn::BackboneConfig b, const std::string& prefix, const LayoutOverrides& overrides,
+                              const std::string& inferred) {
+  InferredBackbone out;
+  out.prefix = prefix;
+  out.preset_given = !overrides.backbone_preset.empty();
+  out.preset = out.preset_given ? overrides.backbone_preset : inferred;
+  if (!out.preset.empty()) nn::apply_backbone_preset(b, out.preset);
+  out.config = b;
+  return out;
+}
+
 InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, const LayoutOverrides& overrides,
                            const std::string& path) {
   const Reader r(shapes, prefix, path, "timm ViT");
@@ -149,18 +162,13 @@ InferredBackbone infer_vit(const ShapeMap& shapes, const std::string& prefix, co
     throw UsageError(path + ": the ViT's position embedding fixes its input at " + std::to_string(b.image_size) +
                      " px, not " + std::to_string(overrides.image_size));
 
-  InferredBackbone out;
-  out.prefix = prefix;
-  out.preset_given = !overrides.backbone_preset.empty();
-  out.preset = out.preset_given ? overrides.backbone_preset
-                                : (v.norm_pre && !v.patch_bias ? "vit_base_patch32_clip_224.openai" : "vit");
-  if (!out.preset_given && out.preset == "vit_base_patch32_clip_224.openai")
+  if (b.in_channels != 3) r.fail("the patch embedding takes " + std::to_string(b.in_channels) + " channels, not RGB");
+  const bool clip = v.norm_pre && !v.patch_bias;
+  auto out = under_preset(b, prefix, overrides, clip ? "vit_base_patch32_clip_224.openai" : "vit");
+  if (!out.preset_given && clip)
     notes.push_back("a CLIP-style ViT: GELU, as timm builds these weights; open_clip models use QuickGELU — pass "
                     "--preset vit_base_patch32_clip_quickgelu_224.openai (GUI: Model Options) for those");
   out.notes = std::move(notes);
-  if (b.in_channels != 3) r.fail("the patch embedding takes " + std::to_string(b.in_channels) + " channels, not RGB");
-  nn::apply_backbone_preset(b, out.preset);
-  out.config = b;
   return out;
 }
 
@@ -183,13 +191,7 @@ InferredBackbone infer_resnet(const ShapeMap& shapes, const std::string& prefix,
   if (c.bottleneck) c.width_per_group = r.shape("layer1.0.conv1.weight", 4)[0];
   b.feature_dim = c.bottleneck ? 2048 : 512;
   b.image_size = overrides.image_size > 0 ? overrides.image_size : 224;
-  InferredBackbone out;
-  out.prefix = prefix;
-  out.preset_given = !overrides.backbone_preset.empty();
-  out.preset = out.preset_given ? overrides.backbone_preset : "resnet";
-  nn::apply_backbone_preset(b, out.preset);
-  out.config = b;
-  return out;
+  return under_preset(b, prefix, overrides, "resnet");
 }
 
 // The reference MLP-Mixer (nn/mlp_mixer.h). Width from stem.1; depth by counting blocks; each
@@ -279,15 +281,10 @@ InferredBackbone infer_mixer(const ShapeMap& shapes, const std::string& prefix, 
   if (head[1] != m.width || r.shape("head.2.bias", 1)[0] != head[0])
     r.fail("head.2 (the Linear classifier) does not take the width " + std::to_string(m.width));
 
-  InferredBackbone out;
-  out.prefix = prefix;
-  out.linear_head = LinearHead{prefix + "head.2.", head[0]};
-  out.preset_given = !overrides.backbone_preset.empty();
   // Grey Mixers (this project's Fashion-MNIST demo) take the data's images as they are.
-  out.preset = out.preset_given ? overrides.backbone_preset : (b.in_channels == 3 ? "mixer" : "");
-  if (!out.preset.empty()) nn::apply_backbone_preset(b, out.preset);
-  b.validate();
-  out.config = b;
+  auto out = under_preset(b, prefix, overrides, b.in_channels == 3 ? "mixer" : "");
+  out.config.validate();
+  out.linear_head = LinearHead{prefix + "head.2.", head[0]};
   return out;
 }
 

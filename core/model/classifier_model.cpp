@@ -138,23 +138,25 @@ ClassifierModel ClassifierModel::from_image_classifier(nn::ImageClassifier class
   return m;
 }
 
-ClassifierModel ClassifierModel::from_router_layer(nn::MoELayer layer, std::string name,
-                                                   std::vector<std::string> labels, bool multilabel) {
+ClassifierModel ClassifierModel::bare_layer(std::string name, std::vector<std::string> labels, bool multilabel) {
   ClassifierModel m;
   m.multilabel_ = multilabel;
-  m.router_ = std::move(layer);
   m.layer_name_ = std::move(name);
   m.label_names_ = std::move(labels);
   return m;
 }
 
+ClassifierModel ClassifierModel::from_router_layer(nn::MoELayer layer, std::string name,
+                                                   std::vector<std::string> labels, bool multilabel) {
+  auto m = bare_layer(std::move(name), std::move(labels), multilabel);
+  m.router_ = std::move(layer);
+  return m;
+}
+
 ClassifierModel ClassifierModel::from_layer(nn::MuMoEBlock layer, std::string name, std::vector<std::string> labels,
                                             bool multilabel) {
-  ClassifierModel m;
-  m.multilabel_ = multilabel;
+  auto m = bare_layer(std::move(name), std::move(labels), multilabel);
   m.layer_ = std::move(layer);
-  m.layer_name_ = std::move(name);
-  m.label_names_ = std::move(labels);
   return m;
 }
 

@@ -112,6 +112,9 @@ class ClassifierModel {
   void backbone_to(const torch::Device& device);
 
  private:
+  /// A model of one bare layer, its module still to be set (from_layer, from_router_layer).
+  static ClassifierModel bare_layer(std::string name, std::vector<std::string> labels, bool multilabel);
+
   nn::ImageClassifier classifier_{nullptr};
   nn::MuMoEBlock layer_{nullptr};
   nn::MoELayer router_{nullptr};

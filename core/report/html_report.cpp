@@ -1,4 +1,5 @@
 #include "report/html_report.h"
+#include "io/number_text.h"
 
 #include <algorithm>
 #include <cmath>
@@ -21,12 +22,7 @@ std::string number(double value) {
   return text;
 }
 
-std::string fixed(double value, int decimals) {
-  if (std::isnan(value)) return "–";
-  char text[40];
-  std::snprintf(text, sizeof text, "%.*f", decimals, value);
-  return text;
-}
+std::string fixed(double value, int decimals) { return std::isnan(value) ? "–" : io::fixed_text(value, decimals); }
 
 std::string class_name(const ExpertReport& r, int64_t c) {
   return c >= 0 && c < static_cast<int64_t>(r.class_names.size()) ? r.class_names[c] : "class " + std::to_string(c);

@@ -19,6 +19,17 @@ double learning_rate_at(const TrainOptions& o, int64_t global_step, int64_t tota
   return o.learning_rate * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
+// Runs the model over `data` in batches of `batch_size`; `use(start, end, logits)` gets each
+// batch's logits, on the CPU.
+template <typename Use>
+void for_each_batch_logits(model::ClassifierModel& model, const data::Dataset& data, int64_t batch_size,
+                           const torch::Device& device, const nn::ExpertAblation& ablation, Use use) {
+  for (int64_t start = 0; start < data.size(); start += batch_size) {
+    const int64_t end = std::min(data.size(), start + batch_size);
+    use(start, end, model.forward(data, torch::arange(start, end), device, ablation).output.cpu());
+  }
+}
+
 // Per target attribute: the share of samples whose thresholded output (logit > 0, i.e.
 // probability > 0.5) equals the attribute; `accuracy` is their mean, `mean_loss` the mean BCE.
 Evaluation evaluate_multilabel(model::ClassifierModel& model, const data::Dataset& data, int64_t batch_size,
@@ -27,15 +38,14 @@ Evaluation evaluate_multilabel(model::ClassifierModel& model, const data::Datase
   const int64_t targets = data.targets.size(1);
   auto correct = torch::zeros({targets}, torch::kLong);
   double loss_sum = 0;
-  for (int64_t start = 0; start < data.size(); start += batch_size) {
-    const int64_t end = std::min(data.size(), start + batch_size);
+  for_each_batch_logits(model, data, batch_size, device, ablation,
+                        [&](int64_t start, int64_t end, const torch::Tensor& logits) {
     const auto truth = data.targets.slice(0, start, end);
-    const auto logits = model.forward(data, torch::arange(start, end), device, ablation).output.cpu();
     loss_sum += torch::binary_cross_entropy_with_logits(logits, truth.to(logits.scalar_type()), {}, {},
                                                         at::Reduction::Sum)
                     .item<double>();
     correct += ((logits > 0).to(torch::kLong) == truth).to(torch::kLong).sum(0);
-  }
+  });
   Evaluation e;
   e.samples = data.size();
   for (int64_t t = 0; t < targets; ++t) {
@@ -160,15 +170,14 @@ Evaluation evaluate_classifier(model::ClassifierModel& model, const data::Datase
   auto correct = torch::zeros({classes}, torch::kLong);
   auto count = torch::zeros({classes}, torch::kLong);
   double loss_sum = 0;
-  for (int64_t start = 0; start < data.size(); start += batch_size) {
-    const int64_t end = std::min(data.size(), start + batch_size);
+  for_each_batch_logits(model, data, batch_size, device, ablation,
+                        [&](int64_t start, int64_t end, const torch::Tensor& logits) {
     const auto labels = data.labels.slice(0, start, end);
-    const auto logits = model.forward(data, torch::arange(start, end), device, ablation).output.cpu();
     loss_sum += torch::cross_entropy_loss(logits, labels, {}, at::Reduction::Sum).item<double>();
     const auto hit = (logits.argmax(1) == labels).to(torch::kLong);
     correct.index_add_(0, labels, hit);
     count.index_add_(0, labels, torch::ones_like(labels));
-  }
+  });
   Evaluation e;
   e.samples = data.size();
   e.accuracy = e.samples ? correct.sum().item<double>() / e.samples : 0;

@@ -261,6 +261,25 @@ TEST(MlpMixer, LayerAnalysisOpensTheMixersLayers) {
   EXPECT_EQ(a->ablate(0, {1}, analysis::AblationMethod::Sparse).value.changed_predictions,
             direct.ablate({1}, analysis::AblationMethod::Naive).changed_predictions);
   EXPECT_THROW(a->statistics(1, 0.5), UsageError);  // one expert mode
+
+  // What `compare` reads (layer_comparison.h), for the channel- and the token-mixing layer:
+  // rows per image and how many rows each expert takes, against PyTorch's coefficients; the
+  // layer's configuration, against the file's.
+  const auto expected = read_expected(dir.file("expected.pth"));
+  const auto file = model::ModelFile::load(options.model_path);
+  for (const std::string name : {"mixer_blocks.1.1.fn", "mixer_blocks.1.0.fn.1"}) {
+    options.layer = name;
+    auto layer = analysis::LayerAnalysis::open(options);
+    const auto taken = expected.at("coefficients " + name) > 0;  // [images, rows, experts]
+    EXPECT_EQ(layer->rows_per_sample(), taken.size(1)) << name;
+    const auto coverage = layer->row_coverage();
+    ASSERT_EQ(coverage.rows_per_expert.size(), 6u) << name;
+    for (int64_t n = 0; n < 6; ++n)
+      EXPECT_EQ(coverage.rows_per_expert[static_cast<size_t>(n)], taken.select(2, n).sum().item<int64_t>()) << name;
+    EXPECT_EQ(coverage.rows_without_expert, (taken.sum(2) == 0).sum().item<int64_t>()) << name;
+    EXPECT_EQ(model::layer_config_json(layer->manifest_layer()), model::layer_config_json(file.layer(name))) << name;
+    EXPECT_GT(layer->microseconds_per_row(), 0) << name;
+  }
   options.layer = "head";
   try {
     analysis::LayerAnalysis::open(options);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "analysis/layer_comparison.h"
 #include "analysis/vit_block_analysis.h"
 #include "cli_runner.h"
 #include "data/dataset.h"
@@ -354,6 +355,51 @@ TEST(VitMumoeBlocks, CliAblatesAndDrawsGalleriesOfABlock) {
   EXPECT_FALSE(recomputed.at("from_cache").get<bool>());
   EXPECT_EQ(again.at("experts"), first.at("experts"));
   EXPECT_EQ(recomputed.at("experts"), first.at("experts"));
+}
+
+// `compare` of a block's MLP counts over every token of every image (the row's tokens, dead
+// experts and dropped tokens from PyTorch's per-token coefficients), and its sweep is the one
+// kept in the cache.
+TEST(VitMumoeBlocks, CompareCountsEveryTokenOfABlockAsPyTorch) {
+  REQUIRE_PYTHON("torch torchvision PIL");
+  TempDir dir;
+  run_python(dir, testkit::reference_models() + kFixture);
+  const auto expected = read_expected(dir.file("expected.pth"));
+  analysis::SessionOptions options;
+  options.model_path = dir.file("vit_blocks.pth");
+  options.overrides.vit_heads = 2;
+  options.data_spec = "folder:" + dir.file("img");
+  options.cache_path = dir.file("cache.sqlite");
+  options.layer = "blocks.2.mlp";
+  std::vector<std::string> steps;
+  const auto row = analysis::compare_layer(options, [&](const std::string& step, int64_t, int64_t, double) {
+    if (steps.empty() || steps.back() != step) steps.push_back(step);
+    return true;
+  });
+  EXPECT_EQ(steps, (std::vector<std::string>{"Reading samples", "Sweep"}));
+
+  const auto coefficients = expected.at("block2");  // [24 images, 17 tokens, 6 experts]
+  ASSERT_EQ(coefficients.sizes(), (std::vector<int64_t>{24, 17, 6}));
+  const auto taken = coefficients > 0;
+  const auto dead = (taken.sum(std::vector<int64_t>{0, 1}) == 0).sum().item<int64_t>();
+  const auto dropped = (taken.sum(2) == 0).sum().item<int64_t>();
+  const auto file = model::ModelFile::load(options.model_path, options.overrides);
+  const auto& layer = file.layer("blocks.2.mlp");
+  EXPECT_EQ(row.layer, "blocks.2.mlp");
+  EXPECT_EQ(row.family, layer.family());
+  EXPECT_EQ(row.experts, 6);
+  EXPECT_EQ(row.parameters, layer.parameter_count());
+  EXPECT_EQ(row.samples, 24);
+  EXPECT_EQ(row.tokens, 24 * 17);
+  EXPECT_EQ(row.dead_experts, dead);
+  EXPECT_EQ(row.dropped_tokens, dropped);
+  const auto labels = (torch::arange(24) >= 12).to(torch::kLong);  // a/ then b/, 12 each
+  EXPECT_DOUBLE_EQ(row.accuracy, (expected.at("logits").argmax(1) == labels).to(torch::kDouble).mean().item<double>());
+  EXPECT_DOUBLE_EQ(row.multiply_adds_per_sample, analysis::layer_multiply_adds(layer, 17));
+  EXPECT_GT(row.microseconds_per_sample, 0);
+  EXPECT_FALSE(row.from_cache);
+  // The baseline pass runs again; the sweep is read back.
+  EXPECT_TRUE(analysis::compare_layer(options).from_cache);
 }
 
 // A block MLP that is not a two-layer μMoE block width → hidden → width (here a single μMoE layer)

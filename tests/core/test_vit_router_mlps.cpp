@@ -87,6 +87,13 @@ TEST(VitRouterMlps, SaveReloadAndEachBlockIsItsMoELayer) {
   EXPECT_TRUE(file.layer("blocks.0.mlp").is_router());
   EXPECT_EQ(file.layer("blocks.1.mlp").router->router, nn::RouterKind::SoftmaxExpertChoice);
   auto reloaded = model::ClassifierModel::load(file);
+  // The block analysis's configuration of a router MLP (what `compare` reports) is the file's.
+  for (const int64_t block : {0, 1}) {
+    const auto name = "blocks." + std::to_string(block) + ".mlp";
+    EXPECT_EQ(model::layer_config_json(analysis::VitBlockAnalysis(reloaded, data, block).manifest_layer()),
+              model::layer_config_json(file.layer(name)))
+        << name;
+  }
   torch::NoGradGuard no_grad;
   const auto indices = torch::arange(kImages);
   const auto before = model.forward(data, indices, torch::kCPU).output;

@@ -211,13 +211,13 @@ TEST_F(BiasSessionTest, ExportFoldsTheAppliedEditsAndVerifies) {
   session->push(session->propose(task));
   session->push(session->propose(task, -3.0));
   session->undo();  // only the first edit is applied
-  BiasExportRequest r;
+  ExportRequest r;
   r.output = dir.file("edited.safetensors");
   const auto report = session->export_model(r);
   EXPECT_EQ(report.edits, 1);
   EXPECT_LE(report.max_abs_difference, 1e-5);
   EXPECT_EQ(report.verified_samples, 256);
-  EXPECT_EQ(report.layout, "mumoe");
+  EXPECT_EQ(report.layout, ExportLayout::Mumoe);
 
   // The exported model, reopened unedited, measures what the live edit measured.
   auto reopened_options = options;
@@ -233,7 +233,7 @@ TEST_F(BiasSessionTest, ExportFoldsTheAppliedEditsAndVerifies) {
   r.output = dir.file("edited.safetensors");
   EXPECT_THROW(session->export_model(r), UsageError);  // exists
   r.overwrite = true;
-  r.layout = "reference";
+  r.layout = ExportLayout::Reference;
   EXPECT_LE(session->export_model(r).max_abs_difference, 1e-5);
 }
 

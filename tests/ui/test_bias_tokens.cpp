@@ -224,7 +224,7 @@ class BiasTokensTest : public QObject {
 
     // Export on the worker; the verification figure is shown.
     QSignalSpy exported(page, &ui::BiasPage::exportFinished);
-    editing::BiasExportRequest r;
+    editing::ExportRequest r;
     r.output = dir_.filePath(QStringLiteral("edited.safetensors")).toStdString();
     page->exportModel(r);
     QVERIFY(exported.wait(20'000));
