@@ -10,7 +10,12 @@ log="${1:-build}/Testing/Temporary/LastTest.log"
 [[ -f $log ]] || exit 0
 awk '
   # GoogleTest prints the reason on the line before "[  SKIPPED ] Suite.Test (N ms)".
-  /^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$/ { names[++n] = $4; reasons[n] = previous; next }
+  # (A GTEST_SKIP() without a message leaves a line of GoogleTest there instead.)
+  /^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$/ {
+    names[++n] = $4
+    reasons[n] = (previous ~ /^\[/ || previous ~ /: Skipped$/ || previous == "") ? "(no reason given)" : previous
+    next
+  }
   { previous = $0 }
   END {
     if (n == 0) exit
