@@ -259,7 +259,8 @@ int run_ablate(AblateOptions& o) {
 
 Command add_ablate_command(CLI::App& parent) {
   return make_command<AblateOptions>(parent, "ablate",
-                                     "Counterfactual ablation: per-class accuracy without some experts", run_ablate);
+                                     "Counterfactual ablation: per-class accuracy without some experts",
+                                     run_ablate);
 }
 
 }  // namespace mumoe::cli

@@ -126,7 +126,8 @@ int run_analyze(AnalyzeOptions& o) {
 
 Command add_analyze_command(CLI::App& parent) {
   return make_command<AnalyzeOptions>(parent, "analyze",
-                                      "Extract expert coefficients and predictions into the analysis cache", run_analyze);
+                                      "Extract expert coefficients and predictions into the analysis cache",
+                                      run_analyze);
 }
 
 }  // namespace mumoe::cli

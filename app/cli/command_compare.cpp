@@ -116,7 +116,8 @@ int run_compare(CompareOptions& o) {
 Command add_compare_command(CLI::App& parent) {
   return make_command<CompareOptions>(parent, "compare",
                                       "Compare expert layers (μMoE and sparse/soft MoE routers) on one data set: accuracy, "
-                 "polysemanticity, purity, I(E;Y)/H(Y), load, dropped samples, cost", run_compare);
+                                      "polysemanticity, purity, I(E;Y)/H(Y), load, dropped samples, cost",
+                                      run_compare);
 }
 
 }  // namespace mumoe::cli

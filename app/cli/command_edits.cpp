@@ -63,7 +63,8 @@ int run_edits(const EditsOptions& o) {
 
 Command add_edits_command(CLI::App& parent) {
   return make_command<EditsOptions>(parent, "edits",
-                                    "List, undo or redo a model's edits in an edit-session database", run_edits);
+                                    "List, undo or redo a model's edits in an edit-session database",
+                                    run_edits);
 }
 
 }  // namespace mumoe::cli

@@ -87,7 +87,8 @@ int run_evaluate(const EvaluateOptions& o) {
 
 Command add_evaluate_command(CLI::App& parent) {
   return make_command<EvaluateOptions>(parent, "evaluate",
-                                       "Accuracy of a classifier, overall and per class", run_evaluate);
+                                       "Accuracy of a classifier, overall and per class",
+                                       run_evaluate);
 }
 
 }  // namespace mumoe::cli

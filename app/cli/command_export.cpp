@@ -156,7 +156,8 @@ int run_export(const ExportOptions& o) {
 
 Command add_export_command(CLI::App& parent) {
   return make_command<ExportOptions>(parent, "export",
-                                     "Fold saved edits into a model and write it (verified after writing)", run_export);
+                                     "Fold saved edits into a model and write it (verified after writing)",
+                                     run_export);
 }
 
 }  // namespace mumoe::cli

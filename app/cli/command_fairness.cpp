@@ -57,7 +57,8 @@ int run_fairness(const FairnessOptions& o) {
 
 Command add_fairness_command(CLI::App& parent) {
   return make_command<FairnessOptions>(parent, "fairness",
-                                       "Fairness metrics of a multi-label model over 4 subpopulations", run_fairness);
+                                       "Fairness metrics of a multi-label model over 4 subpopulations",
+                                       run_fairness);
 }
 
 }  // namespace mumoe::cli

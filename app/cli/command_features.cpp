@@ -81,7 +81,8 @@ int run_features(const FeaturesOptions& o) {
 
 Command add_features_command(CLI::App& parent) {
   return make_command<FeaturesOptions>(parent, "features",
-                                       "Write the inputs of a classifier's μMoE head for a data set", run_features);
+                                       "Write the inputs of a classifier's μMoE head for a data set",
+                                       run_features);
 }
 
 }  // namespace mumoe::cli

@@ -105,7 +105,8 @@ int run_forward(const ForwardOptions& o) {
 
 Command add_forward_command(CLI::App& parent) {
   return make_command<ForwardOptions>(parent, "forward",
-                                      "Run a μMoE layer on tensor 'input'; write 'output' and 'coefficients.{e}'", run_forward);
+                                      "Run a μMoE layer on tensor 'input'; write 'output' and 'coefficients.{e}'",
+                                      run_forward);
 }
 
 }  // namespace mumoe::cli

@@ -185,7 +185,8 @@ int run_gallery(GalleryOptions& o) {
 
 Command add_gallery_command(CLI::App& parent) {
   return make_command<GalleryOptions>(parent, "gallery",
-                                      "The samples an expert processes (random above a threshold, or top)", run_gallery);
+                                      "The samples an expert processes (random above a threshold, or top)",
+                                      run_gallery);
 }
 
 }  // namespace mumoe::cli

@@ -88,7 +88,8 @@ int run_init(const InitOptions& o) {
 
 Command add_init_command(CLI::App& parent) {
   return make_command<InitOptions>(parent, "init",
-                                   "Write a freshly initialised μMoE layer or block", run_init);
+                                   "Write a freshly initialised μMoE layer or block",
+                                   run_init);
 }
 
 }  // namespace mumoe::cli

@@ -110,7 +110,8 @@ int run_predict(const PredictOptions& o) {
 
 Command add_predict_command(CLI::App& parent) {
   return make_command<PredictOptions>(parent, "predict",
-                                      "Write a model's logits (and every expert layer's coefficients) on data, to compare with PyTorch", run_predict);
+                                      "Write a model's logits (and every expert layer's coefficients) on data, to compare with PyTorch",
+                                      run_predict);
 }
 
 }  // namespace mumoe::cli

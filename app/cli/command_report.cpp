@@ -187,7 +187,8 @@ int run_report(ReportOptions& o) {
 
 Command add_report_command(CLI::App& parent) {
   return make_command<ReportOptions>(parent, "report",
-                                     "Write a self-contained HTML report of a layer's experts", run_report);
+                                     "Write a self-contained HTML report of a layer's experts",
+                                     run_report);
 }
 
 }  // namespace mumoe::cli

@@ -201,7 +201,8 @@ int run_rewrite(RewriteOptions& o) {
 
 Command add_rewrite_command(CLI::App& parent) {
   return make_command<RewriteOptions>(parent, "rewrite",
-                                      "Correct a subpopulation's bias with an expert-conditional logit rewrite", run_rewrite);
+                                      "Correct a subpopulation's bias with an expert-conditional logit rewrite",
+                                      run_rewrite);
 }
 
 }  // namespace mumoe::cli

@@ -88,7 +88,8 @@ int run_stats(StatsOptions& o) {
 
 Command add_stats_command(CLI::App& parent) {
   return make_command<StatsOptions>(parent, "stats",
-                                    "Expert statistics: load, dead experts, top classes, entropies, I(E;Y)", run_stats);
+                                    "Expert statistics: load, dead experts, top classes, entropies, I(E;Y)",
+                                    run_stats);
 }
 
 }  // namespace mumoe::cli

@@ -153,7 +153,8 @@ int run_steer(SteerOptions& o) {
 
 Command add_steer_command(CLI::App& parent) {
   return make_command<SteerOptions>(parent, "steer",
-                                    "Generate with an expert's cluster centre added at its MLP block, beside the unsteered text", run_steer);
+                                    "Generate with an expert's cluster centre added at its MLP block, beside the unsteered text",
+                                    run_steer);
 }
 
 }  // namespace mumoe::cli

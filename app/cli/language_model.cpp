@@ -212,7 +212,8 @@ int run_generate(const GenerateOptions& o) {
 
 Command add_generate_command(CLI::App& parent) {
   return make_command<GenerateOptions>(parent, "generate",
-                                       "Sample text from a μMoE GPT", run_generate);
+                                       "Sample text from a μMoE GPT",
+                                       run_generate);
 }
 
 }  // namespace mumoe::cli
