@@ -62,7 +62,8 @@ double router_multiply_adds(const nn::MoELayerConfig& c, int64_t tokens_per_inpu
   return in * static_cast<double>(c.experts) + per_sample * expert;
 }
 
-/// Purity, I(E;Y)/H(Y), load CV and dead experts from a mode's statistics.
+/// Purity, I(E;Y)/H(Y) and load CV from a mode's statistics (dead experts come from every row:
+/// LayerAnalysis::row_coverage).
 void fill_specialisation(const ModeStatistics& statistics, LayerComparison& row) {
   double purity_sum = 0;
   int64_t strongest_for_some = 0;
@@ -83,8 +84,6 @@ void fill_specialisation(const ModeStatistics& statistics, LayerComparison& row)
   for (const double c : strongest_counts) variance += (c - mean) * (c - mean);
   variance /= static_cast<double>(std::max<size_t>(1, strongest_counts.size()));
   row.load_cv = mean > 0 ? std::sqrt(variance) / mean : kNaN;
-  row.dead_experts = 0;
-  for (const auto& e : statistics.experts) row.dead_experts += e.support == 0;
 }
 
 

@@ -11,24 +11,28 @@ void SessionRun::open(const std::string& cache_path, cache::RunKey run_key) {
 
 std::optional<int64_t> SessionRun::run_id() const { return cache->find_run(key); }
 
-bool SessionRun::complete() const {
+std::optional<int64_t> SessionRun::complete_id() const {
   const auto id = run_id();
-  return id && cache->run_complete(*id);
+  if (id && cache->run_complete(*id)) return id;
+  return std::nullopt;
 }
+
+bool SessionRun::complete() const { return complete_id().has_value(); }
 
 int64_t SessionRun::complete_run_id(const std::string& what, const std::string& model_path,
                                     const std::string& data_spec, const std::string& hint) const {
-  const auto id = run_id();
-  if (!id || !cache->run_complete(*id))
+  const auto id = complete_id();
+  if (!id)
     throw UsageError("no complete " + what + " of " + model_path + " on " + data_spec +
                      " in the cache yet: run the extraction first" + hint);
   return *id;
 }
 
 std::optional<ExtractionSummary> SessionRun::already_extracted() const {
-  if (!complete()) return std::nullopt;
+  const auto id = complete_id();
+  if (!id) return std::nullopt;
   ExtractionSummary s;
-  s.run_id = *run_id();
+  s.run_id = *id;
   s.chunks_reused = cache->run_info(s.run_id).chunk_count();
   return s;
 }

@@ -29,6 +29,7 @@ struct SessionRun {
 
   std::optional<int64_t> run_id() const;  ///< the run row, partial or complete
   bool complete() const;
+  std::optional<int64_t> complete_id() const;  ///< the run's id when it is complete
   /// The complete run's id, or UsageError "no complete `what` of MODEL on DATA in the cache
   /// yet: run the extraction first`hint`".
   int64_t complete_run_id(const std::string& what, const std::string& model_path, const std::string& data_spec,
