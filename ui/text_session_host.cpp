@@ -11,38 +11,35 @@ TextSessionHost::~TextSessionHost() { shutdown(); }
 
 void TextSessionHost::shutdown() { worker_->shutdown(); }
 
-std::string TextSessionHost::sessionKey(const analysis::TextSessionOptions& o) {
-  // '\n' cannot occur in a path or SPEC the GUI passes, so the fields cannot run into each other.
-  return o.model_path + '\n' + o.data_spec + '\n' + o.cache_path + '\n' + o.device + '\n' + o.tokenizer + '\n' +
-         std::to_string(o.max_sequences) + '\n' + std::to_string(o.validation_fraction) + '\n' +
-         std::to_string(o.n_head);
+namespace {
+
+// Model, text, cache, device and the sizes of the evaluation set: what must match, besides the
+// layer, for a session opened with `a` to serve `b`.
+bool sameSource(const analysis::TextSessionOptions& a, const analysis::TextSessionOptions& b) {
+  return a.model_path == b.model_path && a.data_spec == b.data_spec && a.cache_path == b.cache_path &&
+         a.device == b.device && a.tokenizer == b.tokenizer && a.max_sequences == b.max_sequences &&
+         a.validation_fraction == b.validation_fraction && a.n_head == b.n_head;
 }
+
+}  // namespace
 
 analysis::TextAnalysisSession& TextSessionHost::session(const analysis::TextSessionOptions& options,
                                                         const std::function<bool()>& cancelled) {
-  const auto key = sessionKey(options);
-  if (session_ && key == key_ &&
-      (options.layer == openedAs_ || options.layer == session_->layer_name() ||
+  if (session_ && sameSource(options, session_->options()) &&
+      (options.layer == session_->options().layer || options.layer == session_->layer_name() ||
        options.layer == std::to_string(session_->layer_index())))
     return *session_;
   // Close before opening: a GPT-2-sized model and its arrays are not held twice.
   session_.reset();
-  key_.clear();
   const QString extracting = tr("Extracting tokens");
   session_ = analysis::TextAnalysisSession::open_extracted(options, [&](const analysis::ExtractionProgress& p) {
     worker_->postProgress(extracting, p.samples_done, p.samples_total, p.eta_seconds);
     return !cancelled();
   });
   ++opened_;
-  key_ = key;
-  openedAs_ = options.layer;
   return *session_;
 }
 
-void TextSessionHost::release() {
-  session_.reset();
-  key_.clear();
-  openedAs_.clear();
-}
+void TextSessionHost::release() { session_.reset(); }
 
 }  // namespace mumoe::ui

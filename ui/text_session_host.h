@@ -58,15 +58,11 @@ class TextSessionHost : public QObject {
   int sessionsOpened() const { return opened_.load(); }
 
  private:
-  /// Model, text, cache, device and the sizes of the evaluation set: what else must match for the
-  /// open session to serve `options` (the layer is compared on its own: a name or an index).
-  static std::string sessionKey(const analysis::TextSessionOptions& options);
-
   WorkerQueue* worker_ = nullptr;
-  std::unique_ptr<analysis::TextAnalysisSession> session_;  ///< worker thread only
-  std::string key_;                                          ///< worker thread only
+  /// Worker thread only. Its options() are those it was opened with, the layer as it was asked
+  /// for (a name or an index).
+  std::unique_ptr<analysis::TextAnalysisSession> session_;
   std::atomic<int> opened_{0};
-  std::string openedAs_;  ///< worker thread only: the layer as the session was asked for (a name or an index)
 };
 
 }  // namespace mumoe::ui

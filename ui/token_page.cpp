@@ -34,14 +34,17 @@ namespace {
 /// The page's jobs on the shared queue carry this topic: the page cancels and drops only its own.
 const QString kTokensTopic = QStringLiteral("tokens");
 
-/// The session the page reads: `layer` of `model` on its validation split (the data the Steering
-/// page reads too, so the two share one session while they show the same layer).
-analysis::TextSessionOptions tokenSessionOptions(const QString& model, const QString& layer, const QString& cache) {
+/// Worker thread only: the session the page reads, `layer` of `model` on its validation split
+/// (the data the Steering page reads too, so the two share one session while they show the same
+/// layer). Another page may have opened another layer on the shared host since: it is read back
+/// from the cache (a pass over the text only if the cache lost it).
+analysis::TextAnalysisSession& sessionOnWorker(TextSessionHost* host, const QString& model, const QString& layer,
+                                               const QString& cache, const std::function<bool()>& cancelled) {
   analysis::TextSessionOptions options;
   options.model_path = model.toStdString();
   options.layer = layer.toStdString();
   options.cache_path = cache.toStdString();
-  return options;
+  return host->session(options, cancelled);
 }
 
 struct ExpertRow {
@@ -288,13 +291,6 @@ void TokenPage::openLayer() {
       selectExpert(best);
     };
   }, /*cancellable=*/true, /*visible=*/true, openEndings);
-}
-
-analysis::TextAnalysisSession& TokenPage::sessionOnWorker(TextSessionHost* host, const QString& model, const QString& layer,
-                                                          const QString& cache, const std::function<bool()>& cancelled) {
-  // Another page may have opened another layer on the shared host since: it is read back from
-  // the cache (a pass over the text only if the cache lost it).
-  return host->session(tokenSessionOptions(model, layer, cache), cancelled);
 }
 
 qint64 TokenPage::currentExpert() const {

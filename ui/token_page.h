@@ -26,10 +26,6 @@ class QPushButton;
 class QTableWidget;
 class QStackedWidget;
 
-namespace mumoe::analysis {
-class TextAnalysisSession;
-}
-
 namespace mumoe::ui {
 
 class NoteStack;
@@ -90,9 +86,6 @@ class TokenPage : public QWidget {
   /// The page's job endings: its topic, `failed` (then the failed() signal) and `cancelled`.
   WorkerQueue::Handlers endings(const QString& task, std::function<void(const QString&)> failed = {},
                                 std::function<void()> cancelled = {});
-  /// Worker thread only: the host's session of `layer` (reopened if another page moved it).
-  static analysis::TextAnalysisSession& sessionOnWorker(TextSessionHost* host, const QString& model, const QString& layer,
-                                                        const QString& cache, const std::function<bool()>& cancelled);
   void requestGallery();
   void showErrorDialog(const QString& message);
 

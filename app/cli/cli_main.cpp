@@ -5,7 +5,6 @@
 
 #include <torch/torch.h>
 
-#include <csignal>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -21,10 +20,6 @@
 namespace mumoe::cli {
 
 void prepare_process() {
-  // Past a file-size limit (ulimit -f) the kernel would kill us with SIGXFSZ, silently and with
-  // temporaries left behind; ignored, the write fails with EFBIG, which the writers report and
-  // clean up after like a full disk.
-  std::signal(SIGXFSZ, SIG_IGN);
   // A temporary file of a write in progress is removed when a signal ends the program
   // (io/output_files.h); the next run sweeps those that SIGKILL left.
   mumoe::io::install_temporary_cleanup();

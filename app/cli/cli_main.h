@@ -1,4 +1,6 @@
-// The `mumoe` program as two calls: main() (main.cpp) is prepare_process() then run_mumoe().
+// The `mumoe` program as two calls: main() (main.cpp) is prepare_process() then run_mumoe(),
+// after ignoring SIGXFSZ (a write past `ulimit -f` then fails with EFBIG instead of killing the
+// program), which a test process must not inherit into the programs it starts.
 // The CLI tests call run_mumoe() in their own process for the command lines that need no shell
 // (tests/support/cli_runner.h): each run of the program would otherwise pay LibTorch's start,
 // ≈ 0.65 s, hundreds of times. Whatever differs between a process of its own and a call is
@@ -7,8 +9,7 @@
 
 namespace mumoe::cli {
 
-/// Process-wide set-up, once per process: SIGXFSZ ignored (a write past `ulimit -f` fails with
-/// EFBIG instead of killing the program), temporaries of writes in progress removed when a signal
+/// Process-wide set-up, once per process: temporaries of writes in progress removed when a signal
 /// ends the process, the allocator tuned for tensors.
 void prepare_process();
 

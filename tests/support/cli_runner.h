@@ -126,10 +126,7 @@ inline void on_cli_crash(int signal) {
 /// nullopt when the capture cannot be set up (the caller runs the program instead).
 inline std::optional<CliRun> run_cli_in_process(std::vector<std::string> words) {
   static const bool prepared = [] {
-    struct sigaction xfsz {};
-    ::sigaction(SIGXFSZ, nullptr, &xfsz);
     mumoe::cli::prepare_process();  // once per process: temporaries' clean-up, the allocator
-    ::sigaction(SIGXFSZ, &xfsz, nullptr);
     if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(dump_cli_capture);
     return true;
   }();
@@ -154,7 +151,7 @@ inline std::optional<CliRun> run_cli_in_process(std::vector<std::string> words) 
   constexpr int kSignals[] = {SIGINT, SIGXFSZ, SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL};
   struct sigaction before[std::size(kSignals)] {};
   for (size_t i = 0; i < std::size(kSignals); ++i) ::sigaction(kSignals[i], nullptr, &before[i]);
-  std::signal(SIGXFSZ, SIG_IGN);  // as prepare_process() sets it for the program
+  std::signal(SIGXFSZ, SIG_IGN);  // as the program's main() sets it
   for (int crash : {SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL}) std::signal(crash, on_cli_crash);
   g_cli_saved_out = saved_out;
   g_cli_saved_err = saved_err;
