@@ -70,6 +70,11 @@ int run_mumoe(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? kSuccess : kUsage;
   }
+  // Every error ends the same way: its message, made printable, and the exit code of its kind.
+  const auto fail = [](const char* message, int code) {
+    std::cerr << "mumoe: " << mumoe::io::printable(message) << "\n";
+    return code;
+  };
   try {
     for (auto& c : commands)
       if (c.app->parsed()) return c.run();
@@ -77,17 +82,13 @@ int run_mumoe(int argc, char** argv) {
     std::cerr << "\nmumoe: cancelled; everything saved so far is kept\n";
     return kInterrupted;
   } catch (const mumoe::UsageError& e) {
-    std::cerr << "mumoe: " << mumoe::io::printable(e.what()) << "\n";
-    return kUsage;
+    return fail(e.what(), kUsage);
   } catch (const mumoe::Error& e) {
-    std::cerr << "mumoe: " << mumoe::io::printable(e.what()) << "\n";
-    return kBadInput;
+    return fail(e.what(), kBadInput);
   } catch (const c10::Error& e) {
-    std::cerr << "mumoe: " << mumoe::io::printable(e.what_without_backtrace()) << "\n";
-    return kBadInput;
+    return fail(e.what_without_backtrace(), kBadInput);
   } catch (const std::exception& e) {
-    std::cerr << "mumoe: " << mumoe::io::printable(e.what()) << "\n";
-    return kBadInput;
+    return fail(e.what(), kBadInput);
   }
   return kUsage;
 }
